@@ -1,0 +1,61 @@
+# cup's Makefile. `make help` lists the targets.
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-builtin-rules --no-print-directory
+
+TOOLS := $(CURDIR)/.tools
+BUF := tools/node_modules/.bin/buf
+PROTOVALIDATE_VERSION := v1.2.2
+GO_TEST_FLAGS ?= -race -count=1
+
+.PHONY: help
+help: ## Describe the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+.PHONY: tools
+tools: $(TOOLS)/.installed ## Install pinned code generators into .tools and tools/node_modules
+
+$(TOOLS)/.installed: go.mod go.sum tools/package.json tools/package-lock.json
+	mkdir -p $(TOOLS)/bin
+	GOBIN=$(TOOLS)/bin go install google.golang.org/protobuf/cmd/protoc-gen-go connectrpc.com/connect/cmd/protoc-gen-connect-go
+	cd tools && npm install --no-audit --no-fund --loglevel=error
+	rm -rf $(TOOLS)/protovalidate
+	dir=$$(go mod download -json github.com/bufbuild/protovalidate@$(PROTOVALIDATE_VERSION) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p'); \
+		cp -R "$$dir/proto/protovalidate" $(TOOLS)/protovalidate; chmod -R u+w $(TOOLS)/protovalidate
+	touch $@
+
+.PHONY: generate
+generate: tools ## Generate Go and TypeScript code from proto/ into gen/
+	$(BUF) lint
+	$(BUF) generate --path proto/cup
+	cp tools/gen-ts-package.json gen/ts/package.json
+	gofmt -l gen >/dev/null
+
+.PHONY: checkgenerate
+checkgenerate: generate ## Fail when `make generate` changes any file
+	@if [ -n "$$(git status --porcelain -- gen proto)" ]; then \
+		git status --porcelain -- gen proto; git diff --stat -- gen; \
+		echo "error: generated code is out of date: run make generate and commit" >&2; exit 1; fi
+
+.PHONY: lint
+lint: tools ## Run buf lint, go vet and gofmt checks
+	$(BUF) lint
+	go vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/')); if [ -n "$$out" ]; then echo "gofmt: $$out" >&2; exit 1; fi
+
+.PHONY: build
+build: ## Build cupd and cup into bin/
+	go build -o bin/ ./cmd/...
+
+.PHONY: test
+test: ## Run all tests with the race detector
+	go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: bench
+bench: ## Run the Go benchmarks
+	go test -run '^$$' -bench . -benchmem ./...
+
+.PHONY: demo
+demo: ## Run cupd on its embedded demo repository
+	go run ./cmd/cupd serve

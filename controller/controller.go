@@ -1,0 +1,107 @@
+// Package controller defines how API resources map to files in a repository tree.
+//
+// A Controller knows nothing about Git. Reads receive a read-only [fs.FS] holding
+// the tree of one commit; writes receive a [WriteFS] whose changes the caller turns
+// into a commit. Implementations live beneath this package (template/, wasm/) and
+// prove themselves against the conformance suite in controllertest.
+//
+// Controllers must be deterministic: the same tree and the same request give the
+// same result. Callers rely on that to memoise reads by commit.
+package controller
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+)
+
+// Sentinel errors. Implementations wrap them (fmt.Errorf("...: %w", ErrNotFound))
+// so that callers can map them to API codes with errors.Is.
+var (
+	// ErrNotFound reports that the requested resource does not exist in the tree.
+	ErrNotFound = errors.New("not found")
+	// ErrInvalid reports a request the controller cannot serve as given, such as
+	// a name that would render a path outside the repository tree.
+	ErrInvalid = errors.New("invalid request")
+	// ErrMalformed reports a file in the tree that does not hold a valid resource.
+	// The message names the file.
+	ErrMalformed = errors.New("malformed resource file")
+)
+
+// Type identifies the kind of resource a request is about.
+type Type struct {
+	// Group is the API group, e.g. "flags.cup.dev".
+	Group string
+	// Version is the API version within the group, e.g. "v1alpha1".
+	Version string
+	// Kind is the resource kind, e.g. "Flag".
+	Kind string
+	// Plural is the lower-case plural name used in URLs, e.g. "flags".
+	Plural string
+}
+
+// APIVersion returns "group/version" as it appears in a resource's apiVersion.
+func (t Type) APIVersion() string { return t.Group + "/" + t.Version }
+
+// Selector filters resources by their labels.
+// A nil Selector matches every resource.
+type Selector interface {
+	Matches(labels map[string]string) bool
+}
+
+// WriteFS is a writable view of a repository tree.
+// Paths are slash-separated and relative to the tree root, as for [fs.ValidPath];
+// anything else is rejected. Reads through the embedded fs.FS see earlier writes.
+type WriteFS interface {
+	fs.FS
+	// WriteFile creates or replaces the file at name, creating parent directories.
+	WriteFile(name string, data []byte, perm fs.FileMode) error
+	// Remove deletes the file at name. Removing a missing file returns an error
+	// wrapping fs.ErrNotExist.
+	Remove(name string) error
+}
+
+// GetRequest asks for one resource.
+type GetRequest struct {
+	FS        fs.FS
+	Type      Type
+	Namespace string
+	Name      string
+}
+
+// ListRequest asks for every resource of a type in one namespace.
+type ListRequest struct {
+	FS        fs.FS
+	Type      Type
+	Namespace string
+	// Selector, when not nil, keeps only the resources whose labels it matches.
+	Selector Selector
+}
+
+// PutRequest asks to create or replace a resource.
+type PutRequest struct {
+	FS       WriteFS
+	Type     Type
+	Resource *Resource
+}
+
+// DeleteRequest asks to remove a resource.
+type DeleteRequest struct {
+	FS        WriteFS
+	Type      Type
+	Namespace string
+	Name      string
+}
+
+// Controller maps resources of the types bound to it onto files.
+//
+// Implementations must be safe for concurrent use. Get and Delete of a missing
+// resource return an error wrapping ErrNotFound. List of an empty or missing
+// namespace returns an empty slice, not an error. List returns resources sorted
+// by name. Returned resources are owned by the caller.
+type Controller interface {
+	Get(ctx context.Context, req *GetRequest) (*Resource, error)
+	List(ctx context.Context, req *ListRequest) ([]*Resource, error)
+	Put(ctx context.Context, req *PutRequest) error
+	Delete(ctx context.Context, req *DeleteRequest) error
+}
