@@ -1,0 +1,4 @@
+package template
+
+// CacheLen returns the number of entries in c's decode cache.
+func CacheLen(c *Controller) int { return c.cache.len() }

@@ -1,0 +1,86 @@
+package template
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+)
+
+// globFiles returns the files (and symbolic links, which reading resolves)
+// matching pattern, sorted, as fs.Glob would list them but without
+// directories. A missing directory, or a file in its place, gives no matches;
+// other errors reading it are returned, where fs.Glob would hide them. When only the last
+// element of the pattern has glob syntax, as in every useful list template,
+// it reads that one directory and matches names with a precompiled matcher,
+// which is several times faster than fs.Glob on large directories.
+func globFiles(fsys fs.FS, pattern string) ([]string, error) {
+	dir, file := path.Split(pattern)
+	dir = strings.TrimSuffix(dir, "/")
+	if dir == "" {
+		dir = "."
+	}
+	if hasMeta(dir) {
+		return globSlow(fsys, pattern)
+	}
+	match := matcher(file)
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		if fi, serr := fs.Stat(fsys, dir); serr == nil && !fi.IsDir() {
+			return nil, nil // a file where the directory would be: no files in it
+		}
+		return nil, fmt.Errorf("listing %s: %w", dir, err)
+	}
+	var out []string
+	for _, e := range entries {
+		if !e.IsDir() && match(e.Name()) {
+			if dir == "." {
+				out = append(out, e.Name())
+			} else {
+				out = append(out, dir+"/"+e.Name())
+			}
+		}
+	}
+	slices.Sort(out) // ReadDirFS implementations should sort, but need not
+	return out, nil
+}
+
+// globSlow is globFiles for patterns with glob syntax in directory names.
+func globSlow(fsys fs.FS, pattern string) ([]string, error) {
+	matches, err := fs.Glob(fsys, pattern)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", pattern, err)
+	}
+	return slices.DeleteFunc(matches, func(m string) bool {
+		fi, err := fs.Stat(fsys, m)
+		return err == nil && fi.IsDir()
+	}), nil
+}
+
+func hasMeta(s string) bool {
+	return strings.ContainsAny(s, `*?[\`)
+}
+
+// matcher returns a function reporting whether a name matches the glob
+// pattern elem, which has no slash and is well formed.
+func matcher(elem string) func(string) bool {
+	if !hasMeta(elem) {
+		return func(name string) bool { return name == elem }
+	}
+	if i := strings.IndexByte(elem, '*'); i >= 0 && !hasMeta(elem[:i]) && !hasMeta(elem[i+1:]) {
+		prefix, suffix := elem[:i], elem[i+1:]
+		return func(name string) bool {
+			return len(name) >= len(prefix)+len(suffix) && strings.HasPrefix(name, prefix) &&
+				strings.HasSuffix(name, suffix) && !strings.Contains(name, "/")
+		}
+	}
+	return func(name string) bool {
+		ok, _ := path.Match(elem, name)
+		return ok
+	}
+}

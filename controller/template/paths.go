@@ -1,0 +1,223 @@
+package template
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"text/template"
+	"text/template/parse"
+	"unicode/utf8"
+
+	"github.com/cup-dev/cup/controller"
+)
+
+const (
+	// maxPathLen bounds a rendered path, in bytes.
+	maxPathLen = 4096
+	// maxSegmentLen bounds one element of a rendered path, in bytes; longer
+	// names cannot be checked out on common file systems.
+	maxSegmentLen = 255
+)
+
+var funcs = template.FuncMap{
+	"replace": strings.ReplaceAll,
+	"lower":   strings.ToLower,
+	"upper":   strings.ToUpper,
+}
+
+// pathData is what the templates see.
+type pathData struct {
+	Group, Version, Kind, Plural, Namespace, Name string
+}
+
+// pathTemplate is a parsed, checked path template.
+type pathTemplate struct {
+	name string // "list_template" or "resource_template", for messages
+	tmpl *template.Template
+}
+
+// parsePathTemplate parses src and checks that it uses only the allowed
+// constructs, references every field in must and no field in mustNot.
+func parsePathTemplate(name, src string, must, mustNot []string) (*pathTemplate, error) {
+	t, err := template.New(name).Funcs(funcs).Option("missingkey=error").Parse(src)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(t.Templates()) > 1 {
+		return nil, fmt.Errorf("%s %q: define and block are not allowed in path templates", name, src)
+	}
+	if t.Tree == nil || t.Root == nil {
+		return nil, fmt.Errorf("%s %q: empty template", name, src)
+	}
+	fields := map[string]bool{}
+	if err := walk(t.Root, fields); err != nil {
+		return nil, fmt.Errorf("%s %q: %w", name, src, err)
+	}
+	for _, f := range must {
+		if !fields[f] {
+			return nil, fmt.Errorf("%s %q: must use .%s", name, src, f)
+		}
+	}
+	for _, f := range mustNot {
+		if fields[f] {
+			return nil, fmt.Errorf("%s %q: must not use .%s", name, src, f)
+		}
+	}
+	return &pathTemplate{name: name, tmpl: t}, nil
+}
+
+// walk records the data fields n references and rejects constructs that can
+// loop or recurse.
+func walk(n parse.Node, fields map[string]bool) error {
+	switch n := n.(type) {
+	case nil:
+		return nil
+	case *parse.ListNode:
+		if n == nil {
+			return nil
+		}
+		for _, c := range n.Nodes {
+			if err := walk(c, fields); err != nil {
+				return err
+			}
+		}
+	case *parse.ActionNode:
+		return walk(n.Pipe, fields)
+	case *parse.PipeNode:
+		if n == nil {
+			return nil
+		}
+		for _, c := range n.Cmds {
+			if err := walk(c, fields); err != nil {
+				return err
+			}
+		}
+	case *parse.CommandNode:
+		for _, a := range n.Args {
+			if err := walk(a, fields); err != nil {
+				return err
+			}
+		}
+	case *parse.FieldNode:
+		fields[n.Ident[0]] = true
+	case *parse.VariableNode:
+		if len(n.Ident) > 1 && n.Ident[0] == "$" {
+			fields[n.Ident[1]] = true
+		}
+	case *parse.ChainNode:
+		return walk(n.Node, fields)
+	case *parse.IfNode:
+		return walkBranch(&n.BranchNode, fields)
+	case *parse.WithNode:
+		return walkBranch(&n.BranchNode, fields)
+	case *parse.RangeNode:
+		return errors.New("range is not allowed in path templates")
+	case *parse.TemplateNode:
+		return errors.New("template is not allowed in path templates")
+	case *parse.BreakNode, *parse.ContinueNode:
+		return errors.New("break and continue are not allowed in path templates")
+	}
+	return nil
+}
+
+func walkBranch(b *parse.BranchNode, fields map[string]bool) error {
+	for _, n := range []parse.Node{b.Pipe, b.List, b.ElseList} {
+		if err := walk(n, fields); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// render executes t with d. Values in d that could change the shape of a
+// path or a glob are rejected first, as is a result that is not a clean
+// relative path inside the tree. All such errors wrap controller.ErrInvalid.
+func (t *pathTemplate) render(d pathData) (string, error) {
+	for _, f := range []struct{ name, value string }{
+		{"group", d.Group}, {"version", d.Version}, {"kind", d.Kind}, {"plural", d.Plural},
+		{"namespace", d.Namespace}, {"name", d.Name},
+	} {
+		if err := checkValue(f.value); err != nil {
+			return "", fmt.Errorf("%w: %s %q: %v", controller.ErrInvalid, f.name, f.value, err)
+		}
+	}
+	var buf bytes.Buffer
+	if err := t.tmpl.Execute(&limitWriter{w: &buf, n: maxPathLen}, d); err != nil {
+		return "", fmt.Errorf("%w: rendering %s for namespace %q, name %q: %v", controller.ErrInvalid, t.name, d.Namespace, d.Name, err)
+	}
+	p := buf.String()
+	if err := checkPath(p); err != nil {
+		return "", fmt.Errorf("%w: %s renders %q for namespace %q, name %q: %v", controller.ErrInvalid, t.name, p, d.Namespace, d.Name, err)
+	}
+	return p, nil
+}
+
+// checkValue rejects template inputs that are not valid UTF-8 or carry
+// control characters, path separators or glob syntax. Names and namespaces
+// are validated before they reach a controller; this is the controller's own
+// line of defence.
+func checkValue(v string) error {
+	if !utf8.ValidString(v) {
+		return errors.New("not valid UTF-8")
+	}
+	for _, r := range v {
+		switch {
+		case r < 0x20 || r == 0x7f:
+			return fmt.Errorf("control character %U", r)
+		case r == '/' || r == '\\':
+			return fmt.Errorf("path separator %q", r)
+		case r == '*' || r == '?' || r == '[' || r == ']':
+			return fmt.Errorf("glob character %q", r)
+		}
+	}
+	return nil
+}
+
+// checkPath accepts a clean, relative, slash-separated path that stays inside
+// the tree and is not Git's own directory.
+func checkPath(p string) error {
+	switch {
+	case p == "":
+		return errors.New("empty path")
+	case strings.IndexByte(p, 0) >= 0:
+		return errors.New("NUL byte in path")
+	case strings.HasPrefix(p, "/"):
+		return errors.New("absolute path")
+	case !utf8.ValidString(p):
+		return errors.New("not valid UTF-8")
+	}
+	for seg := range strings.SplitSeq(p, "/") {
+		switch {
+		case seg == "":
+			return errors.New("empty path element")
+		case seg == "." || seg == "..":
+			return fmt.Errorf("path element %q", seg)
+		case strings.EqualFold(seg, ".git"):
+			return errors.New("path inside .git")
+		case len(seg) > maxSegmentLen:
+			return fmt.Errorf("path element longer than %d bytes", maxSegmentLen)
+		}
+	}
+	if !fs.ValidPath(p) || p == "." {
+		return errors.New("not a valid slash-separated relative path")
+	}
+	return nil
+}
+
+// limitWriter fails writes past n bytes, so that a template cannot render an
+// unbounded path.
+type limitWriter struct {
+	w *bytes.Buffer
+	n int
+}
+
+var errTooLong = fmt.Errorf("rendered path longer than %d bytes", maxPathLen)
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	if l.w.Len()+len(p) > l.n {
+		return 0, errTooLong
+	}
+	return l.w.Write(p)
+}

@@ -1,0 +1,507 @@
+package template
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"path"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cup-dev/cup/controller"
+)
+
+// Controller maps each resource to one file whose path a template renders.
+// It is safe for concurrent use.
+type Controller struct {
+	spec     Spec // with defaults filled in
+	list     *pathTemplate
+	resource *pathTemplate
+	cache    *decodeCache
+}
+
+var _ controller.Controller = (*Controller)(nil)
+
+// New returns a Controller configured by spec, with empty fields set to their
+// defaults (see [Spec]). It parses and checks both templates and returns an
+// error, never panics, when one does not parse, uses a construct or field it
+// must not, lacks a field it must use, or renders an unusable path for sample
+// resources; or when the list template's pattern does not match the paths the
+// resource template renders, or matches those of another namespace. New does
+// no I/O.
+func New(spec Spec, opts ...Option) (*Controller, error) {
+	cfg := config{cacheSize: DefaultCacheSize}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&cfg)
+		}
+	}
+	if cfg.cacheSize < 0 {
+		return nil, fmt.Errorf("template controller: cache size %d is negative", cfg.cacheSize)
+	}
+	spec = spec.withDefaults()
+	if err := spec.Encoding.check(); err != nil {
+		return nil, fmt.Errorf("template controller: %w", err)
+	}
+	list, err := parsePathTemplate("list_template", spec.ListTemplate, []string{"Namespace"}, []string{"Name"})
+	if err != nil {
+		return nil, fmt.Errorf("template controller: %w", err)
+	}
+	res, err := parsePathTemplate("resource_template", spec.ResourceTemplate, []string{"Namespace", "Name"}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("template controller: %w", err)
+	}
+	c := &Controller{spec: spec, list: list, resource: res, cache: newDecodeCache(cfg.cacheSize)}
+	if err := c.selfCheck(); err != nil {
+		return nil, fmt.Errorf("template controller: %w", err)
+	}
+	return c, nil
+}
+
+// selfCheck renders both templates for sample resources and checks that List
+// finds what Put writes, and only in its own namespace.
+func (c *Controller) selfCheck() error {
+	typ := controller.Type{Group: "example.com", Version: "v1", Kind: "Widget", Plural: "widgets"}
+	type sample struct{ namespace, name string }
+	samples := []sample{{"default", "sample"}, {"default", "another"}, {"other", "sample"}}
+	paths := map[string]sample{}
+	for _, s := range samples {
+		p, err := c.resourcePath(typ, s.namespace, s.name)
+		if err != nil {
+			return err
+		}
+		if prev, dup := paths[p]; dup {
+			return fmt.Errorf("resource_template %q renders %q for both %v and %v", c.spec.ResourceTemplate, p, prev, s)
+		}
+		paths[p] = s
+	}
+	for _, ns := range []string{"default", "other"} {
+		pattern, err := c.listPattern(typ, ns)
+		if err != nil {
+			return err
+		}
+		for p, s := range paths {
+			ok, _ := path.Match(pattern, p) // the pattern is known to be well formed
+			switch {
+			case s.namespace == ns && !ok:
+				return fmt.Errorf("list_template %q renders %q, which does not match %q rendered by resource_template %q: List would not find what Put writes",
+					c.spec.ListTemplate, pattern, p, c.spec.ResourceTemplate)
+			case s.namespace != ns && ok:
+				return fmt.Errorf("list_template %q renders %q for namespace %q, which matches %q of namespace %q: namespaces would not be isolated",
+					c.spec.ListTemplate, pattern, ns, p, s.namespace)
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Controller) resourcePath(typ controller.Type, namespace, name string) (string, error) {
+	if err := checkRequest(typ, namespace); err != nil {
+		return "", err
+	}
+	if name == "" {
+		return "", fmt.Errorf("%w: empty name", controller.ErrInvalid)
+	}
+	return c.resource.render(pathData{typ.Group, typ.Version, typ.Kind, typ.Plural, namespace, name})
+}
+
+func (c *Controller) listPattern(typ controller.Type, namespace string) (string, error) {
+	if err := checkRequest(typ, namespace); err != nil {
+		return "", err
+	}
+	p, err := c.list.render(pathData{typ.Group, typ.Version, typ.Kind, typ.Plural, namespace, ""})
+	if err != nil {
+		return "", err
+	}
+	if _, err := path.Match(p, ""); err != nil {
+		return "", fmt.Errorf("%w: list_template renders %q for namespace %q: %v", controller.ErrInvalid, p, namespace, err)
+	}
+	return p, nil
+}
+
+func checkRequest(typ controller.Type, namespace string) error {
+	switch {
+	case typ.Version == "" || typ.Kind == "":
+		return fmt.Errorf("%w: resource type %+v lacks a version or kind", controller.ErrInvalid, typ)
+	case namespace == "":
+		return fmt.Errorf("%w: empty namespace", controller.ErrInvalid)
+	}
+	return nil
+}
+
+// load reads and decodes the file at p. The resource it returns is shared
+// with the cache and must be cloned before it leaves the controller. Errors
+// reading the file are returned as they are; a file that does not decode
+// gives an error wrapping controller.ErrMalformed.
+func (c *Controller) load(fsys fs.FS, p string) (*controller.Resource, error) {
+	data, err := fs.ReadFile(fsys, p)
+	if err != nil {
+		return nil, err
+	}
+	keys := []contentKey{sha256.Sum256(data)}
+	vals, hit := make([]decoded, 1), make([]bool, 1)
+	c.cache.lookup(keys, vals, hit)
+	if !hit[0] {
+		vals[0] = decodeContent(c.spec.Encoding, data)
+		c.cache.add(keys, vals, nil)
+	}
+	if vals[0].err != nil {
+		return nil, malformed(p, vals[0].err)
+	}
+	return vals[0].res, nil
+}
+
+func malformed(p string, err error) error {
+	return fmt.Errorf("%w: %s: %v", controller.ErrMalformed, p, err)
+}
+
+// checkIdentity reports whether r, read from p, is the resource of typ named
+// namespace/name. A file may omit the namespace.
+func checkIdentity(r *controller.Resource, p string, typ controller.Type, namespace, name string) error {
+	if r.APIVersion == typ.APIVersion() && r.Kind == typ.Kind && r.Metadata.Name == name &&
+		(r.Metadata.Namespace == "" || r.Metadata.Namespace == namespace) {
+		return nil
+	}
+	got := r.Metadata.Name
+	if r.Metadata.Namespace != "" {
+		got = r.Metadata.Namespace + "/" + got
+	}
+	return fmt.Errorf("%w: %s holds %s %s %q where %s %s %q belongs; fix the file or the controller's resource_template",
+		controller.ErrMalformed, p, r.APIVersion, r.Kind, got, typ.APIVersion(), typ.Kind, namespace+"/"+name)
+}
+
+// Get returns the resource stored at the path the resource template renders.
+// A missing file gives an error wrapping controller.ErrNotFound. A file that
+// does not decode, or holds another resource, gives one wrapping
+// controller.ErrMalformed that names the file. A file that omits the
+// namespace gets the requested one.
+func (c *Controller) Get(ctx context.Context, req *controller.GetRequest) (*controller.Resource, error) {
+	if req == nil || req.FS == nil {
+		return nil, fmt.Errorf("%w: get: no file system", controller.ErrInvalid)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p, err := c.resourcePath(req.Type, req.Namespace, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.load(req.FS, p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, notFound(req.Type, req.Namespace, req.Name)
+		}
+		return nil, err
+	}
+	if err := checkIdentity(r, p, req.Type, req.Namespace, req.Name); err != nil {
+		return nil, err
+	}
+	out := r.Clone()
+	out.Metadata.Namespace = req.Namespace
+	return out, nil
+}
+
+func notFound(typ controller.Type, namespace, name string) error {
+	return fmt.Errorf("%s %s %q in namespace %q: %w", typ.APIVersion(), typ.Kind, name, namespace, controller.ErrNotFound)
+}
+
+// listItem is a resource found by List and the file it came from.
+type listItem struct {
+	res  *controller.Resource
+	path string
+}
+
+// List returns the resources of the requested type in the files matching the
+// list template's pattern, sorted by name. Files holding resources of other
+// types are skipped, so kinds may share a directory; a file that does not
+// decode at all, holds a resource of another namespace, or claims the same
+// name as another file gives an error wrapping controller.ErrMalformed that
+// names the files. A namespace without files gives an empty result.
+//
+// Decoded files are cached by content (see [WithCacheSize]). List reads
+// req.FS from the calling goroutine only, so the file system need not be safe
+// for concurrent use; hashing, decoding and copying run on up to GOMAXPROCS
+// goroutines for large namespaces, and are done when List returns.
+func (c *Controller) List(ctx context.Context, req *controller.ListRequest) ([]*controller.Resource, error) {
+	if req == nil || req.FS == nil {
+		return nil, fmt.Errorf("%w: list: no file system", controller.ErrInvalid)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	pattern, err := c.listPattern(req.Type, req.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	matches, err := globFiles(req.FS, pattern)
+	if err != nil {
+		return nil, err
+	}
+
+	n := len(matches)
+	data := make([][]byte, n)
+	gone := make([]bool, n)
+	for i, m := range matches {
+		if i%256 == 255 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		if data[i], err = fs.ReadFile(req.FS, m); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				gone[i] = true // a dangling symbolic link holds no resource
+				continue
+			}
+			return nil, fmt.Errorf("reading %s: %w", m, err)
+		}
+	}
+	keys := make([]contentKey, n)
+	if err := forEach(ctx, n, 512, func(i int) { keys[i] = sha256.Sum256(data[i]) }); err != nil {
+		return nil, err
+	}
+
+	vals := make([]decoded, n)
+	hit := make([]bool, n)
+	c.cache.lookup(keys, vals, hit)
+	var misses []int
+	for i := range n {
+		switch {
+		case gone[i]:
+			hit[i] = true // nothing to decode or cache
+		case !hit[i]:
+			misses = append(misses, i)
+		}
+	}
+	if len(misses) > 0 {
+		err := forEach(ctx, len(misses), 64, func(k int) {
+			i := misses[k]
+			vals[i] = decodeContent(c.spec.Encoding, data[i])
+		})
+		if err != nil {
+			return nil, err
+		}
+		c.cache.add(keys, vals, hit)
+	}
+
+	apiVersion := req.Type.APIVersion()
+	items := make([]listItem, 0, n)
+	for i, m := range matches {
+		if gone[i] {
+			continue
+		}
+		d := vals[i]
+		if d.err != nil {
+			return nil, malformed(m, d.err)
+		}
+		if d.res.APIVersion != apiVersion || d.res.Kind != req.Type.Kind {
+			continue
+		}
+		if ns := d.res.Metadata.Namespace; ns != "" && ns != req.Namespace {
+			return nil, fmt.Errorf("%w: %s holds a resource of namespace %q but lies where namespace %q keeps its files",
+				controller.ErrMalformed, m, ns, req.Namespace)
+		}
+		items = append(items, listItem{d.res, m})
+	}
+	// Stable: files claiming one name stay in path order, for a deterministic
+	// error. Most layouts put files in name order already.
+	byName := func(a, b listItem) int { return strings.Compare(a.res.Metadata.Name, b.res.Metadata.Name) }
+	if !slices.IsSortedFunc(items, byName) {
+		slices.SortStableFunc(items, byName)
+	}
+	for i := 1; i < len(items); i++ {
+		if a, b := items[i-1], items[i]; a.res.Metadata.Name == b.res.Metadata.Name {
+			return nil, fmt.Errorf("%w: %s and %s both hold %s %s %q",
+				controller.ErrMalformed, a.path, b.path, apiVersion, req.Type.Kind, b.res.Metadata.Name)
+		}
+	}
+	out, err := cloneAll(ctx, items, req.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	// The selector sees clones, so it cannot change the cache, and is called
+	// from this goroutine only.
+	if req.Selector != nil {
+		out = slices.DeleteFunc(out, func(r *controller.Resource) bool { return !req.Selector.Matches(r.Metadata.Labels) })
+	}
+	return out, nil
+}
+
+// cloneAll returns deep copies of the items' resources, in the namespace.
+// It is Resource.Clone in bulk: the copies share two allocations, one for
+// the structs and one for the specs, which makes listing ten thousand
+// resources a third cheaper. Each spec's capacity ends where it does, so
+// appending to one cannot overwrite another; the price is that keeping one
+// resource keeps the structs and specs of the whole list in memory.
+func cloneAll(ctx context.Context, items []listItem, namespace string) ([]*controller.Resource, error) {
+	specAt := make([]int, len(items)+1)
+	for i, it := range items {
+		specAt[i+1] = specAt[i] + len(it.res.Spec)
+	}
+	specs := make([]byte, specAt[len(items)])
+	structs := make([]controller.Resource, len(items))
+	out := make([]*controller.Resource, len(items))
+	err := forEach(ctx, len(items), 512, func(i int) {
+		src, dst := items[i].res, &structs[i]
+		*dst = *src
+		dst.Metadata.Namespace = namespace
+		dst.Metadata.Labels = maps.Clone(src.Metadata.Labels)
+		dst.Metadata.Annotations = maps.Clone(src.Metadata.Annotations)
+		if src.Spec != nil {
+			lo, hi := specAt[i], specAt[i+1]
+			copy(specs[lo:hi], src.Spec)
+			dst.Spec = specs[lo:hi:hi]
+		}
+		out[i] = dst
+	})
+	return out, err
+}
+
+// forEach calls fn(i) for every i in [0, n). When n is at least twice
+// perWorker it spreads the calls over up to GOMAXPROCS goroutines, which are
+// gone when it returns; fn must then be safe to call concurrently for
+// distinct i. It stops early, returning the context's error, when ctx is
+// done.
+func forEach(ctx context.Context, n, perWorker int, fn func(i int)) error {
+	const chunk = 64
+	workers := min(runtime.GOMAXPROCS(0), n/perWorker)
+	if workers <= 1 {
+		for i := range n {
+			if i%chunk == chunk-1 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			fn(i)
+		}
+		return ctx.Err()
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				lo := int(next.Add(chunk)) - chunk
+				if lo >= n {
+					return
+				}
+				for i := lo; i < min(lo+chunk, n); i++ {
+					fn(i)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return ctx.Err()
+}
+
+// Put writes the resource to the path the resource template renders,
+// creating or replacing the file. The resource must be of the requested type
+// and name its namespace; its resourceVersion is not stored.
+//
+// Put leaves the file untouched when it already holds the same content, even
+// if formatted differently, so re-writing an unchanged resource changes no
+// bytes. It refuses, with an error wrapping controller.ErrMalformed, to
+// replace a file holding another resource; a file that does not decode is
+// replaced.
+func (c *Controller) Put(ctx context.Context, req *controller.PutRequest) error {
+	if req == nil || req.FS == nil || req.Resource == nil {
+		return fmt.Errorf("%w: put: no file system or resource", controller.ErrInvalid)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r := req.Resource
+	if r.APIVersion != req.Type.APIVersion() || r.Kind != req.Type.Kind {
+		return fmt.Errorf("%w: resource is a %s %s, the request is for %s %s",
+			controller.ErrInvalid, r.APIVersion, r.Kind, req.Type.APIVersion(), req.Type.Kind)
+	}
+	namespace, name := r.Metadata.Namespace, r.Metadata.Name
+	p, err := c.resourcePath(req.Type, namespace, name)
+	if err != nil {
+		return err
+	}
+	if s := bytes.TrimSpace(r.Spec); len(s) > 0 && s[0] != '{' && string(s) != "null" {
+		return fmt.Errorf("%w: spec must be a JSON object", controller.ErrInvalid)
+	}
+	data, err := encode(c.spec.Encoding, r)
+	if err != nil {
+		return fmt.Errorf("%w: %v", controller.ErrInvalid, err)
+	}
+	// What Put writes, Get must read back as the same resource.
+	written := decodeContent(c.spec.Encoding, data)
+	if written.err != nil {
+		return fmt.Errorf("%w: the %s encoding of the resource does not read back: %v", controller.ErrInvalid, c.spec.Encoding, written.err)
+	}
+	if !sameContent(written.res, r) {
+		return fmt.Errorf("%w: the resource does not survive the %s encoding unchanged (numbers beyond 64-bit precision?)", controller.ErrInvalid, c.spec.Encoding)
+	}
+
+	old, err := fs.ReadFile(req.FS, p)
+	switch {
+	case err == nil:
+		if bytes.Equal(old, data) {
+			return nil
+		}
+		if prev := decodeContent(c.spec.Encoding, old); prev.err == nil {
+			if err := checkIdentity(prev.res, p, req.Type, namespace, name); err != nil {
+				return err
+			}
+			same := prev.res.Clone()
+			same.Metadata.Namespace = namespace
+			if sameContent(same, r) {
+				return nil // same content, other formatting: keep the file as it is
+			}
+		}
+	case errors.Is(err, fs.ErrNotExist):
+	default:
+		return fmt.Errorf("reading %s: %w", p, err)
+	}
+	if err := req.FS.WriteFile(p, data, 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", p, err)
+	}
+	c.cache.add([]contentKey{sha256.Sum256(data)}, []decoded{written}, nil)
+	return nil
+}
+
+// Delete removes the file at the path the resource template renders. A
+// missing file gives an error wrapping controller.ErrNotFound. Delete
+// refuses, with an error wrapping controller.ErrMalformed, to remove a file
+// holding another resource; a file that does not decode is removed.
+func (c *Controller) Delete(ctx context.Context, req *controller.DeleteRequest) error {
+	if req == nil || req.FS == nil {
+		return fmt.Errorf("%w: delete: no file system", controller.ErrInvalid)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p, err := c.resourcePath(req.Type, req.Namespace, req.Name)
+	if err != nil {
+		return err
+	}
+	old, err := fs.ReadFile(req.FS, p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return notFound(req.Type, req.Namespace, req.Name)
+	case err != nil:
+		return fmt.Errorf("reading %s: %w", p, err)
+	}
+	if prev := decodeContent(c.spec.Encoding, old); prev.err == nil {
+		if err := checkIdentity(prev.res, p, req.Type, req.Namespace, req.Name); err != nil {
+			return err
+		}
+	}
+	if err := req.FS.Remove(p); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return notFound(req.Type, req.Namespace, req.Name)
+		}
+		return fmt.Errorf("removing %s: %w", p, err)
+	}
+	return nil
+}
