@@ -1,0 +1,86 @@
+package local
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/cup-dev/cup/internal/gitfs"
+)
+
+// Option configures a Source.
+type Option func(*config)
+
+type config struct {
+	branch        string
+	authorName    string
+	authorEmail   string
+	maxRetries    int
+	logger        *slog.Logger
+	treeCacheSize int
+	blobCacheSize int64
+	clock         func() time.Time
+}
+
+func defaultConfig() config {
+	return config{
+		authorName:    "cup",
+		authorEmail:   "cup@localhost",
+		maxRetries:    5,
+		logger:        slog.New(slog.DiscardHandler),
+		treeCacheSize: gitfs.DefaultTreeCacheSize,
+		blobCacheSize: gitfs.DefaultBlobCacheSize,
+		clock:         time.Now,
+	}
+}
+
+// WithBranch sets the default branch: the one the revision "" names. By
+// default it is the branch the repository's HEAD points to, read afresh on
+// every use.
+func WithBranch(name string) Option {
+	return func(c *config) { c.branch = name }
+}
+
+// WithAuthor sets the identity the source commits as: the committer of
+// every commit, and its author unless the request names one. The default
+// is "cup <cup@localhost>".
+func WithAuthor(name, email string) Option {
+	return func(c *config) { c.authorName, c.authorEmail = name, email }
+}
+
+// WithMaxRetries sets how many times an update is applied again on a newer
+// head when another writer moved the branch, before it fails with
+// source.ErrConflict. The default is 5.
+func WithMaxRetries(n int) Option {
+	return func(c *config) { c.maxRetries = n }
+}
+
+// WithLogger sets the logger for debugging events such as retried updates.
+// By default nothing is logged.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		if l == nil {
+			l = slog.New(slog.DiscardHandler)
+		}
+		c.logger = l
+	}
+}
+
+// WithTreeCacheSize sets how many decoded tree entries the source keeps in
+// memory (a tree of n entries counts n+1). Zero disables the cache. The
+// default is gitfs.DefaultTreeCacheSize (262,144 entries, about 25 MB).
+func WithTreeCacheSize(entries int) Option {
+	return func(c *config) { c.treeCacheSize = entries }
+}
+
+// WithBlobCacheSize sets how many bytes of file content the source keeps in
+// memory; files over 1 MiB are never kept. Zero disables the cache. The
+// default is 32 MiB.
+func WithBlobCacheSize(bytes int64) Option {
+	return func(c *config) { c.blobCacheSize = bytes }
+}
+
+// WithClock sets the clock that dates commits, for reproducible commit ids
+// in tests. The default is time.Now.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) { c.clock = now }
+}

@@ -1,0 +1,205 @@
+package local
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-billy/v5"
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
+
+	"github.com/cup-dev/cup/internal/gitfs"
+	"github.com/cup-dev/cup/source"
+)
+
+// repo is an opened repository.
+type repo struct {
+	gitDir, commonDir string
+
+	storage *filesystem.Storage
+	store   *gitfs.Store
+	refs    *gitfs.Refs
+
+	peelMu sync.Mutex
+	peeled map[plumbing.Hash]peeled // commits and tags, which never change
+
+	packMu   sync.Mutex // guards packStat; held under the store's lock
+	packStat fs.FileInfo
+
+	gogitMu sync.Mutex
+	gogit   *git.Repository // for revision syntax beyond names and ids
+}
+
+// peeled is a commit and its tree.
+type peeled struct {
+	commit, tree plumbing.Hash
+}
+
+// maxPeeled bounds the peel cache; it is emptied when full.
+const maxPeeled = 1 << 14
+
+// findGitDir finds the Git directory of the repository at path: path
+// itself for a bare repository or a .git directory, else path/.git (a
+// directory, or a file pointing to one). It also returns the common
+// directory, which differs for linked worktrees.
+func findGitDir(path string) (gitDir, commonDir string, err error) {
+	switch {
+	case isGitDir(path):
+		gitDir = path
+	default:
+		dotGit := filepath.Join(path, ".git")
+		fi, err := os.Stat(dotGit)
+		switch {
+		case err == nil && fi.IsDir():
+			gitDir = dotGit
+		case err == nil:
+			data, err := os.ReadFile(dotGit)
+			if err != nil {
+				return "", "", fmt.Errorf("%w: %w", source.ErrUnavailable, err)
+			}
+			target, ok := bytes.CutPrefix(bytes.TrimSpace(data), []byte("gitdir:"))
+			if !ok {
+				return "", "", fmt.Errorf("%w: %s is not a gitdir file", source.ErrUnavailable, dotGit)
+			}
+			gitDir = string(bytes.TrimSpace(target))
+			if !filepath.IsAbs(gitDir) {
+				gitDir = filepath.Join(path, gitDir)
+			}
+		case errors.Is(err, fs.ErrNotExist):
+			return "", "", fmt.Errorf("%w: %s is not a Git repository", source.ErrUnavailable, path)
+		default:
+			return "", "", fmt.Errorf("%w: %w", source.ErrUnavailable, err)
+		}
+		if !isGitDir(gitDir) {
+			return "", "", fmt.Errorf("%w: %s is not a Git directory", source.ErrUnavailable, gitDir)
+		}
+	}
+	commonDir = gitDir
+	if data, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+		commonDir = string(bytes.TrimSpace(data))
+		if !filepath.IsAbs(commonDir) {
+			commonDir = filepath.Join(gitDir, commonDir)
+		}
+	}
+	return gitDir, commonDir, nil
+}
+
+func isGitDir(dir string) bool {
+	if fi, err := os.Stat(filepath.Join(dir, "HEAD")); err != nil || fi.IsDir() {
+		return false
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "objects")); err == nil && fi.IsDir() {
+		return true
+	}
+	_, err := os.Stat(filepath.Join(dir, "commondir"))
+	return err == nil
+}
+
+func openRepo(path string, cfg *config) (*repo, error) {
+	gitDir, commonDir, err := findGitDir(path)
+	if err != nil {
+		return nil, err
+	}
+	if data, err := os.ReadFile(filepath.Join(commonDir, "config")); err == nil {
+		data = bytes.ToLower(data)
+		if bytes.Contains(data, []byte("reftable")) {
+			return nil, fmt.Errorf("%w: %s keeps its references in a reftable, which is not supported", source.ErrUnavailable, path)
+		}
+		if bytes.Contains(data, []byte("objectformat")) && bytes.Contains(data, []byte("sha256")) {
+			return nil, fmt.Errorf("%w: %s is a SHA-256 repository, which is not supported", source.ErrUnavailable, path)
+		}
+	}
+	var dotGitFS billy.Filesystem = osfs.New(gitDir)
+	if commonDir != gitDir {
+		dotGitFS = dotgit.NewRepositoryFilesystem(dotGitFS, osfs.New(commonDir))
+	}
+	// Pack files stay open between reads (up to 32 of them): go-git would
+	// otherwise open and scan the pack for every object.
+	storage := filesystem.NewStorageWithOptions(dotGitFS, cache.NewObjectLRU(16*cache.MiByte),
+		filesystem.Options{MaxOpenDescriptors: 32})
+	r := &repo{
+		gitDir:    gitDir,
+		commonDir: commonDir,
+		storage:   storage,
+		refs:      gitfs.NewRefs(gitDir, commonDir),
+		peeled:    make(map[plumbing.Hash]peeled),
+	}
+	r.store = gitfs.NewStore(storage,
+		gitfs.WithTreeCache(gitfs.NewTreeCache(cfg.treeCacheSize)),
+		gitfs.WithBlobCache(cfg.blobCacheSize),
+		gitfs.WithObjectWriter(gitfs.NewLooseWriter(filepath.Join(commonDir, "objects"))),
+		gitfs.WithRefresh(func() bool { return r.refreshPacks(cfg) }),
+	)
+	return r, nil
+}
+
+// refreshPacks makes go-git read the pack indexes again when the pack
+// directory changed since they were read: another program (git gc, git
+// repack) may have moved objects into new packs. The store calls it, with
+// its lock held, when an object cannot be found.
+func (r *repo) refreshPacks(cfg *config) bool {
+	start := time.Now()
+	fi, err := os.Stat(filepath.Join(r.commonDir, "objects", "pack"))
+	if err != nil {
+		return false
+	}
+	r.packMu.Lock()
+	defer r.packMu.Unlock()
+	prev := r.packStat
+	if prev != nil && os.SameFile(prev, fi) && prev.ModTime().Equal(fi.ModTime()) &&
+		fi.ModTime().Before(start.Add(-2*time.Second)) {
+		return false
+	}
+	r.packStat = fi
+	_ = r.storage.Close() // drop open packs, some of which may be gone
+	r.storage.Reindex()
+	cfg.logger.Debug("reloaded pack indexes", "dir", r.commonDir)
+	return true
+}
+
+// peel returns the commit h names (following tags) and its tree.
+func (r *repo) peel(h plumbing.Hash) (peeled, error) {
+	r.peelMu.Lock()
+	p, ok := r.peeled[h]
+	r.peelMu.Unlock()
+	if ok {
+		return p, nil
+	}
+	commit, tree, err := r.store.Peel(h)
+	if err != nil {
+		return peeled{}, err
+	}
+	p = peeled{commit: commit, tree: tree}
+	r.peelMu.Lock()
+	if len(r.peeled) >= maxPeeled {
+		clear(r.peeled)
+	}
+	r.peeled[h] = p
+	r.peelMu.Unlock()
+	return p, nil
+}
+
+// goGit returns a go-git repository over the storage, opening it on first
+// use. Use it only inside r.store.Exclusive.
+func (r *repo) goGit() (*git.Repository, error) {
+	r.gogitMu.Lock()
+	defer r.gogitMu.Unlock()
+	if r.gogit == nil {
+		g, err := git.Open(r.storage, nil)
+		if err != nil {
+			return nil, err
+		}
+		r.gogit = g
+	}
+	return r.gogit, nil
+}

@@ -1,0 +1,178 @@
+package local
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/cup-dev/cup/internal/gitfs"
+	"github.com/cup-dev/cup/source"
+)
+
+// maxRevisionLen bounds the length of a revision.
+const maxRevisionLen = 1024
+
+// checkRevision rejects revisions that are not well formed, or that use
+// syntax this source does not support, with an error wrapping
+// source.ErrInvalidRevision.
+func checkRevision(rev string) error {
+	why := ""
+	switch {
+	case len(rev) > maxRevisionLen:
+		why = fmt.Sprintf("longer than %d bytes", maxRevisionLen)
+	case strings.HasPrefix(rev, "-"):
+		why = "starts with '-'"
+	case strings.HasPrefix(rev, "~") || strings.HasPrefix(rev, "^"):
+		why = "has no name before '~' or '^'"
+	case strings.Contains(rev, ".."):
+		why = "contains '..'; ranges are not revisions"
+	case strings.Contains(rev, "@{"):
+		why = "uses the @{...} syntax, which is not supported"
+	case strings.HasPrefix(rev, "/") || strings.HasSuffix(rev, "/") || strings.Contains(rev, "//"):
+		why = "has an empty path element"
+	case strings.HasSuffix(rev, ".lock") || strings.HasSuffix(rev, "."):
+		why = "ends with '.lock' or '.'"
+	}
+	for i := 0; why == "" && i < len(rev); i++ {
+		switch c := rev[i]; {
+		case c < 0x20 || c == 0x7f:
+			why = "contains a control character"
+		case strings.IndexByte(" :?*[\\{}", c) >= 0:
+			why = fmt.Sprintf("contains %q", c)
+		}
+	}
+	if why != "" {
+		return fmt.Errorf("%w %q: %s", source.ErrInvalidRevision, rev, why)
+	}
+	return nil
+}
+
+// resolved is what a revision names.
+type resolved struct {
+	peeled
+	// branch is the full name of the branch the revision names, or "" when
+	// it names something else (a tag, a commit, a relative revision).
+	branch string
+}
+
+// resolve finds what rev names. Names are looked up as branches first,
+// then tags; full commit ids directly; anything else with go-git's
+// revision parser.
+func (s *Source) resolve(r *repo, rev string) (resolved, error) {
+	if err := checkRevision(rev); err != nil {
+		return resolved{}, err
+	}
+	if rev == "" {
+		return s.resolveRef(r, rev, s.defaultBranch(r))
+	}
+	if h, ok := gitfs.ParseHash(rev); ok {
+		p, err := r.peel(h)
+		if err != nil {
+			return resolved{}, notFound(rev, err)
+		}
+		return resolved{peeled: p}, nil
+	}
+	if !strings.ContainsAny(rev, "~^") {
+		var candidates []string
+		switch {
+		case rev == "HEAD" || strings.HasPrefix(rev, "refs/"):
+			candidates = []string{rev}
+		default:
+			candidates = []string{"refs/heads/" + rev, "refs/tags/" + rev}
+		}
+		for _, name := range candidates {
+			if !gitfs.ValidRefName(name) {
+				continue
+			}
+			res, err := s.resolveRef(r, rev, name)
+			if errors.Is(err, source.ErrRevisionNotFound) {
+				continue
+			}
+			return res, err
+		}
+	}
+	return s.resolveOther(r, rev)
+}
+
+// resolveRef resolves the reference name.
+func (s *Source) resolveRef(r *repo, rev, name string) (resolved, error) {
+	h, last, err := r.refs.Resolve(name)
+	if err != nil {
+		if errors.Is(err, gitfs.ErrRefNotFound) {
+			return resolved{}, notFound(rev, err)
+		}
+		return resolved{}, err
+	}
+	p, err := r.peel(h)
+	if err != nil {
+		return resolved{}, notFound(rev, err)
+	}
+	res := resolved{peeled: p}
+	if strings.HasPrefix(last, "refs/heads/") {
+		res.branch = last
+	}
+	return res, nil
+}
+
+// defaultBranch returns the reference the revision "" names: the
+// configured branch, or what HEAD points to (HEAD itself when detached).
+func (s *Source) defaultBranch(r *repo) string {
+	if s.cfg.branch != "" {
+		return "refs/heads/" + s.cfg.branch
+	}
+	if ref, err := r.refs.Read("HEAD"); err == nil && ref.Target != "" {
+		return ref.Target
+	}
+	return "HEAD"
+}
+
+// resolveOther resolves the revision syntax beyond names and full ids,
+// such as short ids and main~1, with go-git.
+func (s *Source) resolveOther(r *repo, rev string) (res resolved, err error) {
+	var h *plumbing.Hash
+	err = r.store.Exclusive(func() (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("%w %q: %v", source.ErrInvalidRevision, rev, p)
+			}
+		}()
+		g, err := r.goGit()
+		if err != nil {
+			return err
+		}
+		h, err = g.ResolveRevision(plumbing.Revision(rev))
+		return err
+	})
+	switch {
+	case errors.Is(err, source.ErrInvalidRevision):
+		return resolved{}, err
+	case err != nil && strings.HasPrefix(err.Error(), "Revision invalid"):
+		// go-git's parser error, whose type is internal to go-git.
+		return resolved{}, fmt.Errorf("%w %q: %v", source.ErrInvalidRevision, rev, err)
+	case errors.Is(err, plumbing.ErrReferenceNotFound), errors.Is(err, plumbing.ErrObjectNotFound), errors.Is(err, io.EOF):
+		return resolved{}, notFound(rev, err)
+	case err != nil:
+		return resolved{}, fmt.Errorf("resolve %q: %w", rev, err)
+	}
+	p, err := r.peel(*h)
+	if err != nil {
+		return resolved{}, notFound(rev, err)
+	}
+	return resolved{peeled: p}, nil
+}
+
+func notFound(rev string, err error) error {
+	if errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, gitfs.ErrNotCommit) ||
+		errors.Is(err, gitfs.ErrRefNotFound) || errors.Is(err, plumbing.ErrReferenceNotFound) || errors.Is(err, io.EOF) {
+		if rev == "" {
+			rev = "the default branch"
+		} else {
+			rev = fmt.Sprintf("%q", rev)
+		}
+		return fmt.Errorf("%w: %s: %v", source.ErrRevisionNotFound, rev, err)
+	}
+	return err
+}
