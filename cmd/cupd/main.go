@@ -1,0 +1,198 @@
+// Command cupd serves cup's API over a Git repository.
+//
+// With no flags, `cupd` (or `cupd serve`) creates a demo repository from the
+// files embedded from examples/demo and serves it on 127.0.0.1:8181.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/cup-dev/cup/internal/app"
+	"github.com/cup-dev/cup/server"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRootCommand(os.Stdout, os.Stderr).ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "error: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// serveFlags are the settings of `cupd serve`. Each flag can also be set by
+// an environment variable: CUPD_ and the flag's name in upper case with
+// underscores, e.g. CUPD_ADDRESS.
+type serveFlags struct {
+	address         string
+	repository      string
+	branch          string
+	configDir       string
+	logLevel        string
+	logFormat       string
+	maxRequestBytes int64
+	cacheBytes      int64
+	shutdownTimeout time.Duration
+	debugAddress    string
+}
+
+func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
+	var f serveFlags
+	serve := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the API over a Git repository (the embedded demo when --repository is not set)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnv(cmd.Flags()); err != nil {
+				return err
+			}
+			return runServe(cmd.Context(), &f, stdout, stderr)
+		},
+	}
+	fl := serve.Flags()
+	fl.StringVar(&f.address, "address", "127.0.0.1:8181", "host:port to listen on (port 0 picks a free port)")
+	fl.StringVar(&f.repository, "repository", "", "path of the Git repository to serve; empty serves a demo repository built from the embedded examples")
+	fl.StringVar(&f.branch, "branch", "", "branch that reads and writes use by default (default: the branch the repository's HEAD names)")
+	fl.StringVar(&f.configDir, "config", "", "directory of ResourceDefinition, Controller and APIBinding files; the repository's .cup/ folder is read too")
+	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fl.Int64Var(&f.maxRequestBytes, "max-request-bytes", 4<<20, "largest request body accepted, in bytes")
+	fl.Int64Var(&f.cacheBytes, "cache-bytes", 256<<20, "memory for resources memoised by commit, in bytes")
+	fl.StringVar(&f.debugAddress, "debug-address", "", "host:port for /debug/pprof (off when empty; never expose it publicly)")
+	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to let calls in flight finish on SIGINT or SIGTERM")
+
+	root := &cobra.Command{
+		Use:           "cupd",
+		Short:         "cupd serves a Kubernetes-style API over a Git repository",
+		Long:          "cupd serves a Kubernetes-style API over a Git repository.\nWithout a command it runs `serve`; every flag of serve also reads CUPD_<FLAG> from the environment.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE:          serve.RunE,
+	}
+	root.Flags().AddFlagSet(fl)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(serve)
+	return root
+}
+
+// applyEnv sets each flag not given on the command line from CUPD_<NAME>.
+func applyEnv(fs *pflag.FlagSet) error {
+	var errs []error
+	fs.VisitAll(func(fl *pflag.Flag) {
+		if fl.Changed {
+			return
+		}
+		name := "CUPD_" + strings.ToUpper(strings.ReplaceAll(fl.Name, "-", "_"))
+		if v, ok := os.LookupEnv(name); ok {
+			if err := fl.Value.Set(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", name, v, err))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	default:
+		return nil, fmt.Errorf("--log-format: %q is not text or json", format)
+	}
+}
+
+func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) error {
+	logger, err := newLogger(stderr, f.logLevel, f.logFormat)
+	if err != nil {
+		return err
+	}
+	slog.SetDefault(logger)
+
+	a, err := app.Open(ctx, app.Options{
+		Repository:      f.repository,
+		Branch:          f.branch,
+		ConfigDir:       f.configDir,
+		Logger:          logger,
+		MaxRequestBytes: f.maxRequestBytes,
+		CacheBytes:      f.cacheBytes,
+	})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+
+	ln, err := net.Listen("tcp", f.address)
+	if err != nil {
+		return fmt.Errorf("--address: %w", err)
+	}
+	srv := server.NewHTTPServer(f.address, a.Handler())
+	srv.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
+
+	url := "http://" + ln.Addr().String()
+	logger.Info("serving", "address", url, "repository", a.Repository(), "branch", a.Branch(), "demo", a.Demo())
+	if a.Demo() {
+		fmt.Fprintf(stdout, "cupd is serving a demo repository (%s) at %s\n", a.Repository(), url)
+	} else {
+		fmt.Fprintf(stdout, "cupd is serving %s at %s\n", a.Repository(), url)
+	}
+	if ex := a.Example(); ex != "" {
+		fmt.Fprintf(stdout, "try:\n  curl -s %s/apis\n  curl -s %s%s\n", url, url, ex)
+	}
+
+	if f.debugAddress != "" {
+		dln, err := net.Listen("tcp", f.debugAddress)
+		if err != nil {
+			return fmt.Errorf("--debug-address: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		dsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = dsrv.Serve(dln) }()
+		defer dsrv.Close()
+		logger.Info("debug endpoints", "address", "http://"+dln.Addr().String()+"/debug/pprof/")
+	}
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down", "timeout", f.shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

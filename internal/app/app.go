@@ -1,0 +1,307 @@
+// Package app wires cupd together: it opens the repository (or builds the
+// embedded demo), loads the configuration, builds the controllers and
+// returns the server's handler. cmd/cupd and the end-to-end tests share it.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/cup-dev/cup/controller"
+	"github.com/cup-dev/cup/controller/template"
+	"github.com/cup-dev/cup/examples"
+	"github.com/cup-dev/cup/internal/config"
+	"github.com/cup-dev/cup/internal/gitrepo"
+	"github.com/cup-dev/cup/server"
+	"github.com/cup-dev/cup/source"
+	"github.com/cup-dev/cup/source/local"
+)
+
+// Options configure Open.
+type Options struct {
+	// Repository is the path of the Git repository to serve. Empty builds the
+	// demo repository from the embedded examples in a temporary directory.
+	Repository string
+	// Branch is the default branch; empty for the one HEAD names.
+	Branch string
+	// ConfigDir is a directory of configuration files, read in addition to
+	// the repository's .cup/ folder. Empty reads .cup/ only.
+	ConfigDir string
+	// Logger receives the server's logs. Nil uses slog.Default().
+	Logger *slog.Logger
+	// MaxRequestBytes and CacheBytes are passed to the server; zero keeps its defaults.
+	MaxRequestBytes int64
+	CacheBytes      int64
+}
+
+// App is a wired server.
+type App struct {
+	handler http.Handler
+	src     *local.Source
+	repo    string
+	branch  string
+	demo    bool
+	example string
+	cleanup func()
+}
+
+// configFolder is the folder inside a served repository that holds configuration.
+const configFolder = ".cup"
+
+// Open wires a server from opts. Invalid configuration fails with the file
+// name and the problem.
+func Open(ctx context.Context, opts Options) (_ *App, err error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	a := &App{repo: opts.Repository, cleanup: func() {}}
+	defer func() {
+		if err != nil {
+			a.cleanup()
+		}
+	}()
+	if a.repo == "" {
+		if err := a.buildDemo(); err != nil {
+			return nil, err
+		}
+	}
+
+	srcOpts := []local.Option{local.WithLogger(opts.Logger)}
+	if opts.Branch != "" {
+		srcOpts = append(srcOpts, local.WithBranch(opts.Branch))
+	}
+	src, err := local.Open(a.repo, srcOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("opening repository %s: %w", a.repo, err)
+	}
+	a.src = src
+	if a.branch, err = src.DefaultBranch(); err != nil {
+		return nil, fmt.Errorf("opening repository %s: %w", a.repo, err)
+	}
+
+	set, err := loadConfig(ctx, src, opts.ConfigDir)
+	if err != nil {
+		return nil, err
+	}
+	types, err := Types(set)
+	if err != nil {
+		return nil, err
+	}
+	var sopts []server.Option
+	sopts = append(sopts, server.WithLogger(opts.Logger))
+	if opts.MaxRequestBytes > 0 {
+		sopts = append(sopts, server.WithMaxRequestBytes(opts.MaxRequestBytes))
+	}
+	if opts.CacheBytes > 0 {
+		sopts = append(sopts, server.WithCacheBytes(opts.CacheBytes))
+	}
+	srv, err := server.New(src, types, sopts...)
+	if err != nil {
+		return nil, err
+	}
+	a.handler = srv.Handler()
+	if len(types) > 0 {
+		t := types[0]
+		a.example = fmt.Sprintf("/apis/%s/%s/namespaces/default/%s", t.Group, t.Version, t.Names.Plural)
+	}
+	return a, nil
+}
+
+// buildDemo creates the demo repository from the embedded examples.
+func (a *App) buildDemo() error {
+	dir, err := os.MkdirTemp("", "cup-demo-*")
+	if err != nil {
+		return fmt.Errorf("creating the demo repository: %w", err)
+	}
+	a.cleanup = func() { _ = os.RemoveAll(dir) }
+	files, err := readTree(examples.Demo, "demo")
+	if err != nil {
+		return fmt.Errorf("reading the embedded demo: %w", err)
+	}
+	delete(files, "README.md")
+	if _, err := gitrepo.Init(dir, "main", files, "Demo repository for cup"); err != nil {
+		return fmt.Errorf("creating the demo repository: %w", err)
+	}
+	a.repo, a.demo = dir, true
+	return nil
+}
+
+// readTree reads every file below root of fsys, keyed by path relative to root.
+func readTree(fsys fs.FS, root string) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	err := fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return err
+		}
+		files[strings.TrimPrefix(p, root+"/")] = b
+		return nil
+	})
+	return files, err
+}
+
+// loadConfig reads the configuration directory and the .cup/ folder of the
+// default branch, and merges them.
+func loadConfig(ctx context.Context, src source.Source, dir string) (*config.Set, error) {
+	snap, err := src.View(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("reading the default branch: %w", err)
+	}
+	set := &config.Set{}
+	if _, err := fs.Stat(snap.FS, configFolder); err == nil {
+		if set, err = config.Parse(snap.FS, configFolder); err != nil {
+			return nil, fmt.Errorf("configuration in the repository (commit %s): %w", snap.Commit[:12], err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("reading %s/ in the repository: %w", configFolder, err)
+	}
+	if dir != "" {
+		fromDir, err := config.Parse(os.DirFS(dir), ".")
+		if err != nil {
+			return nil, fmt.Errorf("configuration in %s: %w", dir, err)
+		}
+		if set, err = set.Merge(fromDir); err != nil {
+			return nil, err
+		}
+	} else if set, err = set.Merge(&config.Set{}); err != nil {
+		return nil, fmt.Errorf("configuration in the repository (commit %s): %w", snap.Commit[:12], err)
+	}
+	if len(set.Bindings) == 0 {
+		return nil, fmt.Errorf("no APIBinding configured: add configuration to --config or to %s/ in the repository", configFolder)
+	}
+	return set, nil
+}
+
+// Types builds the served types of a configuration: a controller per
+// Controller resource, a type per bound definition version.
+func Types(set *config.Set) ([]*server.Type, error) {
+	ctrls := map[string]controller.Controller{}
+	for _, c := range set.Controllers {
+		switch c.Type {
+		case "template":
+			spec, err := template.ParseSpec(c.Spec)
+			if err != nil {
+				return nil, fmt.Errorf("%s: controller %q: %w", c.Location, c.Name, err)
+			}
+			tc, err := template.New(spec)
+			if err != nil {
+				return nil, fmt.Errorf("%s: controller %q: %w", c.Location, c.Name, err)
+			}
+			ctrls[c.Name] = tc
+		default:
+			return nil, fmt.Errorf("%s: controller %q: type %q is not supported by this build", c.Location, c.Name, c.Type)
+		}
+	}
+	defs := map[string]*config.Definition{}
+	for _, d := range set.Definitions {
+		defs[d.Group+"/"+d.Names.Plural] = d
+	}
+	var types []*server.Type
+	for _, b := range set.Bindings {
+		for _, ref := range b.Resources {
+			d := defs[ref.Group+"/"+ref.Plural]
+			if d == nil {
+				return nil, fmt.Errorf("%s: binding %q: no definition of %s/%s", b.Location, b.Name, ref.Group, ref.Plural)
+			}
+			v, ok := d.Version(ref.Version)
+			if !ok {
+				return nil, fmt.Errorf("%s: binding %q: definition %s has no version %q", b.Location, b.Name, d.Name, ref.Version)
+			}
+			types = append(types, &server.Type{
+				Group:   d.Group,
+				Version: v.Name,
+				Names: server.Names{
+					Kind: d.Names.Kind, Singular: d.Names.Singular, Plural: d.Names.Plural, ShortNames: d.Names.ShortNames,
+				},
+				Schema:       v.Schema,
+				SchemaTarget: string(v.Target),
+				Validate:     validator(v),
+				Controller:   ctrls[b.Controller],
+			})
+		}
+	}
+	sort.Slice(types, func(i, j int) bool {
+		return path.Join(types[i].Group, types[i].Version, types[i].Names.Plural) < path.Join(types[j].Group, types[j].Version, types[j].Names.Plural)
+	})
+	return types, nil
+}
+
+// Handler is the server's HTTP handler.
+func (a *App) Handler() http.Handler { return a.handler }
+
+// Source is the repository source.
+func (a *App) Source() source.Source { return a.src }
+
+// Repository is the path of the served repository.
+func (a *App) Repository() string { return a.repo }
+
+// Branch is the default branch.
+func (a *App) Branch() string { return a.branch }
+
+// Demo reports whether the app serves the embedded demo.
+func (a *App) Demo() bool { return a.demo }
+
+// Example is the REST path of a listing worth trying.
+func (a *App) Example() string { return a.example }
+
+// Close releases what Open created: open files and the demo repository.
+func (a *App) Close() error {
+	var err error
+	if a.src != nil {
+		err = a.src.Close()
+	}
+	a.cleanup()
+	return err
+}
+
+// validator adapts a definition version's JSON Schema to the server.
+func validator(v *config.Version) func(any) []server.FieldViolation {
+	return func(doc any) []server.FieldViolation {
+		err := v.Validate(doc)
+		if err == nil {
+			return nil
+		}
+		var ve *config.ValidationError
+		if !errors.As(err, &ve) {
+			return []server.FieldViolation{{Description: err.Error()}}
+		}
+		out := make([]server.FieldViolation, 0, len(ve.Violations))
+		for _, x := range ve.Violations {
+			out = append(out, server.FieldViolation{Field: fieldPath(x.Path), Description: x.Message})
+		}
+		return out
+	}
+}
+
+// fieldPath turns a JSON pointer ("/spec/variants/0/key") into a field path
+// ("spec.variants[0].key").
+func fieldPath(pointer string) string {
+	if pointer == "" || pointer == "/" {
+		return ""
+	}
+	var b strings.Builder
+	for i, tok := range strings.Split(strings.TrimPrefix(pointer, "/"), "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		if _, err := strconv.Atoi(tok); err == nil && i > 0 {
+			b.WriteString("[" + tok + "]")
+			continue
+		}
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(tok)
+	}
+	return b.String()
+}

@@ -1,0 +1,111 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"connectrpc.com/connect"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+
+	"github.com/cup-dev/cup/controller"
+	"github.com/cup-dev/cup/source"
+)
+
+// internalMessage is all a caller learns of an unexpected failure; the real
+// error goes to the log.
+const internalMessage = "internal error: the server log has the details"
+
+// codeFor maps the contract packages' sentinel errors to Connect codes.
+var codeFor = []struct {
+	err  error
+	code connect.Code
+}{
+	{controller.ErrNotFound, connect.CodeNotFound},
+	{controller.ErrInvalid, connect.CodeInvalidArgument},
+	{controller.ErrMalformed, connect.CodeFailedPrecondition},
+	{source.ErrRevisionNotFound, connect.CodeNotFound},
+	{source.ErrInvalidRevision, connect.CodeInvalidArgument},
+	{source.ErrInvalidPath, connect.CodeInvalidArgument},
+	{source.ErrNotWritable, connect.CodeFailedPrecondition},
+	{source.ErrConflict, connect.CodeAborted},
+	{source.ErrUnavailable, connect.CodeUnavailable},
+}
+
+// toConnect turns any error into a *connect.Error: a *connect.Error passes
+// through, context errors become Canceled or DeadlineExceeded, the contract
+// sentinels map by errors.Is, and anything else is Internal with a fixed
+// message (and logged, with the real error, by the caller's interceptor).
+func toConnect(err error) *connect.Error {
+	if err == nil {
+		return nil
+	}
+	var ce *connect.Error
+	if errors.As(err, &ce) {
+		return ce
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return connect.NewError(connect.CodeCanceled, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return connect.NewError(connect.CodeDeadlineExceeded, err)
+	}
+	for _, m := range codeFor {
+		if errors.Is(err, m.err) {
+			return connect.NewError(m.code, err)
+		}
+	}
+	return connect.NewError(connect.CodeInternal, errors.New(internalMessage))
+}
+
+// isInternal reports whether toConnect hid err behind the fixed message.
+func isInternal(err error) bool {
+	var ce *connect.Error
+	if errors.As(err, &ce) {
+		return false
+	}
+	return toConnect(err).Code() == connect.CodeInternal
+}
+
+// FieldViolation is one problem with one field of a request.
+type FieldViolation struct {
+	// Field is the path of the field, e.g. "resource.spec.enabled".
+	Field string
+	// Description says what is wrong.
+	Description string
+}
+
+// invalidArgument builds an InvalidArgument error naming each field, with a
+// google.rpc.BadRequest detail for clients that read details.
+func invalidArgument(violations ...FieldViolation) *connect.Error {
+	parts := make([]string, 0, len(violations))
+	detail := &errdetails.BadRequest{}
+	for _, v := range violations {
+		parts = append(parts, v.Field+": "+v.Description)
+		detail.FieldViolations = append(detail.FieldViolations, &errdetails.BadRequest_FieldViolation{
+			Field: v.Field, Description: v.Description,
+		})
+	}
+	ce := connect.NewError(connect.CodeInvalidArgument, errors.New(strings.Join(parts, "; ")))
+	if d, err := connect.NewErrorDetail(detail); err == nil {
+		ce.AddDetail(d)
+	}
+	return ce
+}
+
+func fieldError(field, format string, args ...any) *connect.Error {
+	return invalidArgument(FieldViolation{Field: field, Description: fmt.Sprintf(format, args...)})
+}
+
+// logFailure logs one failed call: unexpected failures at error level with the
+// real error, expected ones (bad input, not found) at debug level.
+func logFailure(ctx context.Context, logger *slog.Logger, procedure string, err error) {
+	if isInternal(err) {
+		logger.ErrorContext(ctx, "call failed", "procedure", procedure, "error", err)
+		return
+	}
+	ce := toConnect(err)
+	logger.DebugContext(ctx, "call rejected", "procedure", procedure, "code", ce.Code().String(), "error", ce.Message())
+}

@@ -1,0 +1,491 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strings"
+	"sync"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/cup-dev/cup/controller"
+	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
+	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
+	"github.com/cup-dev/cup/source"
+)
+
+// entry is one resource as read from one commit, with its REST form encoded
+// once. Entries are shared between requests and never modified.
+type entry struct {
+	name    string
+	labels  labels.Set
+	version string
+	json    []byte // the REST form: the file form plus metadata.resourceVersion
+
+	pbOnce sync.Once
+	pb     *cupv1alpha1.Resource
+	pbErr  error
+}
+
+func newEntry(r *controller.Resource) (*entry, error) {
+	v, err := r.ContentVersion()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s/%s: %w", controller.ErrMalformed, r.Metadata.Namespace, r.Metadata.Name, err)
+	}
+	r.Metadata.ResourceVersion = v
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s/%s: %w", controller.ErrMalformed, r.Metadata.Namespace, r.Metadata.Name, err)
+	}
+	return &entry{name: r.Metadata.Name, labels: labels.Set(r.Metadata.Labels), version: v, json: b}, nil
+}
+
+func (e *entry) size() int64 { return int64(len(e.json))*2 + 256 }
+
+// proto returns the resource as a message, decoded on first use. The message
+// is shared: callers must not modify it.
+func (e *entry) proto() (*cupv1alpha1.Resource, error) {
+	e.pbOnce.Do(func() {
+		var r cupv1alpha1.Resource
+		e.pbErr = protojson.Unmarshal(e.json, &r)
+		e.pb = &r
+	})
+	return e.pb, e.pbErr
+}
+
+// listing is every resource of one type in one namespace at one commit.
+type listing struct {
+	items []*entry // sorted by name
+	bytes int64
+}
+
+// view resolves a revision. Errors are mapped by the caller.
+func (s *Server) view(ctx context.Context, rev string) (*source.Snapshot, error) {
+	return s.src.View(ctx, rev)
+}
+
+// getEntry reads one resource at snap, memoised. A missing resource is an
+// error wrapping controller.ErrNotFound.
+func (s *Server) getEntry(ctx context.Context, t *Type, snap *source.Snapshot, namespace, name string) (*entry, error) {
+	k := memoKey{commit: snap.Commit, typ: t, namespace: namespace, name: name}
+	if v, ok := s.memo.get(k); ok {
+		if v == nil {
+			return nil, notFound(t, namespace, name)
+		}
+		return v.(*entry), nil
+	}
+	r, err := t.Controller.Get(ctx, &controller.GetRequest{FS: snap.FS, Type: t.controllerType(), Namespace: namespace, Name: name})
+	if errors.Is(err, controller.ErrNotFound) {
+		s.memo.add(k, nil, 64)
+		return nil, notFound(t, namespace, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	e, err := newEntry(r)
+	if err != nil {
+		return nil, err
+	}
+	s.memo.add(k, e, e.size())
+	return e, nil
+}
+
+func notFound(t *Type, namespace, name string) error {
+	return connect.NewError(connect.CodeNotFound,
+		fmt.Errorf("%s %q not found in namespace %q", t.Names.Singular, name, namespace))
+}
+
+// listEntries reads every resource of t in namespace at snap, memoised.
+func (s *Server) listEntries(ctx context.Context, t *Type, snap *source.Snapshot, namespace string) (*listing, error) {
+	k := memoKey{commit: snap.Commit, typ: t, namespace: namespace}
+	if v, ok := s.memo.get(k); ok {
+		return v.(*listing), nil
+	}
+	rs, err := t.Controller.List(ctx, &controller.ListRequest{FS: snap.FS, Type: t.controllerType(), Namespace: namespace})
+	if err != nil {
+		return nil, err
+	}
+	l := &listing{items: make([]*entry, 0, len(rs))}
+	for _, r := range rs {
+		e, err := newEntry(r)
+		if err != nil {
+			return nil, err
+		}
+		l.items = append(l.items, e)
+		l.bytes += e.size()
+	}
+	sort.Slice(l.items, func(i, j int) bool { return l.items[i].name < l.items[j].name })
+	s.memo.add(k, l, l.bytes+64)
+	return l, nil
+}
+
+// page is one page of a listing.
+type page struct {
+	commit string
+	items  []*entry
+	next   string
+}
+
+// pageToken pins a listing to a commit and a position, and to the query that
+// started it.
+type pageToken struct {
+	Commit string `json:"c"`
+	After  string `json:"a"`
+	Query  uint64 `json:"q"`
+}
+
+func queryHash(req *cupv1alpha1.ListRequest) uint64 {
+	h := fnv.New64a()
+	for _, s := range []string{req.Group, req.Version, req.Plural, req.Namespace, req.LabelSelector} {
+		_, _ = h.Write([]byte(s))
+		_, _ = h.Write([]byte{0})
+	}
+	return h.Sum64()
+}
+
+// list serves ListRequest for both the Connect and the REST form.
+func (s *Server) list(ctx context.Context, req *cupv1alpha1.ListRequest) (*page, error) {
+	t, err := s.lookup(req.Group, req.Version, req.Plural)
+	if err != nil {
+		return nil, err
+	}
+	sel, err := labels.Parse(req.LabelSelector)
+	if err != nil {
+		return nil, fieldError("label_selector", "%v", err)
+	}
+	rev, after := req.Revision, ""
+	if req.PageToken != "" {
+		tok, err := decodeToken(req.PageToken)
+		if err != nil || tok.Query != queryHash(req) {
+			return nil, fieldError("page_token", "not a page token of this listing: start again without it")
+		}
+		rev, after = tok.Commit, tok.After
+	}
+	snap, err := s.view(ctx, rev)
+	if err != nil {
+		return nil, err
+	}
+	l, err := s.listEntries(ctx, t, snap, req.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	start := sort.Search(len(l.items), func(i int) bool { return l.items[i].name > after })
+	p := &page{commit: snap.Commit}
+	limit := int(req.PageSize)
+	for i := start; i < len(l.items); i++ {
+		e := l.items[i]
+		if !sel.Empty() && !sel.Matches(e.labels) {
+			continue
+		}
+		if limit > 0 && len(p.items) == limit {
+			p.next = encodeToken(pageToken{Commit: snap.Commit, After: p.items[len(p.items)-1].name, Query: queryHash(req)})
+			break
+		}
+		p.items = append(p.items, e)
+	}
+	return p, nil
+}
+
+func encodeToken(t pageToken) string {
+	b, _ := json.Marshal(t)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeToken(s string) (pageToken, error) {
+	var t pageToken
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return t, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&t); err != nil {
+		return t, err
+	}
+	if len(t.Commit) != 40 {
+		return t, errors.New("bad commit")
+	}
+	return t, nil
+}
+
+// get serves GetRequest for both forms.
+func (s *Server) get(ctx context.Context, req *cupv1alpha1.GetRequest) (*entry, string, error) {
+	t, err := s.lookup(req.Group, req.Version, req.Plural)
+	if err != nil {
+		return nil, "", err
+	}
+	snap, err := s.view(ctx, req.Revision)
+	if err != nil {
+		return nil, "", err
+	}
+	e, err := s.getEntry(ctx, t, snap, req.Namespace, req.Name)
+	if err != nil {
+		return nil, "", err
+	}
+	return e, snap.Commit, nil
+}
+
+// writeTarget is what put and delete have in common.
+type writeTarget struct {
+	t                *Type
+	namespace, name  string
+	precondition     string
+	revision         string
+	message          string
+	dryRun           bool
+	defaultVerb      string
+	resourceForWrite *controller.Resource // nil for delete
+}
+
+// put serves PutRequest for both forms.
+func (s *Server) put(ctx context.Context, req *cupv1alpha1.PutRequest) (*cupv1alpha1.PutResponse, error) {
+	t, err := s.lookup(req.Group, req.Version, req.Plural)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.checkResource(t, req)
+	if err != nil {
+		return nil, err
+	}
+	pre := req.ResourceVersion
+	if bodyPre := req.Resource.GetMetadata().GetResourceVersion(); bodyPre != "" {
+		if pre != "" && pre != bodyPre {
+			return nil, fieldError("resource.metadata.resource_version",
+				"%q disagrees with the request's resource_version %q: send one of them", bodyPre, pre)
+		}
+		pre = bodyPre
+	}
+	result, err := s.write(ctx, &writeTarget{
+		t: t, namespace: req.Namespace, name: req.Name, precondition: pre,
+		revision: req.Revision, message: req.Message, dryRun: req.DryRun,
+		defaultVerb: "Put", resourceForWrite: r,
+	})
+	if err != nil {
+		return nil, err
+	}
+	stored, err := newEntry(r.Clone())
+	if err != nil {
+		return nil, err
+	}
+	pb, err := stored.proto()
+	if err != nil {
+		return nil, err
+	}
+	return &cupv1alpha1.PutResponse{Result: result, Resource: pb}, nil
+}
+
+// del serves DeleteRequest for both forms.
+func (s *Server) del(ctx context.Context, req *cupv1alpha1.DeleteRequest) (*cupv1alpha1.DeleteResponse, error) {
+	t, err := s.lookup(req.Group, req.Version, req.Plural)
+	if err != nil {
+		return nil, err
+	}
+	result, err := s.write(ctx, &writeTarget{
+		t: t, namespace: req.Namespace, name: req.Name, precondition: req.ResourceVersion,
+		revision: req.Revision, message: req.Message, dryRun: req.DryRun, defaultVerb: "Delete",
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &cupv1alpha1.DeleteResponse{Result: result}, nil
+}
+
+// write runs one put or delete through the source. The precondition is
+// checked against the very commit the change is applied to.
+func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteResult, error) {
+	msg := w.message
+	if msg == "" {
+		msg = fmt.Sprintf("%s %s %s/%s\n\n%s/%s %s", w.defaultVerb, w.t.Names.Kind, w.namespace, w.name,
+			w.t.Group, w.t.Version, w.t.Names.Plural)
+	}
+	res, err := s.src.Update(ctx, &source.UpdateRequest{
+		Revision: w.revision,
+		Message:  msg,
+		DryRun:   w.dryRun,
+		Apply: func(ctx context.Context, base *source.Snapshot, fs source.Writer) error {
+			cur, err := s.getEntry(ctx, w.t, base, w.namespace, w.name)
+			switch {
+			case err == nil:
+			case errors.Is(err, controller.ErrNotFound) || connect.CodeOf(err) == connect.CodeNotFound:
+				if w.resourceForWrite == nil {
+					return err // delete of a missing resource
+				}
+				if w.precondition != "" {
+					return connect.NewError(connect.CodeAborted, fmt.Errorf(
+						"precondition failed: %s %q does not exist, but resource_version %q was required",
+						w.t.Names.Singular, w.name, w.precondition))
+				}
+			default:
+				return err
+			}
+			if cur != nil && w.precondition != "" && cur.version != w.precondition {
+				return connect.NewError(connect.CodeAborted, fmt.Errorf(
+					"precondition failed: %s %q has resource_version %q, not %q: read it again and retry",
+					w.t.Names.Singular, w.name, cur.version, w.precondition))
+			}
+			if w.resourceForWrite == nil {
+				return w.t.Controller.Delete(ctx, &controller.DeleteRequest{
+					FS: fs, Type: w.t.controllerType(), Namespace: w.namespace, Name: w.name,
+				})
+			}
+			return w.t.Controller.Put(ctx, &controller.PutRequest{FS: fs, Type: w.t.controllerType(), Resource: w.resourceForWrite.Clone()})
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := &cupv1alpha1.WriteResult{BaseCommit: res.Base, Commit: res.Commit, Branch: res.Branch}
+	switch {
+	case res.Unchanged:
+		out.Outcome = cupv1alpha1.WriteOutcome_WRITE_OUTCOME_UNCHANGED
+	case w.dryRun:
+		out.Outcome = cupv1alpha1.WriteOutcome_WRITE_OUTCOME_DRY_RUN
+	default:
+		out.Outcome = cupv1alpha1.WriteOutcome_WRITE_OUTCOME_COMMITTED
+	}
+	for _, c := range res.Changes {
+		out.Changes = append(out.Changes, &cupv1alpha1.FileChange{Path: c.Path, Operation: fileOp(c.Op), Diff: c.Diff})
+	}
+	return out, nil
+}
+
+func fileOp(o source.Operation) cupv1alpha1.FileOperation {
+	switch o {
+	case source.OpCreate:
+		return cupv1alpha1.FileOperation_FILE_OPERATION_CREATE
+	case source.OpUpdate:
+		return cupv1alpha1.FileOperation_FILE_OPERATION_UPDATE
+	case source.OpDelete:
+		return cupv1alpha1.FileOperation_FILE_OPERATION_DELETE
+	default:
+		return cupv1alpha1.FileOperation_FILE_OPERATION_UNSPECIFIED
+	}
+}
+
+// checkResource checks that the body of a put agrees with the request, fills
+// in what it leaves empty, and validates it against the type's schema.
+func (s *Server) checkResource(t *Type, req *cupv1alpha1.PutRequest) (*controller.Resource, error) {
+	in := req.Resource
+	apiVersion := t.Group + "/" + t.Version
+	var vs []FieldViolation
+	mismatch := func(field, got, want, what string) {
+		if got != "" && got != want {
+			vs = append(vs, FieldViolation{Field: field, Description: fmt.Sprintf("%q does not match the request's %s %q", got, what, want)})
+		}
+	}
+	mismatch("resource.api_version", in.GetApiVersion(), apiVersion, "group/version")
+	mismatch("resource.kind", in.GetKind(), t.Names.Kind, "kind")
+	mismatch("resource.metadata.namespace", in.GetMetadata().GetNamespace(), req.Namespace, "namespace")
+	mismatch("resource.metadata.name", in.GetMetadata().GetName(), req.Name, "name")
+	if len(vs) > 0 {
+		return nil, invalidArgument(vs...)
+	}
+	r := &controller.Resource{
+		APIVersion: apiVersion,
+		Kind:       t.Names.Kind,
+		Metadata: controller.Metadata{
+			Namespace:   req.Namespace,
+			Name:        req.Name,
+			Labels:      in.GetMetadata().GetLabels(),
+			Annotations: in.GetMetadata().GetAnnotations(),
+		},
+	}
+	if in.GetSpec() != nil {
+		b, err := protojson.Marshal(in.GetSpec())
+		if err != nil {
+			return nil, fieldError("resource.spec", "%v", err)
+		}
+		r.Spec = b
+	}
+	if t.Validate == nil {
+		return r, nil
+	}
+	b, err := r.MarshalFile()
+	if err != nil {
+		return nil, fieldError("resource", "%v", err)
+	}
+	var doc any
+	if err := decodeNumber(b, &doc); err != nil {
+		return nil, fieldError("resource", "%v", err)
+	}
+	if v := t.Validate(doc); len(v) > 0 {
+		for i := range v {
+			v[i].Field = strings.TrimSuffix("resource."+v[i].Field, ".")
+			v[i].Description = "schema violation: " + v[i].Description
+		}
+		return nil, invalidArgument(v...)
+	}
+	return r, nil
+}
+
+func decodeNumber(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	return dec.Decode(v)
+}
+
+func structFromJSON(b []byte) (*structpb.Struct, error) {
+	var st structpb.Struct
+	if err := protojson.Unmarshal(b, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// resourceService adapts the Server to the generated Connect interface.
+type resourceService struct{ s *Server }
+
+var _ cupv1alpha1connect.ResourceServiceHandler = (*resourceService)(nil)
+
+func (h *resourceService) Get(ctx context.Context, req *connect.Request[cupv1alpha1.GetRequest]) (*connect.Response[cupv1alpha1.GetResponse], error) {
+	e, commit, err := h.s.get(ctx, req.Msg)
+	if err != nil {
+		return nil, err
+	}
+	pb, err := e.proto()
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&cupv1alpha1.GetResponse{Resource: pb, Commit: commit}), nil
+}
+
+func (h *resourceService) List(ctx context.Context, req *connect.Request[cupv1alpha1.ListRequest]) (*connect.Response[cupv1alpha1.ListResponse], error) {
+	p, err := h.s.list(ctx, req.Msg)
+	if err != nil {
+		return nil, err
+	}
+	out := &cupv1alpha1.ListResponse{Commit: p.commit, NextPageToken: p.next, Items: make([]*cupv1alpha1.Resource, 0, len(p.items))}
+	for _, e := range p.items {
+		pb, err := e.proto()
+		if err != nil {
+			return nil, err
+		}
+		out.Items = append(out.Items, pb)
+	}
+	return connect.NewResponse(out), nil
+}
+
+func (h *resourceService) Put(ctx context.Context, req *connect.Request[cupv1alpha1.PutRequest]) (*connect.Response[cupv1alpha1.PutResponse], error) {
+	out, err := h.s.put(ctx, req.Msg)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(out), nil
+}
+
+func (h *resourceService) Delete(ctx context.Context, req *connect.Request[cupv1alpha1.DeleteRequest]) (*connect.Response[cupv1alpha1.DeleteResponse], error) {
+	out, err := h.s.del(ctx, req.Msg)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(out), nil
+}

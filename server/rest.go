@@ -1,0 +1,304 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
+)
+
+// The REST form:
+//
+//	GET    /apis                                                  every definition
+//	GET    /apis/{group}/{version}/namespaces/{namespace}/{plural}         list
+//	GET    /apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}  get
+//	PUT    /apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}  put
+//	DELETE /apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}  delete
+//
+// Errors answer the HTTP status Connect maps the code to, with a JSON body
+// {"code": "...", "message": "..."}.
+const (
+	collectionPath = "/apis/{group}/{version}/namespaces/{namespace}/{plural}"
+	itemPath       = collectionPath + "/{name}"
+
+	// headerCommit carries the commit a read came from.
+	headerCommit = "Cup-Commit"
+)
+
+var marshalJSON = protojson.MarshalOptions{}
+
+func (s *Server) routeREST(mux *http.ServeMux) {
+	mux.HandleFunc("GET /apis", s.restDefinitions)
+	mux.HandleFunc("GET /apis/{$}", s.restDefinitions)
+	mux.HandleFunc("GET "+collectionPath, s.restList)
+	mux.HandleFunc("GET "+itemPath, s.restGet)
+	mux.HandleFunc("PUT "+itemPath, s.restPut)
+	mux.HandleFunc("DELETE "+itemPath, s.restDelete)
+}
+
+func (s *Server) restDefinitions(w http.ResponseWriter, r *http.Request) {
+	s.writeMessage(w, r, http.StatusOK, &cupv1alpha1.ListDefinitionsResponse{Definitions: s.defs})
+}
+
+func (s *Server) restGet(w http.ResponseWriter, r *http.Request) {
+	req := &cupv1alpha1.GetRequest{
+		Group: r.PathValue("group"), Version: r.PathValue("version"), Plural: r.PathValue("plural"),
+		Namespace: r.PathValue("namespace"), Name: r.PathValue("name"),
+		Revision: r.URL.Query().Get("revision"),
+	}
+	if err := s.validate(req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	e, commit, err := s.get(r.Context(), req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	h := w.Header()
+	h["Content-Type"] = []string{"application/json"}
+	h["Etag"] = []string{`"` + e.version + `"`}
+	h[headerCommit] = []string{commit}
+	_, _ = w.Write(e.json)
+}
+
+func (s *Server) restList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	req := &cupv1alpha1.ListRequest{
+		Group: r.PathValue("group"), Version: r.PathValue("version"), Plural: r.PathValue("plural"),
+		Namespace: r.PathValue("namespace"), Revision: q.Get("revision"),
+		LabelSelector: q.Get("labelSelector"), PageToken: q.Get("continue"),
+	}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.ParseInt(l, 10, 32)
+		if err != nil {
+			s.writeError(w, r, fieldError("limit", "%q is not a whole number", l))
+			return
+		}
+		req.PageSize = int32(n)
+	}
+	if err := s.validate(req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	p, err := s.list(r.Context(), req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	size := 64
+	for _, e := range p.items {
+		size += len(e.json) + 1
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	buf.WriteString(`{"items":[`)
+	for i, e := range p.items {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(e.json)
+	}
+	buf.WriteString(`],"revision":"`)
+	buf.WriteString(p.commit)
+	buf.WriteString(`"`)
+	if p.next != "" {
+		buf.WriteString(`,"continue":"`)
+		buf.WriteString(p.next) // base64url: nothing to escape
+		buf.WriteString(`"`)
+	}
+	buf.WriteString("}")
+	h := w.Header()
+	h["Content-Type"] = []string{"application/json"}
+	h[headerCommit] = []string{p.commit}
+	_, _ = w.Write(buf.Bytes())
+}
+
+func (s *Server) restPut(w http.ResponseWriter, r *http.Request) {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var res cupv1alpha1.Resource
+	if err := protojson.Unmarshal(body, &res); err != nil {
+		s.writeError(w, r, fieldError("body", "not a resource in JSON: %v", err))
+		return
+	}
+	p, err := writeParams(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	req := &cupv1alpha1.PutRequest{
+		Group: r.PathValue("group"), Version: r.PathValue("version"), Plural: r.PathValue("plural"),
+		Namespace: r.PathValue("namespace"), Name: r.PathValue("name"), Resource: &res,
+		Revision: p.revision, Message: p.message, DryRun: p.dryRun, ResourceVersion: p.precondition,
+	}
+	if err := s.validate(req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out, err := s.put(r.Context(), req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeResult(w, r, out.Result, out)
+}
+
+func (s *Server) restDelete(w http.ResponseWriter, r *http.Request) {
+	p, err := writeParams(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	req := &cupv1alpha1.DeleteRequest{
+		Group: r.PathValue("group"), Version: r.PathValue("version"), Plural: r.PathValue("plural"),
+		Namespace: r.PathValue("namespace"), Name: r.PathValue("name"),
+		Revision: p.revision, Message: p.message, DryRun: p.dryRun, ResourceVersion: p.precondition,
+	}
+	if err := s.validate(req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out, err := s.del(r.Context(), req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeResult(w, r, out.Result, out)
+}
+
+// writeResult answers a write: 204 when it changed nothing, 200 with the
+// result for a dry run, 202 with the result when something was written.
+func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, res *cupv1alpha1.WriteResult, body proto.Message) {
+	if res.Commit != "" {
+		w.Header().Set(headerCommit, res.Commit)
+	}
+	switch res.Outcome {
+	case cupv1alpha1.WriteOutcome_WRITE_OUTCOME_UNCHANGED:
+		w.WriteHeader(http.StatusNoContent)
+	case cupv1alpha1.WriteOutcome_WRITE_OUTCOME_DRY_RUN:
+		s.writeMessage(w, r, http.StatusOK, body)
+	default:
+		s.writeMessage(w, r, http.StatusAccepted, body)
+	}
+}
+
+// readBody reads a request body of at most the configured size.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.maxBody))
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return nil, connect.NewError(connect.CodeResourceExhausted,
+			fmt.Errorf("request body exceeds the limit of %d bytes (cupd --max-request-bytes)", tooLarge.Limit))
+	}
+	if err != nil {
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("reading request body: %w", err))
+	}
+	return b, nil
+}
+
+// writeParameters are the query parameters and headers of PUT and DELETE.
+type writeParameters struct {
+	revision, message, precondition string
+	dryRun                          bool
+}
+
+func writeParams(r *http.Request) (writeParameters, error) {
+	q := r.URL.Query()
+	p := writeParameters{revision: q.Get("revision"), message: q.Get("message")}
+	var err error
+	if p.dryRun, err = boolParam(q.Get("dryRun"), "dryRun"); err != nil {
+		return p, err
+	}
+	p.precondition, err = ifMatch(r)
+	return p, err
+}
+
+func boolParam(v, name string) (bool, error) {
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fieldError(name, "%q is not true or false", v)
+	}
+	return b, nil
+}
+
+// ifMatch reads a resourceVersion precondition from If-Match ("version" or
+// the ETag a get returned) or the resourceVersion query parameter.
+func ifMatch(r *http.Request) (string, error) {
+	v := r.URL.Query().Get("resourceVersion")
+	if h := strings.TrimSpace(r.Header.Get("If-Match")); h != "" {
+		h = strings.Trim(strings.TrimPrefix(h, "W/"), `"`)
+		if v != "" && v != h {
+			return "", fieldError("If-Match", "%q disagrees with resourceVersion %q", h, v)
+		}
+		v = h
+	}
+	return v, nil
+}
+
+func (s *Server) writeMessage(w http.ResponseWriter, r *http.Request, status int, m proto.Message) {
+	b, err := marshalJSON.Marshal(m)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// writeError answers err in the REST form and logs it once.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	logFailure(r.Context(), s.cfg.logger, r.Method+" "+r.URL.Path, err)
+	ce := toConnect(err)
+	b, _ := json.Marshal(struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}{ce.Code().String(), ce.Message()})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(httpStatus(ce.Code()))
+	_, _ = w.Write(b)
+}
+
+// httpStatus is the HTTP status the Connect protocol gives each code.
+func httpStatus(c connect.Code) int {
+	switch c {
+	case connect.CodeCanceled:
+		return 499
+	case connect.CodeInvalidArgument, connect.CodeFailedPrecondition, connect.CodeOutOfRange:
+		return http.StatusBadRequest
+	case connect.CodeDeadlineExceeded:
+		return http.StatusGatewayTimeout
+	case connect.CodeNotFound:
+		return http.StatusNotFound
+	case connect.CodeAlreadyExists, connect.CodeAborted:
+		return http.StatusConflict
+	case connect.CodePermissionDenied:
+		return http.StatusForbidden
+	case connect.CodeResourceExhausted:
+		return http.StatusTooManyRequests
+	case connect.CodeUnimplemented:
+		return http.StatusNotImplemented
+	case connect.CodeUnavailable:
+		return http.StatusServiceUnavailable
+	case connect.CodeUnauthenticated:
+		return http.StatusUnauthorized
+	default:
+		return http.StatusInternalServerError
+	}
+}

@@ -1,0 +1,239 @@
+// Package server serves cup's API: the Connect services (gRPC, gRPC-Web and
+// Connect's JSON and binary forms on one handler), the REST form under /apis,
+// gRPC server reflection, and health endpoints.
+//
+// A Server knows the types it serves ([Type]: a definition's names and schema
+// plus the controller bound to it) and one [source.Source]. Requests are
+// validated (protovalidate rules from the proto, then the type's JSON Schema
+// on writes) before a controller runs. Everything read from a commit is
+// memoised by commit id: commits never change and controllers are
+// deterministic, so cached reads are never stale.
+package server
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"buf.build/go/protovalidate"
+	"connectrpc.com/connect"
+	"connectrpc.com/grpcreflect"
+
+	"github.com/cup-dev/cup/controller"
+	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
+	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
+	"github.com/cup-dev/cup/source"
+)
+
+// Names are the ways a type is named.
+type Names struct {
+	Kind       string
+	Singular   string
+	Plural     string
+	ShortNames []string
+}
+
+// Type is one served group/version/plural and the controller bound to it.
+type Type struct {
+	Group   string
+	Version string
+	Names   Names
+	// Schema is the version's JSON Schema, shown by discovery.
+	Schema json.RawMessage
+	// SchemaTarget is "resource" when Schema describes the whole resource and
+	// "spec" when it describes the spec only.
+	SchemaTarget string
+	// Validate checks a resource, decoded from its JSON file form, against the
+	// schema. Field paths in the violations are relative to the resource, e.g.
+	// "spec.enabled" or "spec.variants[0].key". Nil accepts everything.
+	Validate func(doc any) []FieldViolation
+	// Controller maps resources of this type onto files.
+	Controller controller.Controller
+}
+
+func (t *Type) controllerType() controller.Type {
+	return controller.Type{Group: t.Group, Version: t.Version, Kind: t.Names.Kind, Plural: t.Names.Plural}
+}
+
+type typeKey struct{ group, version, plural string }
+
+type config struct {
+	logger      *slog.Logger
+	maxBody     int64
+	cacheBudget int64
+}
+
+// Option configures a Server.
+type Option func(*config)
+
+// WithLogger sets the logger for failed calls. Default: slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithMaxRequestBytes bounds the size of a request body, on every protocol.
+// Larger requests fail with ResourceExhausted. Default: 4 MiB.
+func WithMaxRequestBytes(n int64) Option { return func(c *config) { c.maxBody = n } }
+
+// WithCacheBytes bounds the memory used to memoise reads by commit, roughly,
+// in bytes. Default: 256 MiB.
+func WithCacheBytes(n int64) Option { return func(c *config) { c.cacheBudget = n } }
+
+// Server serves the API for one source. It is safe for concurrent use.
+type Server struct {
+	cfg       config
+	src       source.Source
+	types     map[typeKey]*Type
+	defs      []*cupv1alpha1.ResourceDefinition
+	validator protovalidate.Validator
+	memo      *memo
+}
+
+// New returns a Server for src serving types. It fails when two types share a
+// group, version and plural, or a type lacks names or a controller.
+func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
+	cfg := config{logger: slog.Default(), maxBody: 4 << 20, cacheBudget: 256 << 20}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if src == nil {
+		return nil, errors.New("server: nil source")
+	}
+	v, err := protovalidate.New()
+	if err != nil {
+		return nil, fmt.Errorf("server: protovalidate: %w", err)
+	}
+	s := &Server{cfg: cfg, src: src, types: make(map[typeKey]*Type), validator: v, memo: newMemo(cfg.cacheBudget)}
+	for _, t := range types {
+		if t.Group == "" || t.Version == "" || t.Names.Plural == "" || t.Names.Kind == "" {
+			return nil, fmt.Errorf("server: type %s/%s/%s: group, version, kind and plural are required", t.Group, t.Version, t.Names.Plural)
+		}
+		if t.Controller == nil {
+			return nil, fmt.Errorf("server: type %s/%s/%s has no controller", t.Group, t.Version, t.Names.Plural)
+		}
+		k := typeKey{t.Group, t.Version, t.Names.Plural}
+		if _, dup := s.types[k]; dup {
+			return nil, fmt.Errorf("server: type %s/%s/%s is served twice", t.Group, t.Version, t.Names.Plural)
+		}
+		s.types[k] = t
+	}
+	if s.defs, err = definitions(types); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// lookup finds the type a request names.
+func (s *Server) lookup(group, version, plural string) (*Type, error) {
+	if t, ok := s.types[typeKey{group, version, plural}]; ok {
+		return t, nil
+	}
+	return nil, connect.NewError(connect.CodeNotFound,
+		fmt.Errorf("no resource type %q in %s/%s is served: GET /apis lists the served types", plural, group, version))
+}
+
+// Handler returns the HTTP handler serving every protocol on one port:
+// Connect, gRPC and gRPC-Web for both services, gRPC reflection, the REST
+// form under /apis, and /healthz and /readyz. Serve it with HTTP/1.1 and h2c
+// enabled (see NewHTTPServer).
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	opts := []connect.HandlerOption{
+		connect.WithInterceptors(s.interceptor()),
+		connect.WithReadMaxBytes(int(s.cfg.maxBody)),
+	}
+	mux.Handle(cupv1alpha1connect.NewResourceServiceHandler(&resourceService{s}, opts...))
+	mux.Handle(cupv1alpha1connect.NewDiscoveryServiceHandler(&discoveryService{s}, opts...))
+	reflector := grpcreflect.NewStaticReflector(
+		cupv1alpha1connect.ResourceServiceName,
+		cupv1alpha1connect.DiscoveryServiceName,
+	)
+	mux.Handle(grpcreflect.NewHandlerV1(reflector))
+	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
+	s.routeREST(mux)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if _, err := s.src.View(r.Context(), ""); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = fmt.Fprintf(w, "not ready: %s\n", toConnect(err).Message())
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	return mux
+}
+
+// NewHTTPServer returns an http.Server for h serving HTTP/1.1 and, without
+// TLS, HTTP/2 (h2c), as gRPC needs.
+func NewHTTPServer(addr string, h http.Handler) *http.Server {
+	p := new(http.Protocols)
+	p.SetHTTP1(true)
+	p.SetUnencryptedHTTP2(true)
+	p.SetHTTP2(true)
+	return &http.Server{Addr: addr, Handler: h, Protocols: p, ReadHeaderTimeout: 10 * time.Second}
+}
+
+// interceptor validates requests against the proto's rules before any handler
+// runs, and logs every failed call once.
+func (s *Server) interceptor() connect.Interceptor {
+	return connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			if err := s.validate(req.Any()); err != nil {
+				logFailure(ctx, s.cfg.logger, req.Spec().Procedure, err)
+				return nil, err
+			}
+			res, err := next(ctx, req)
+			if err != nil {
+				logFailure(ctx, s.cfg.logger, req.Spec().Procedure, err)
+				return nil, toConnect(err)
+			}
+			return res, nil
+		}
+	})
+}
+
+// definitions builds discovery's view of types: one definition per group and
+// plural, with its versions sorted.
+func definitions(types []*Type) ([]*cupv1alpha1.ResourceDefinition, error) {
+	byName := map[string]*cupv1alpha1.ResourceDefinition{}
+	for _, t := range types {
+		name := t.Names.Plural + "." + t.Group
+		d, ok := byName[name]
+		if !ok {
+			d = &cupv1alpha1.ResourceDefinition{
+				Name:  name,
+				Group: t.Group,
+				Names: &cupv1alpha1.Names{
+					Kind: t.Names.Kind, Singular: t.Names.Singular, Plural: t.Names.Plural,
+					ShortNames: slices.Clone(t.Names.ShortNames),
+				},
+			}
+			byName[name] = d
+		}
+		v := &cupv1alpha1.DefinitionVersion{Name: t.Version, SchemaTarget: t.SchemaTarget}
+		if len(t.Schema) > 0 {
+			st, err := structFromJSON(t.Schema)
+			if err != nil {
+				return nil, fmt.Errorf("server: schema of %s/%s: %w", name, t.Version, err)
+			}
+			v.Schema = st
+		}
+		d.Versions = append(d.Versions, v)
+	}
+	defs := make([]*cupv1alpha1.ResourceDefinition, 0, len(byName))
+	for _, d := range byName {
+		slices.SortFunc(d.Versions, func(a, b *cupv1alpha1.DefinitionVersion) int { return cmp.Compare(a.Name, b.Name) })
+		defs = append(defs, d)
+	}
+	slices.SortFunc(defs, func(a, b *cupv1alpha1.ResourceDefinition) int { return strings.Compare(a.Name, b.Name) })
+	return defs, nil
+}
