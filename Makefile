@@ -49,12 +49,24 @@ build: ## Build cupd and cup into bin/
 	go build -o bin/ ./cmd/...
 
 .PHONY: test
-test: ## Run all tests with the race detector
+test: test-go test-ts ## Run every test: Go (race detector on) and the TypeScript client
+
+.PHONY: test-go
+test-go: ## Run the Go tests with the race detector
 	go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: test-ts
+test-ts: ## Test the generated TypeScript package against a real cupd
+	cd test/ts && npm install --no-audit --no-fund --loglevel=error && node --preserve-symlinks --test
 
 .PHONY: bench
 bench: ## Run the Go benchmarks
 	go test -run '^$$' -bench . -benchmem ./...
+
+.PHONY: load
+load: ## Measure a real cupd on generated repositories of 1,000 and 10,000 resources
+	go build -o bin/ ./cmd/cupd ./internal/cmd/cupbench
+	bin/cupbench -cupd bin/cupd -resources 1000,10000
 
 .PHONY: demo
 demo: ## Run cupd on its embedded demo repository

@@ -1,0 +1,313 @@
+// Command cupbench measures cupd the way a user meets it: it generates a
+// repository of N resources, starts the cupd binary on it (127.0.0.1 only),
+// drives the REST form with keep-alive clients and reports throughput,
+// latency percentiles and the server's resident memory.
+//
+//	go build -o bin/ ./cmd/cupd ./internal/cmd/cupbench
+//	bin/cupbench -cupd bin/cupd -resources 1000,10000
+//
+// Every phase is bounded in requests and time.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cup-dev/cup/internal/gitrepo"
+)
+
+func main() {
+	cupd := flag.String("cupd", "bin/cupd", "path of the cupd binary to measure")
+	sizes := flag.String("resources", "1000,10000", "comma-separated repository sizes (resources in one namespace)")
+	clients := flag.Int("clients", 8, "concurrent keep-alive clients for the get phase")
+	getFor := flag.Duration("get-duration", 5*time.Second, "how long the get phase runs")
+	lists := flag.Int("lists", 30, "list requests of the whole namespace")
+	writes := flag.Int("writes", 100, "sequential put requests (direct commits)")
+	setup := flag.String("setup", "", "only generate the repository (DIR/repo.git) and configuration (DIR/config) of the first size into DIR, for use with other load tools such as wrk, and exit")
+	flag.Parse()
+
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			fatalf("-resources: %q is not a positive number", s)
+		}
+		if *setup != "" {
+			raw, err := generate(*setup, n)
+			if err != nil {
+				fatalf("%v", err)
+			}
+			fmt.Printf("generated %d resources (%d bytes) in %s\n", n, raw, *setup)
+			return
+		}
+		if err := run(*cupd, n, *clients, *getFor, *lists, *writes); err != nil {
+			fatalf("%d resources: %v", n, err)
+		}
+	}
+}
+
+func fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "cupbench: "+format+"\n", args...)
+	os.Exit(1)
+}
+
+const (
+	group  = "bench.cup.dev"
+	plural = "items"
+)
+
+var config = `apiVersion: cup.dev/v1alpha1
+kind: ResourceDefinition
+metadata:
+  name: items.bench.cup.dev
+spec:
+  group: bench.cup.dev
+  names: {kind: Item, singular: item, plural: items}
+  versions:
+    v1:
+      schema:
+        type: object
+        properties:
+          owner: {type: string}
+          replicas: {type: integer, minimum: 0}
+          enabled: {type: boolean}
+          note: {type: string}
+---
+apiVersion: cup.dev/v1alpha1
+kind: Controller
+metadata: {name: items}
+spec:
+  type: template
+  spec:
+    list_template: "items/{{ .Namespace }}/*.json"
+    resource_template: "items/{{ .Namespace }}/{{ .Name }}.json"
+---
+apiVersion: cup.dev/v1alpha1
+kind: APIBinding
+metadata: {name: items}
+spec:
+  controller: items
+  resources: [bench.cup.dev/v1/items]
+`
+
+func itemName(i int) string { return fmt.Sprintf("item-%06d", i) }
+
+// item is a resource of about 500 bytes in its file form.
+func item(i int, note string) []byte {
+	return fmt.Appendf(nil, `{
+  "apiVersion": "bench.cup.dev/v1",
+  "kind": "Item",
+  "metadata": {
+    "namespace": "default",
+    "name": %q,
+    "labels": {
+      "shard": "s%d",
+      "team": "team-%d"
+    }
+  },
+  "spec": {
+    "owner": "owner-%d@example.com",
+    "replicas": %d,
+    "enabled": %t,
+    "note": %q
+  }
+}
+`, itemName(i), i%16, i%7, i, i%5, i%2 == 0, note)
+}
+
+func run(cupd string, n, clients int, getFor time.Duration, lists, writes int) error {
+	dir, err := os.MkdirTemp("", "cupbench-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	repo, cfg := filepath.Join(dir, "repo.git"), filepath.Join(dir, "config")
+	start := time.Now()
+	raw, err := generate(dir, n)
+	if err != nil {
+		return err
+	}
+	note := strings.Repeat("n", 200)
+	fmt.Printf("\n== %d resources, %.1f MiB raw (%d bytes each on average); repository generated in %v\n",
+		n, float64(raw)/(1<<20), raw/n, time.Since(start).Round(time.Millisecond))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := exec.CommandContext(ctx, cupd, "serve", "--repository", repo, "--config", cfg,
+		"--address", "127.0.0.1:0", "--log-level", "warn")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	url, err := serverURL(out)
+	if err != nil {
+		return err
+	}
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	base := url + "/apis/" + group + "/v1/namespaces/default/" + plural
+	fmt.Printf("cupd pid %d at %s; RSS at start %s\n", cmd.Process.Pid, url, rss(cmd.Process.Pid))
+
+	tr := &http.Transport{MaxIdleConnsPerHost: clients * 2, MaxConnsPerHost: clients * 2}
+	hc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+
+	// Warm: one list reads every resource of the head commit once.
+	if _, err := fetch(hc, "GET", base, nil, 200); err != nil {
+		return err
+	}
+
+	// Get: concurrent keep-alive clients for a fixed time.
+	var mu sync.Mutex
+	var lat []time.Duration
+	var failures int
+	deadline := time.Now().Add(getFor)
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			local := make([]time.Duration, 0, 1<<16)
+			fails := 0
+			for i := c; time.Now().Before(deadline); i += clients {
+				t0 := time.Now()
+				if _, err := fetch(hc, "GET", base+"/"+itemName(i%n), nil, 200); err != nil {
+					fails++
+				}
+				local = append(local, time.Since(t0))
+			}
+			mu.Lock()
+			lat = append(lat, local...)
+			failures += fails
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	fmt.Printf("get   %d clients: %8.0f req/s  p50 %-9v p99 %-9v (%d requests, %d failed)\n",
+		clients, float64(len(lat))/getFor.Seconds(), pct(lat, 50), pct(lat, 99), len(lat), failures)
+
+	// List: the whole namespace, sequentially.
+	lat = lat[:0]
+	var size int
+	for range lists {
+		t0 := time.Now()
+		b, err := fetch(hc, "GET", base, nil, 200)
+		if err != nil {
+			return err
+		}
+		lat = append(lat, time.Since(t0))
+		size = len(b)
+	}
+	fmt.Printf("list  all %d:      p50 %-9v p99 %-9v (%.1f MiB per response)\n", n, pct(lat, 50), pct(lat, 99), float64(size)/(1<<20))
+
+	// Put: direct commits, each changing one resource, sequentially.
+	lat = lat[:0]
+	for i := range writes {
+		body := item(i*7919%n, fmt.Sprintf("write %d %s", i, note[:150]))
+		t0 := time.Now()
+		if _, err := fetch(hc, "PUT", base+"/"+itemName(i*7919%n), body, 202); err != nil {
+			return err
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	fmt.Printf("put   at %d:       p50 %-9v p99 %-9v (%d commits)\n", n, pct(lat, 50), pct(lat, 99), writes)
+
+	// The first get of a new commit reads through to the repository.
+	t0 := time.Now()
+	if _, err := fetch(hc, "GET", base, nil, 200); err != nil {
+		return err
+	}
+	fmt.Printf("list  after a write (cold commit): %v\n", time.Since(t0).Round(time.Microsecond))
+	fmt.Printf("cupd RSS after the load: %s (raw resources %.1f MiB)\n", rss(cmd.Process.Pid), float64(raw)/(1<<20))
+	return nil
+}
+
+// generate writes a repository of n resources to dir/repo.git and its
+// configuration to dir/config, and returns the resources' size in bytes.
+func generate(dir string, n int) (int, error) {
+	cfg := filepath.Join(dir, "config")
+	if err := os.MkdirAll(cfg, 0o755); err != nil {
+		return 0, err
+	}
+	if err := os.WriteFile(filepath.Join(cfg, "items.yaml"), []byte(config), 0o644); err != nil {
+		return 0, err
+	}
+	files := make(map[string][]byte, n)
+	raw := 0
+	note := strings.Repeat("n", 200)
+	for i := range n {
+		b := item(i, note)
+		raw += len(b)
+		files["items/default/"+itemName(i)+".json"] = b
+	}
+	_, err := gitrepo.Init(filepath.Join(dir, "repo.git"), "main", files, "generated by cupbench")
+	return raw, err
+}
+
+func serverURL(r io.Reader) (string, error) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if i := strings.Index(sc.Text(), "http://127.0.0.1:"); i >= 0 {
+			return strings.Fields(sc.Text()[i:])[0], nil
+		}
+	}
+	return "", errors.New("cupd exited before printing its address")
+}
+
+func fetch(hc *http.Client, method, url string, body []byte, want int) ([]byte, error) {
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	res, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return nil, err
+	}
+	if res.StatusCode != want {
+		return nil, fmt.Errorf("%s %s: %d %.200s", method, url, res.StatusCode, b)
+	}
+	return b, nil
+}
+
+func pct(d []time.Duration, p int) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[(len(s)-1)*p/100].Round(time.Microsecond)
+}
+
+func rss(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			return strings.Join(strings.Fields(strings.TrimPrefix(line, "VmRSS:")), " ")
+		}
+	}
+	return "unknown"
+}
