@@ -8,9 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"hash/maphash"
+	"maps"
+	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"weak"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -23,11 +28,12 @@ import (
 	"github.com/cup-dev/cup/source"
 )
 
-// entry is one resource as read from one commit, with its REST form encoded
-// once. Entries are shared between requests and never modified.
+// entry is one resource with its REST form encoded once. Entries are
+// shared between requests and between the commits that hold the same
+// resource, and never modified.
 type entry struct {
 	name    string
-	labels  labels.Set
+	labels  labelList
 	version string
 	json    []byte // the REST form: the file form plus metadata.resourceVersion
 
@@ -43,13 +49,14 @@ func newEntry(r *controller.Resource) (*entry, error) {
 	}
 	r.Metadata.ResourceVersion = v
 	b, err := json.Marshal(r)
+	r.Metadata.ResourceVersion = ""
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s/%s: %w", controller.ErrMalformed, r.Metadata.Namespace, r.Metadata.Name, err)
 	}
-	return &entry{name: r.Metadata.Name, labels: labels.Set(r.Metadata.Labels), version: v, json: b}, nil
+	return &entry{name: strings.Clone(r.Metadata.Name), labels: newLabelList(r.Metadata.Labels), version: v, json: b}, nil
 }
 
-func (e *entry) size() int64 { return int64(len(e.json))*2 + 256 }
+func (e *entry) size() int64 { return int64(len(e.json)) + int64(len(e.labels))*16 + 128 }
 
 // proto returns the resource as a message, decoded on first use. The message
 // is shared: callers must not modify it.
@@ -62,9 +69,121 @@ func (e *entry) proto() (*cupv1alpha1.Resource, error) {
 	return e.pb, e.pbErr
 }
 
+// labelList holds labels as sorted key, value pairs: far smaller than a map
+// for the few labels a resource has. It implements labels.Labels.
+type labelList []string
+
+func newLabelList(m map[string]string) labelList {
+	if len(m) == 0 {
+		return nil
+	}
+	l := make(labelList, 0, 2*len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		l = append(l, strings.Clone(k), strings.Clone(m[k]))
+	}
+	return l
+}
+
+func (l labelList) Lookup(key string) (string, bool) {
+	for i := 0; i < len(l); i += 2 {
+		if l[i] == key {
+			return l[i+1], true
+		}
+	}
+	return "", false
+}
+
+func (l labelList) Has(key string) bool { _, ok := l.Lookup(key); return ok }
+
+func (l labelList) Get(key string) string { v, _ := l.Lookup(key); return v }
+
+var _ labels.Labels = labelList(nil)
+
+// interner shares entries between the commits that hold the same resource:
+// after a write, listing the new commit re-encodes only what changed, and
+// the listings of successive commits share memory. Resources are told
+// apart by a 128-bit hash of their content. It holds entries weakly, so it
+// keeps nothing alive that no cached listing or request uses.
+type interner struct {
+	seeds [2]maphash.Seed
+	mu    sync.Mutex
+	m     map[contentKey]weak.Pointer[internedEntry]
+}
+
+type contentKey [2]uint64
+
+// internedEntry is an entry known to the interner.
+type internedEntry struct {
+	*entry
+}
+
+func newInterner() *interner {
+	return &interner{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, m: make(map[contentKey]weak.Pointer[internedEntry])}
+}
+
+func (in *interner) key(r *controller.Resource) contentKey {
+	var k contentKey
+	for i, seed := range in.seeds {
+		var h maphash.Hash
+		h.SetSeed(seed)
+		for _, s := range []string{r.APIVersion, r.Kind, r.Metadata.Namespace, r.Metadata.Name} {
+			h.WriteString(s)
+			h.WriteByte(0)
+		}
+		for _, m := range []map[string]string{r.Metadata.Labels, r.Metadata.Annotations} {
+			for _, k := range slices.Sorted(maps.Keys(m)) {
+				h.WriteString(k)
+				h.WriteByte(0)
+				h.WriteString(m[k])
+				h.WriteByte(0)
+			}
+			h.WriteByte(1)
+		}
+		h.Write(r.Spec)
+		k[i] = h.Sum64()
+	}
+	return k
+}
+
+// entry returns the shared entry for r, making it when there is none. The
+// entry keeps no reference into r.
+func (in *interner) entry(r *controller.Resource) (*internedEntry, error) {
+	k := in.key(r)
+	in.mu.Lock()
+	if ie := in.m[k].Value(); ie != nil {
+		in.mu.Unlock()
+		return ie, nil
+	}
+	in.mu.Unlock()
+	e, err := newEntry(r)
+	if err != nil {
+		return nil, err
+	}
+	ie := &internedEntry{entry: e}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if old := in.m[k].Value(); old != nil {
+		return old, nil
+	}
+	in.m[k] = weak.Make(ie)
+	runtime.AddCleanup(ie, in.forget, k)
+	return ie, nil
+}
+
+// forget drops the weak pointer under k once its entry is gone.
+func (in *interner) forget(k contentKey) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if wp, ok := in.m[k]; ok && wp.Value() == nil {
+		delete(in.m, k)
+	}
+}
+
 // listing is every resource of one type in one namespace at one commit.
 type listing struct {
 	items []*entry // sorted by name
+	// keep holds the interned entries alive for as long as the listing is cached.
+	keep  []*internedEntry
 	bytes int64
 }
 
@@ -81,7 +200,7 @@ func (s *Server) getEntry(ctx context.Context, t *Type, snap *source.Snapshot, n
 		if v == nil {
 			return nil, notFound(t, namespace, name)
 		}
-		return v.(*entry), nil
+		return v.(*internedEntry).entry, nil
 	}
 	r, err := t.Controller.Get(ctx, &controller.GetRequest{FS: snap.FS, Type: t.controllerType(), Namespace: namespace, Name: name})
 	if errors.Is(err, controller.ErrNotFound) {
@@ -91,12 +210,12 @@ func (s *Server) getEntry(ctx context.Context, t *Type, snap *source.Snapshot, n
 	if err != nil {
 		return nil, err
 	}
-	e, err := newEntry(r)
+	ie, err := s.interner.entry(r)
 	if err != nil {
 		return nil, err
 	}
-	s.memo.add(k, e, e.size())
-	return e, nil
+	s.memo.add(k, ie, ie.size())
+	return ie.entry, nil
 }
 
 func notFound(t *Type, namespace, name string) error {
@@ -114,14 +233,15 @@ func (s *Server) listEntries(ctx context.Context, t *Type, snap *source.Snapshot
 	if err != nil {
 		return nil, err
 	}
-	l := &listing{items: make([]*entry, 0, len(rs))}
+	l := &listing{items: make([]*entry, 0, len(rs)), keep: make([]*internedEntry, 0, len(rs))}
 	for _, r := range rs {
-		e, err := newEntry(r)
+		ie, err := s.interner.entry(r)
 		if err != nil {
 			return nil, err
 		}
-		l.items = append(l.items, e)
-		l.bytes += e.size()
+		l.items = append(l.items, ie.entry)
+		l.keep = append(l.keep, ie)
+		l.bytes += ie.size()
 	}
 	sort.Slice(l.items, func(i, j int) bool { return l.items[i].name < l.items[j].name })
 	s.memo.add(k, l, l.bytes+64)

@@ -1,7 +1,7 @@
 package server
 
 import (
-	"bytes"
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -96,31 +96,25 @@ func (s *Server) restList(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	size := 64
-	for _, e := range p.items {
-		size += len(e.json) + 1
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, size))
-	buf.WriteString(`{"items":[`)
-	for i, e := range p.items {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		buf.Write(e.json)
-	}
-	buf.WriteString(`],"revision":"`)
-	buf.WriteString(p.commit)
-	buf.WriteString(`"`)
-	if p.next != "" {
-		buf.WriteString(`,"continue":"`)
-		buf.WriteString(p.next) // base64url: nothing to escape
-		buf.WriteString(`"`)
-	}
-	buf.WriteString("}")
 	h := w.Header()
 	h["Content-Type"] = []string{"application/json"}
 	h[headerCommit] = []string{p.commit}
-	_, _ = w.Write(buf.Bytes())
+	// Stream the pre-encoded items: a listing of 10,000 resources is several
+	// MiB that need not be copied into one buffer first.
+	bw := bufio.NewWriterSize(w, 32<<10)
+	_, _ = bw.WriteString(`{"items":[`)
+	for i, e := range p.items {
+		if i > 0 {
+			_ = bw.WriteByte(',')
+		}
+		_, _ = bw.Write(e.json)
+	}
+	_, _ = bw.WriteString(`],"revision":"` + p.commit + `"`)
+	if p.next != "" {
+		_, _ = bw.WriteString(`,"continue":"` + p.next + `"`) // base64url: nothing to escape
+	}
+	_, _ = bw.WriteString("}")
+	_ = bw.Flush()
 }
 
 func (s *Server) restPut(w http.ResponseWriter, r *http.Request) {

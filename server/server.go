@@ -92,6 +92,7 @@ type Server struct {
 	defs      []*cupv1alpha1.ResourceDefinition
 	validator protovalidate.Validator
 	memo      *memo
+	interner  *interner
 }
 
 // New returns a Server for src serving types. It fails when two types share a
@@ -108,7 +109,7 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: protovalidate: %w", err)
 	}
-	s := &Server{cfg: cfg, src: src, types: make(map[typeKey]*Type), validator: v, memo: newMemo(cfg.cacheBudget)}
+	s := &Server{cfg: cfg, src: src, types: make(map[typeKey]*Type), validator: v, memo: newMemo(cfg.cacheBudget), interner: newInterner()}
 	for _, t := range types {
 		if t.Group == "" || t.Version == "" || t.Names.Plural == "" || t.Names.Kind == "" {
 			return nil, fmt.Errorf("server: type %s/%s/%s: group, version, kind and plural are required", t.Group, t.Version, t.Names.Plural)

@@ -8,12 +8,14 @@ import (
 )
 
 // DefaultTreeCacheSize is the number of tree entries a [TreeCache] holds by
-// default: about 25 MB of decoded trees.
-const DefaultTreeCacheSize = 1 << 18
+// default: about 6 MB of decoded trees, enough for the trees of a few recent
+// commits of a 10,000-file directory. Older commits' trees are decoded again
+// when read.
+const DefaultTreeCacheSize = 1 << 16
 
 // DefaultBlobCacheSize is the number of bytes of file content a [Store]
 // keeps by default.
-const DefaultBlobCacheSize = 32 << 20
+const DefaultBlobCacheSize = 16 << 20
 
 // maxCachedBlob is the size of the largest blob the blob cache keeps.
 const maxCachedBlob = 1 << 20

@@ -67,14 +67,14 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithTreeCacheSize sets how many decoded tree entries the source keeps in
 // memory (a tree of n entries counts n+1). Zero disables the cache. The
-// default is gitfs.DefaultTreeCacheSize (262,144 entries, about 25 MB).
+// default is gitfs.DefaultTreeCacheSize (65,536 entries, about 6 MB).
 func WithTreeCacheSize(entries int) Option {
 	return func(c *config) { c.treeCacheSize = entries }
 }
 
 // WithBlobCacheSize sets how many bytes of file content the source keeps in
 // memory; files over 1 MiB are never kept. Zero disables the cache. The
-// default is 32 MiB.
+// default is gitfs.DefaultBlobCacheSize (16 MiB).
 func WithBlobCacheSize(bytes int64) Option {
 	return func(c *config) { c.blobCacheSize = bytes }
 }

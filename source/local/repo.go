@@ -124,8 +124,11 @@ func openRepo(path string, cfg *config) (*repo, error) {
 		dotGitFS = dotgit.NewRepositoryFilesystem(dotGitFS, osfs.New(commonDir))
 	}
 	// Pack files stay open between reads (up to 32 of them): go-git would
-	// otherwise open and scan the pack for every object.
-	storage := filesystem.NewStorageWithOptions(dotGitFS, cache.NewObjectLRU(16*cache.MiByte),
+	// otherwise open and scan the pack for every object. go-git's object
+	// cache stays small: gitfs caches decoded trees and blobs itself, so a
+	// large one would only hold the same blobs twice; it still serves the
+	// delta bases of packed objects.
+	storage := filesystem.NewStorageWithOptions(dotGitFS, cache.NewObjectLRU(2*cache.MiByte),
 		filesystem.Options{MaxOpenDescriptors: 32})
 	r := &repo{
 		gitDir:    gitDir,

@@ -215,6 +215,18 @@ func run(cupd string, n, clients int, getFor time.Duration, lists, writes int) e
 		size = len(b)
 	}
 	fmt.Printf("list  all %d:      p50 %-9v p99 %-9v (%.1f MiB per response)\n", n, pct(lat, 50), pct(lat, 99), float64(size)/(1<<20))
+	fmt.Printf("cupd RSS after the reads: %s\n", rss(cmd.Process.Pid))
+
+	// Get, one client: the latency of a single request with nothing queued.
+	lat = lat[:0]
+	for i := 0; i < 2000; i++ {
+		t0 := time.Now()
+		if _, err := fetch(hc, "GET", base+"/"+itemName(i%n), nil, 200); err != nil {
+			return err
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	fmt.Printf("get   1 client:    p50 %-9v p99 %-9v (%d requests)\n", pct(lat, 50), pct(lat, 99), len(lat))
 
 	// Put: direct commits, each changing one resource, sequentially.
 	lat = lat[:0]

@@ -1,0 +1,102 @@
+package server
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/cup-dev/cup/controller/template"
+	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
+	"github.com/cup-dev/cup/internal/gitrepo"
+	"github.com/cup-dev/cup/source/local"
+)
+
+// TestListingsShareUnchangedEntries checks that listing a commit made by a
+// write re-encodes only the changed resource: the entries of unchanged
+// resources are the very ones the previous commit's listing holds.
+func TestListingsShareUnchangedEntries(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "repo.git")
+	files := map[string][]byte{}
+	for i := range 20 {
+		files[fmt.Sprintf("default/item-%02d.json", i)] = fmt.Appendf(nil,
+			`{"apiVersion": "t.cup.dev/v1", "kind": "Item", "metadata": {"name": "item-%02d", "labels": {"n": "%d"}}, "spec": {"n": %d}}`, i, i, i)
+	}
+	if _, err := gitrepo.Init(dir, "main", files, "init"); err != nil {
+		t.Fatal(err)
+	}
+	src, err := local.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = src.Close() })
+	ctrl, err := template.New(template.Spec{ListTemplate: "{{ .Namespace }}/*.json", ResourceTemplate: "{{ .Namespace }}/{{ .Name }}.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ := &Type{Group: "t.cup.dev", Version: "v1", Names: Names{Kind: "Item", Singular: "item", Plural: "items"}, Controller: ctrl}
+	s, err := New(src, []*Type{typ})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+
+	list := func() (*listing, string) {
+		snap, err := src.View(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := s.listEntries(ctx, typ, snap, "default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l, snap.Commit
+	}
+	before, c1 := list()
+	res, err := s.put(ctx, &cupv1alpha1.PutRequest{
+		Group: "t.cup.dev", Version: "v1", Plural: "items", Namespace: "default", Name: "item-07",
+		Resource: &cupv1alpha1.Resource{Metadata: &cupv1alpha1.ObjectMeta{Labels: map[string]string{"n": "seven"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, c2 := list()
+	if c1 == c2 || res.Result.Commit != c2 {
+		t.Fatalf("the put made no new commit: %s, %s, %v", c1, c2, res.Result)
+	}
+	if len(before.items) != 20 || len(after.items) != 20 {
+		t.Fatalf("listed %d and %d items, want 20", len(before.items), len(after.items))
+	}
+	for i := range before.items {
+		b, a := before.items[i], after.items[i]
+		if b.name != a.name {
+			t.Fatalf("item %d: %s vs %s", i, b.name, a.name)
+		}
+		changed := b.name == "item-07"
+		if (a == b) == changed {
+			t.Errorf("%s: shared entry = %v, want %v", b.name, a == b, !changed)
+		}
+		if (a.version == b.version) == changed {
+			t.Errorf("%s: version %s -> %s", b.name, b.version, a.version)
+		}
+	}
+	if v, _ := after.items[7].labels.Lookup("n"); v != "seven" {
+		t.Fatalf("changed item's label n = %q", v)
+	}
+}
+
+func TestLabelList(t *testing.T) {
+	t.Parallel()
+	l := newLabelList(map[string]string{"b": "2", "a": "1", "empty": ""})
+	for _, tc := range []struct {
+		key, value string
+		has        bool
+	}{{"a", "1", true}, {"b", "2", true}, {"empty", "", true}, {"c", "", false}} {
+		if v, ok := l.Lookup(tc.key); v != tc.value || ok != tc.has || l.Has(tc.key) != tc.has || l.Get(tc.key) != tc.value {
+			t.Errorf("Lookup(%q) = %q, %v; want %q, %v", tc.key, v, ok, tc.value, tc.has)
+		}
+	}
+	if newLabelList(nil) != nil {
+		t.Error("no labels should need no slice")
+	}
+}
