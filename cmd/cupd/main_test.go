@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe to read while cupd writes to it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+var addressLine = regexp.MustCompile(`http://127\.0\.0\.1:\d+`)
+
+// start runs cupd with args until the test ends, and returns its URL once it
+// printed it.
+func start(t *testing.T, args ...string) (string, *syncBuffer, func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	cmd := newRootCommand(stdout, stderr)
+	cmd.SetArgs(args)
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	var once sync.Once
+	var stopErr error
+	stop := func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case stopErr = <-done:
+			case <-time.After(20 * time.Second):
+				t.Error("cupd did not shut down")
+			}
+		})
+		return stopErr
+	}
+	t.Cleanup(func() { _ = stop() })
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if u := addressLine.FindString(stdout.String()); u != "" {
+			return u, stdout, stop
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("cupd exited: %v\nstdout: %s\nstderr: %s", err, stdout, stderr)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	t.Fatalf("cupd printed no address\nstdout: %s\nstderr: %s", stdout, stderr)
+	return "", nil, nil
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+func TestServeDemoWithoutFlags(t *testing.T) {
+	t.Setenv("CUPD_ADDRESS", "127.0.0.1:0") // the default port may be taken; everything else is default
+	url, stdout, stop := start(t)
+	out := stdout.String()
+	if !strings.Contains(out, "demo repository") || !strings.Contains(out, "curl -s "+url+"/apis/") {
+		t.Fatalf("stdout lacks the demo line or a curl line:\n%s", out)
+	}
+	if code, body := get(t, url+"/healthz"); code != 200 || body != "ok\n" {
+		t.Fatalf("/healthz = %d %q", code, body)
+	}
+	if code, body := get(t, url+"/apis/flags.cup.dev/v1alpha1/namespaces/default/flags/new-checkout"); code != 200 || !strings.Contains(body, `"team":"payments"`) {
+		t.Fatalf("GET a demo flag = %d %s", code, body)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("graceful shutdown: %v", err)
+	}
+}
+
+func TestInvalidConfigurationStopsStartup(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "broken.yaml"), []byte("apiVersion: cup.dev/v1alpha1\nkind: Controller\nmetadata: {name: x}\nspec: {type: teapot}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := newRootCommand(io.Discard, io.Discard)
+	cmd.SetArgs([]string{"serve", "--address", "127.0.0.1:0", "--config", dir})
+	err := cmd.ExecuteContext(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "broken.yaml") || !strings.Contains(err.Error(), "teapot") {
+		t.Fatalf("err = %v, want one naming broken.yaml and the bad type", err)
+	}
+}
+
+func TestBadFlagsAndEnvironment(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		env     [2]string
+		args    []string
+		mention string
+	}{
+		{"log level", [2]string{}, []string{"--log-level", "loud"}, "--log-level"},
+		{"log format", [2]string{}, []string{"--log-format", "xml"}, "--log-format"},
+		{"environment", [2]string{"CUPD_MAX_REQUEST_BYTES", "lots"}, nil, "CUPD_MAX_REQUEST_BYTES"},
+		{"repository", [2]string{}, []string{"--repository", "/nonexistent/cup-repo"}, "/nonexistent/cup-repo"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env[0] != "" {
+				t.Setenv(tc.env[0], tc.env[1])
+			}
+			cmd := newRootCommand(io.Discard, io.Discard)
+			cmd.SetArgs(append([]string{"--address", "127.0.0.1:0"}, tc.args...))
+			err := cmd.ExecuteContext(t.Context())
+			if err == nil || !strings.Contains(err.Error(), tc.mention) {
+				t.Fatalf("err = %v, want one mentioning %q", err, tc.mention)
+			}
+		})
+	}
+}
