@@ -61,6 +61,14 @@ type WriteFS interface {
 	Remove(name string) error
 }
 
+// ContentIDFS is an optional ability of a read-only file system: naming a
+// file's content without reading it. Equal identifiers mean equal bytes; a
+// Git tree's file system returns the blob id.
+type ContentIDFS interface {
+	fs.FS
+	ContentID(name string) (string, error)
+}
+
 // GetRequest asks for one resource.
 type GetRequest struct {
 	FS        fs.FS
@@ -91,6 +99,31 @@ type DeleteRequest struct {
 	Type      Type
 	Namespace string
 	Name      string
+}
+
+// Listed is one resource found by a KeyedLister, not decoded yet.
+type Listed struct {
+	// Key identifies what the resource is made of, for the request's type and
+	// namespace: two Listed values with the same non-empty Key decode to equal
+	// results, in any tree. Empty when the controller cannot tell (then the
+	// caller must decode).
+	Key string
+	// Origin says where the resource is kept (a file path), for messages.
+	Origin string
+	// Decode reads and decodes the resource. It returns nil and no error when
+	// what it found holds no resource of the requested type (kinds may share
+	// a directory). Errors are those List would return for it.
+	Decode func() (*Resource, error)
+}
+
+// KeyedLister is an optional ability of a Controller: listing a namespace
+// without decoding it, so that callers which keep decoded resources by Key
+// decode only what they have not seen, e.g. after a commit that changed one
+// file of ten thousand. It ignores ListRequest.Selector. The caller sorts
+// the decoded resources by name and must treat two of them with the same
+// name as ErrMalformed, as List does.
+type KeyedLister interface {
+	ListKeyed(ctx context.Context, req *ListRequest) ([]Listed, error)
 }
 
 // Controller maps resources of the types bound to it onto files.

@@ -3,11 +3,14 @@ package controller
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"strconv"
 )
 
 // Resource is an API resource in the form users keep in files:
@@ -94,38 +97,39 @@ func (r *Resource) MarshalFile() ([]byte, error) {
 
 // ContentVersion returns an opaque identifier of r's content: apiVersion, kind,
 // metadata (without resourceVersion) and spec. It changes exactly when the
-// content changes; formatting and key order in spec do not count.
+// content changes: whitespace in spec does not count, nor does the order of
+// labels and annotations; the order of keys in spec does (cup writes it
+// stably, so only a hand edit can change it).
 func (r *Resource) ContentVersion() (string, error) {
-	var spec any
-	if len(r.Spec) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(r.Spec))
-		dec.UseNumber()
-		if err := dec.Decode(&spec); err != nil {
-			return "", fmt.Errorf("decoding spec: %w", err)
-		}
-		if m, ok := spec.(map[string]any); ok && len(m) == 0 {
-			spec = nil
+	h := sha256.New()
+	field := func(s string) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	field(r.APIVersion)
+	field(r.Kind)
+	field(r.Metadata.Namespace)
+	field(r.Metadata.Name)
+	for _, m := range []map[string]string{r.Metadata.Labels, r.Metadata.Annotations} {
+		field(strconv.Itoa(len(m)))
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			field(k)
+			field(m[k])
 		}
 	}
-	canonical, err := json.Marshal(struct {
-		APIVersion  string            `json:"a"`
-		Kind        string            `json:"k"`
-		Namespace   string            `json:"n"`
-		Name        string            `json:"m"`
-		Labels      map[string]string `json:"l"`
-		Annotations map[string]string `json:"o"`
-		Spec        any               `json:"s"`
-	}{r.APIVersion, r.Kind, r.Metadata.Namespace, r.Metadata.Name, nilIfEmpty(r.Metadata.Labels), nilIfEmpty(r.Metadata.Annotations), spec})
-	if err != nil {
-		return "", fmt.Errorf("encoding resource: %w", err)
+	var spec bytes.Buffer
+	if len(bytes.TrimSpace(r.Spec)) > 0 {
+		if err := json.Compact(&spec, r.Spec); err != nil {
+			return "", fmt.Errorf("encoding spec: %w", err)
+		}
 	}
-	sum := sha256.Sum256(canonical)
+	if s := spec.String(); s != "{}" && s != "null" {
+		field(s)
+	} else {
+		field("") // no spec, null and {} are the same content
+	}
+	sum := h.Sum(nil)
 	return hex.EncodeToString(sum[:16]), nil
-}
-
-func nilIfEmpty(m map[string]string) map[string]string {
-	if len(m) == 0 {
-		return nil
-	}
-	return m
 }

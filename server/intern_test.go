@@ -1,10 +1,15 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/cup-dev/cup/controller"
 	"github.com/cup-dev/cup/controller/template"
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/internal/gitrepo"
@@ -22,6 +27,7 @@ func TestListingsShareUnchangedEntries(t *testing.T) {
 		files[fmt.Sprintf("default/item-%02d.json", i)] = fmt.Appendf(nil,
 			`{"apiVersion": "t.cup.dev/v1", "kind": "Item", "metadata": {"name": "item-%02d", "labels": {"n": "%d"}}, "spec": {"n": %d}}`, i, i, i)
 	}
+	files["default/other-kind.json"] = []byte(`{"apiVersion": "t.cup.dev/v1", "kind": "Other", "metadata": {"name": "o"}}`)
 	if _, err := gitrepo.Init(dir, "main", files, "init"); err != nil {
 		t.Fatal(err)
 	}
@@ -30,10 +36,7 @@ func TestListingsShareUnchangedEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = src.Close() })
-	ctrl, err := template.New(template.Spec{ListTemplate: "{{ .Namespace }}/*.json", ResourceTemplate: "{{ .Namespace }}/{{ .Name }}.json"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctrl := newCountingController(t)
 	typ := &Type{Group: "t.cup.dev", Version: "v1", Names: Names{Kind: "Item", Singular: "item", Plural: "items"}, Controller: ctrl}
 	s, err := New(src, []*Type{typ})
 	if err != nil {
@@ -53,6 +56,9 @@ func TestListingsShareUnchangedEntries(t *testing.T) {
 		return l, snap.Commit
 	}
 	before, c1 := list()
+	if n := ctrl.decodes.Load(); n != 21 {
+		t.Fatalf("the first listing decoded %d files, want all 21", n)
+	}
 	res, err := s.put(ctx, &cupv1alpha1.PutRequest{
 		Group: "t.cup.dev", Version: "v1", Plural: "items", Namespace: "default", Name: "item-07",
 		Resource: &cupv1alpha1.Resource{Metadata: &cupv1alpha1.ObjectMeta{Labels: map[string]string{"n": "seven"}}},
@@ -60,7 +66,11 @@ func TestListingsShareUnchangedEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctrl.decodes.Store(0)
 	after, c2 := list()
+	if n := ctrl.decodes.Load(); n != 1 {
+		t.Fatalf("listing the new commit decoded %d files, want only the changed one", n)
+	}
 	if c1 == c2 || res.Result.Commit != c2 {
 		t.Fatalf("the put made no new commit: %s, %s, %v", c1, c2, res.Result)
 	}
@@ -82,6 +92,64 @@ func TestListingsShareUnchangedEntries(t *testing.T) {
 	}
 	if v, _ := after.items[7].labels.Lookup("n"); v != "seven" {
 		t.Fatalf("changed item's label n = %q", v)
+	}
+}
+
+// countingController counts the resources its keyed listings decode.
+type countingController struct {
+	*template.Controller
+	decodes atomic.Int64
+}
+
+func newCountingController(t *testing.T) *countingController {
+	t.Helper()
+	ctrl, err := template.New(template.Spec{ListTemplate: "{{ .Namespace }}/*.json", ResourceTemplate: "{{ .Namespace }}/{{ .Name }}.json"},
+		template.WithCacheSize(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &countingController{Controller: ctrl}
+}
+
+func (c *countingController) ListKeyed(ctx context.Context, req *controller.ListRequest) ([]controller.Listed, error) {
+	found, err := c.Controller.ListKeyed(ctx, req)
+	for i := range found {
+		decode := found[i].Decode
+		found[i].Decode = func() (*controller.Resource, error) {
+			c.decodes.Add(1)
+			return decode()
+		}
+	}
+	return found, err
+}
+
+func TestKeyedListingRejectsDuplicateNames(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "repo.git")
+	item := `{"apiVersion": "t.cup.dev/v1", "kind": "Item", "metadata": {"name": "twin"}, "spec": {"n": %d}}`
+	if _, err := gitrepo.Init(dir, "main", map[string][]byte{
+		"default/a.json": fmt.Appendf(nil, item, 1),
+		"default/b.json": fmt.Appendf(nil, item, 2),
+	}, "init"); err != nil {
+		t.Fatal(err)
+	}
+	src, err := local.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = src.Close() })
+	typ := &Type{Group: "t.cup.dev", Version: "v1", Names: Names{Kind: "Item", Singular: "item", Plural: "items"}, Controller: newCountingController(t)}
+	s, err := New(src, []*Type{typ})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := src.View(t.Context(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.listEntries(t.Context(), typ, snap, "default")
+	if !errors.Is(err, controller.ErrMalformed) || !strings.Contains(err.Error(), "default/a.json and default/b.json") {
+		t.Fatalf("listing two files of one name = %v, want ErrMalformed naming both", err)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"weak"
 
 	"connectrpc.com/connect"
@@ -104,11 +105,29 @@ var _ labels.Labels = labelList(nil)
 // the listings of successive commits share memory. Resources are told
 // apart by a 128-bit hash of their content. It holds entries weakly, so it
 // keeps nothing alive that no cached listing or request uses.
+//
+// Controllers that are KeyedListers name each file's content (a Git blob
+// id); the interner also remembers entries by that name, scoped by type and
+// namespace, so listing a new commit decodes only the files it has not
+// seen.
 type interner struct {
 	seeds [2]maphash.Seed
 	mu    sync.Mutex
 	m     map[contentKey]weak.Pointer[internedEntry]
+	keyed map[keyedKey]weak.Pointer[internedEntry]
+	// skips are keys whose files hold no resource of the type (kinds that
+	// share a directory); the set is dropped whole when it grows large.
+	skips map[keyedKey]struct{}
 }
+
+// keyedKey is a controller's content key in the scope it is valid in.
+type keyedKey struct {
+	typ       *Type
+	namespace string
+	key       string
+}
+
+const maxSkips = 1 << 16
 
 type contentKey [2]uint64
 
@@ -118,31 +137,44 @@ type internedEntry struct {
 }
 
 func newInterner() *interner {
-	return &interner{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, m: make(map[contentKey]weak.Pointer[internedEntry])}
+	return &interner{
+		seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
+		m:     make(map[contentKey]weak.Pointer[internedEntry]),
+		keyed: make(map[keyedKey]weak.Pointer[internedEntry]),
+		skips: make(map[keyedKey]struct{}),
+	}
 }
 
 func (in *interner) key(r *controller.Resource) contentKey {
-	var k contentKey
-	for i, seed := range in.seeds {
-		var h maphash.Hash
-		h.SetSeed(seed)
-		for _, s := range []string{r.APIVersion, r.Kind, r.Metadata.Namespace, r.Metadata.Name} {
-			h.WriteString(s)
-			h.WriteByte(0)
+	var hs [2]maphash.Hash
+	hs[0].SetSeed(in.seeds[0])
+	hs[1].SetSeed(in.seeds[1])
+	write := func(s string, sep byte) {
+		for i := range hs {
+			hs[i].WriteString(s)
+			hs[i].WriteByte(sep)
 		}
-		for _, m := range []map[string]string{r.Metadata.Labels, r.Metadata.Annotations} {
-			for _, k := range slices.Sorted(maps.Keys(m)) {
-				h.WriteString(k)
-				h.WriteByte(0)
-				h.WriteString(m[k])
-				h.WriteByte(0)
-			}
-			h.WriteByte(1)
-		}
-		h.Write(r.Spec)
-		k[i] = h.Sum64()
 	}
-	return k
+	for _, s := range []string{r.APIVersion, r.Kind, r.Metadata.Namespace, r.Metadata.Name} {
+		write(s, 0)
+	}
+	var keys [8]string
+	for _, m := range []map[string]string{r.Metadata.Labels, r.Metadata.Annotations} {
+		sorted := keys[:0]
+		for k := range m {
+			sorted = append(sorted, k)
+		}
+		slices.Sort(sorted)
+		for _, k := range sorted {
+			write(k, 0)
+			write(m[k], 0)
+		}
+		write("", 1)
+	}
+	for i := range hs {
+		hs[i].Write(r.Spec)
+	}
+	return contentKey{hs[0].Sum64(), hs[1].Sum64()}
 }
 
 // entry returns the shared entry for r, making it when there is none. The
@@ -168,6 +200,43 @@ func (in *interner) entry(r *controller.Resource) (*internedEntry, error) {
 	in.m[k] = weak.Make(ie)
 	runtime.AddCleanup(ie, in.forget, k)
 	return ie, nil
+}
+
+// byKey returns the entry remembered under k, or whether k holds no
+// resource of the type; neither when k is unknown.
+func (in *interner) byKey(k keyedKey) (ie *internedEntry, skip bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if _, skip := in.skips[k]; skip {
+		return nil, true
+	}
+	return in.keyed[k].Value(), false
+}
+
+// remember records what k decoded to: ie, or nothing of the type (nil).
+func (in *interner) remember(k keyedKey, ie *internedEntry) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if ie == nil {
+		if len(in.skips) >= maxSkips {
+			clear(in.skips)
+		}
+		in.skips[k] = struct{}{}
+		return
+	}
+	if in.keyed[k].Value() == ie {
+		return
+	}
+	in.keyed[k] = weak.Make(ie)
+	runtime.AddCleanup(ie, in.forgetKeyed, k)
+}
+
+func (in *interner) forgetKeyed(k keyedKey) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if wp, ok := in.keyed[k]; ok && wp.Value() == nil {
+		delete(in.keyed, k)
+	}
 }
 
 // forget drops the weak pointer under k once its entry is gone.
@@ -229,6 +298,22 @@ func (s *Server) listEntries(ctx context.Context, t *Type, snap *source.Snapshot
 	if v, ok := s.memo.get(k); ok {
 		return v.(*listing), nil
 	}
+	var l *listing
+	var err error
+	if kl, ok := t.Controller.(controller.KeyedLister); ok {
+		l, err = s.listKeyed(ctx, kl, t, snap, namespace)
+	} else {
+		l, err = s.listDecoded(ctx, t, snap, namespace)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.memo.add(k, l, l.bytes+64)
+	return l, nil
+}
+
+// listDecoded lists through the controller's List.
+func (s *Server) listDecoded(ctx context.Context, t *Type, snap *source.Snapshot, namespace string) (*listing, error) {
 	rs, err := t.Controller.List(ctx, &controller.ListRequest{FS: snap.FS, Type: t.controllerType(), Namespace: namespace})
 	if err != nil {
 		return nil, err
@@ -239,13 +324,124 @@ func (s *Server) listEntries(ctx context.Context, t *Type, snap *source.Snapshot
 		if err != nil {
 			return nil, err
 		}
-		l.items = append(l.items, ie.entry)
-		l.keep = append(l.keep, ie)
-		l.bytes += ie.size()
+		l.add(ie)
 	}
 	sort.Slice(l.items, func(i, j int) bool { return l.items[i].name < l.items[j].name })
-	s.memo.add(k, l, l.bytes+64)
 	return l, nil
+}
+
+// listKeyed lists through a KeyedLister, decoding only the resources whose
+// content the interner has not seen in this type and namespace.
+func (s *Server) listKeyed(ctx context.Context, kl controller.KeyedLister, t *Type, snap *source.Snapshot, namespace string) (*listing, error) {
+	found, err := kl.ListKeyed(ctx, &controller.ListRequest{FS: snap.FS, Type: t.controllerType(), Namespace: namespace})
+	if err != nil {
+		return nil, err
+	}
+	type item struct {
+		ie     *internedEntry
+		origin string
+	}
+	// First what the interner knows; then decode the rest, in parallel: a
+	// namespace seen for the first time may hold thousands of resources.
+	known := make([]*internedEntry, len(found))
+	skipped := make([]bool, len(found))
+	var todo []int
+	for i, f := range found {
+		if f.Key != "" {
+			if known[i], skipped[i] = s.interner.byKey(keyedKey{typ: t, namespace: namespace, key: f.Key}); skipped[i] || known[i] != nil {
+				continue
+			}
+		}
+		todo = append(todo, i)
+	}
+	decoded := make([]*controller.Resource, len(found))
+	if err := parallel(ctx, len(todo), func(j int) error {
+		var err error
+		decoded[todo[j]], err = found[todo[j]].Decode()
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	items := make([]item, 0, len(found))
+	for i, f := range found {
+		ie := known[i]
+		if skipped[i] {
+			continue
+		}
+		if ie == nil {
+			if r := decoded[i]; r != nil {
+				var err error
+				if ie, err = s.interner.entry(r); err != nil {
+					return nil, err
+				}
+			}
+			if f.Key != "" {
+				s.interner.remember(keyedKey{typ: t, namespace: namespace, key: f.Key}, ie)
+			}
+			if ie == nil {
+				continue
+			}
+		}
+		items = append(items, item{ie, f.Origin})
+	}
+	sort.SliceStable(items, func(i, j int) bool { return items[i].ie.name < items[j].ie.name })
+	l := &listing{items: make([]*entry, 0, len(items)), keep: make([]*internedEntry, 0, len(items))}
+	for i, it := range items {
+		if i > 0 && items[i-1].ie.name == it.ie.name {
+			return nil, fmt.Errorf("%w: %s and %s both hold %s %q in namespace %q",
+				controller.ErrMalformed, items[i-1].origin, it.origin, t.Names.Kind, it.ie.name, namespace)
+		}
+		l.add(it.ie)
+	}
+	return l, nil
+}
+
+// parallel calls fn(0), ..., fn(n-1) on up to GOMAXPROCS goroutines and
+// returns the first error; all calls are done when it returns.
+func parallel(ctx context.Context, n int, fn func(i int) error) error {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 {
+		for i := range n {
+			if err := fn(i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var (
+		next     atomic.Int64
+		firstErr error
+		once     sync.Once
+		wg       sync.WaitGroup
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := fn(i); err != nil {
+					once.Do(func() { firstErr = err })
+					next.Store(int64(n)) // stop the others
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
+}
+
+func (l *listing) add(ie *internedEntry) {
+	l.items = append(l.items, ie.entry)
+	l.keep = append(l.keep, ie)
+	l.bytes += ie.size()
 }
 
 // page is one page of a listing.

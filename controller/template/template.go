@@ -212,6 +212,21 @@ func notFound(typ controller.Type, namespace, name string) error {
 	return fmt.Errorf("%s %s %q in namespace %q: %w", typ.APIVersion(), typ.Kind, name, namespace, controller.ErrNotFound)
 }
 
+// listFiles returns the files the list template matches for req.
+func (c *Controller) listFiles(ctx context.Context, req *controller.ListRequest) ([]string, error) {
+	if req == nil || req.FS == nil {
+		return nil, fmt.Errorf("%w: list: no file system", controller.ErrInvalid)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	pattern, err := c.listPattern(req.Type, req.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	return globFiles(req.FS, pattern)
+}
+
 // listItem is a resource found by List and the file it came from.
 type listItem struct {
 	res  *controller.Resource
@@ -230,17 +245,7 @@ type listItem struct {
 // for concurrent use; hashing, decoding and copying run on up to GOMAXPROCS
 // goroutines for large namespaces, and are done when List returns.
 func (c *Controller) List(ctx context.Context, req *controller.ListRequest) ([]*controller.Resource, error) {
-	if req == nil || req.FS == nil {
-		return nil, fmt.Errorf("%w: list: no file system", controller.ErrInvalid)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	pattern, err := c.listPattern(req.Type, req.Namespace)
-	if err != nil {
-		return nil, err
-	}
-	matches, err := globFiles(req.FS, pattern)
+	matches, err := c.listFiles(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -330,6 +335,65 @@ func (c *Controller) List(ctx context.Context, req *controller.ListRequest) ([]*
 	if req.Selector != nil {
 		out = slices.DeleteFunc(out, func(r *controller.Resource) bool { return !req.Selector.Matches(r.Metadata.Labels) })
 	}
+	return out, nil
+}
+
+var _ controller.KeyedLister = (*Controller)(nil)
+
+// ListKeyed lists the files the list template matches without reading them.
+// When req.FS is a controller.ContentIDFS (as Git snapshots are), each
+// Listed's Key is the file's content identifier; otherwise it is empty.
+// Decode gives what List would give for the file: nil for a file of another
+// type, the resource (in the requested namespace) otherwise, or an error
+// naming the file.
+func (c *Controller) ListKeyed(ctx context.Context, req *controller.ListRequest) ([]controller.Listed, error) {
+	matches, err := c.listFiles(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	ids, _ := req.FS.(controller.ContentIDFS)
+	fsys, typ, namespace := req.FS, req.Type, req.Namespace
+	out := make([]controller.Listed, 0, len(matches))
+	for i, m := range matches {
+		if i%256 == 255 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		var key string
+		if ids != nil {
+			if key, err = ids.ContentID(m); err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					continue // a dangling symbolic link holds no resource
+				}
+				return nil, fmt.Errorf("reading %s: %w", m, err)
+			}
+		}
+		out = append(out, controller.Listed{Key: key, Origin: m, Decode: func() (*controller.Resource, error) {
+			return c.decodeListed(fsys, typ, namespace, m)
+		}})
+	}
+	return out, nil
+}
+
+// decodeListed decodes one file found by ListKeyed, as List would.
+func (c *Controller) decodeListed(fsys fs.FS, typ controller.Type, namespace, p string) (*controller.Resource, error) {
+	r, err := c.load(fsys, p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if r.APIVersion != typ.APIVersion() || r.Kind != typ.Kind {
+		return nil, nil
+	}
+	if ns := r.Metadata.Namespace; ns != "" && ns != namespace {
+		return nil, fmt.Errorf("%w: %s holds a resource of namespace %q but lies where namespace %q keeps its files",
+			controller.ErrMalformed, p, ns, namespace)
+	}
+	out := r.Clone()
+	out.Metadata.Namespace = namespace
 	return out, nil
 }
 

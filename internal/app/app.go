@@ -195,7 +195,10 @@ func Types(set *config.Set) ([]*server.Type, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s: controller %q: %w", c.Location, c.Name, err)
 			}
-			tc, err := template.New(spec)
+			// No decode cache: the server lists through ListKeyed and keeps
+			// decoded resources by content itself, so a second copy would
+			// only cost memory.
+			tc, err := template.New(spec, template.WithCacheSize(0))
 			if err != nil {
 				return nil, fmt.Errorf("%s: controller %q: %w", c.Location, c.Name, err)
 			}

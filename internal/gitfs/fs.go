@@ -140,6 +140,20 @@ func (f *FS) stat(op, name string, follow bool) (fs.FileInfo, error) {
 	return f.info(path.Base(name), e, size), nil
 }
 
+// ContentID returns an opaque identifier of the named file's content, its
+// Git blob id, without reading the file: equal identifiers mean equal bytes.
+// Symbolic links are followed. It implements controller.ContentIDFS.
+func (f *FS) ContentID(name string) (string, error) {
+	e, err := f.lookup("contentid", name, true)
+	if err != nil {
+		return "", err
+	}
+	if e.isDir() {
+		return "", &fs.PathError{Op: "contentid", Path: name, Err: fs.ErrInvalid}
+	}
+	return string(e.hash[:]), nil
+}
+
 // ReadLink returns the target of the named symbolic link.
 func (f *FS) ReadLink(name string) (string, error) {
 	e, err := f.lookup("readlink", name, false)

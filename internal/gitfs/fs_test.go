@@ -13,6 +13,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
+	"github.com/cup-dev/cup/controller"
 	"github.com/cup-dev/cup/internal/gitfs"
 )
 
@@ -190,6 +191,38 @@ func TestFSSysIsObjectID(t *testing.T) {
 	}
 	if got, want := fi.Sys(), gitfs.HashObject(plumbing.BlobObject, []byte("c\n")); got != want {
 		t.Fatalf("Sys() = %v, want %v", got, want)
+	}
+}
+
+func TestFSContentID(t *testing.T) {
+	t.Parallel()
+	fsys := sampleFS(t)
+	var _ controller.ContentIDFS = fsys
+	id := func(name string) string {
+		t.Helper()
+		v, err := fsys.ContentID(name)
+		if err != nil {
+			t.Fatalf("ContentID(%q): %v", name, err)
+		}
+		return v
+	}
+	want := gitfs.HashObject(plumbing.BlobObject, []byte("c\n"))
+	if got := id("a/b/c.txt"); got != string(want[:]) {
+		t.Fatalf("ContentID(a/b/c.txt) = %x, want the blob id %s", got, want)
+	}
+	if id("link-to-c") != id("a/b/c.txt") {
+		t.Error("a symbolic link does not name its target's content")
+	}
+	if id("a/b/d.txt") == id("a/b/c.txt") {
+		t.Error("different content has one id")
+	}
+	for _, name := range []string{"a/b", "missing.txt", "../x", "/abs"} {
+		if _, err := fsys.ContentID(name); err == nil {
+			t.Errorf("ContentID(%q) succeeded", name)
+		}
+	}
+	if _, err := fsys.ContentID("missing.txt"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ContentID(missing.txt) = %v, want fs.ErrNotExist", err)
 	}
 }
 

@@ -1,0 +1,118 @@
+package template_test
+
+import (
+	"crypto/sha256"
+	"errors"
+	"io/fs"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/cup-dev/cup/controller"
+	"github.com/cup-dev/cup/controller/template"
+)
+
+// idFS gives a MemFS content ids, as a Git snapshot does.
+type idFS struct{ fs.FS }
+
+func (f idFS) ContentID(name string) (string, error) {
+	b, err := fs.ReadFile(f.FS, name)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return string(sum[:]), nil
+}
+
+// decodeAll decodes what ListKeyed found, as a caller would.
+func decodeAll(t *testing.T, found []controller.Listed) []*controller.Resource {
+	t.Helper()
+	var out []*controller.Resource
+	for _, f := range found {
+		r, err := f.Decode()
+		if err != nil {
+			t.Fatalf("Decode(%s): %v", f.Origin, err)
+		}
+		if r != nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func TestListKeyedAgreesWithList(t *testing.T) {
+	t.Parallel()
+	c := newController(t, template.Spec{}, template.WithCacheSize(0))
+	mem := newMemFS(t, nil)
+	put(t, c, mem, newFlag("default", "b", `{"on": true}`))
+	put(t, c, mem, newFlag("default", "a", `{"on": false}`))
+	put(t, c, mem, &controller.Resource{APIVersion: segmentType.APIVersion(), Kind: segmentType.Kind,
+		Metadata: controller.Metadata{Namespace: "default", Name: "s"}})
+	put(t, c, mem, newFlag("staging", "a", `{"on": true}`))
+	ctx := t.Context()
+
+	for _, tc := range []struct {
+		name     string
+		fsys     fs.FS
+		wantKeys bool
+	}{{"without content ids", mem, false}, {"with content ids", idFS{mem}, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := &controller.ListRequest{FS: tc.fsys, Type: flagType, Namespace: "default"}
+			found, err := c.ListKeyed(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(found) != 3 { // two flags and the segment: ListKeyed does not read files
+				t.Fatalf("ListKeyed found %d files, want 3", len(found))
+			}
+			for _, f := range found {
+				if (f.Key != "") != tc.wantKeys || !strings.HasPrefix(f.Origin, "default/") {
+					t.Errorf("found %+v", f)
+				}
+			}
+			got := decodeAll(t, found)
+			want, err := c.List(ctx, &controller.ListRequest{FS: mem, Type: flagType, Namespace: "default"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// List sorts by name; ListKeyed leaves that to the caller.
+			if len(got) == 2 && got[0].Metadata.Name > got[1].Metadata.Name {
+				got[0], got[1] = got[1], got[0]
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("decoded %v, List gave %v", got, want)
+			}
+		})
+	}
+
+	// Equal content has equal keys; the key does not depend on the tree.
+	a, _ := c.ListKeyed(ctx, &controller.ListRequest{FS: idFS{mem}, Type: flagType, Namespace: "default"})
+	mem2 := newMemFS(t, nil)
+	put(t, c, mem2, newFlag("default", "a", `{"on": false}`))
+	b, _ := c.ListKeyed(ctx, &controller.ListRequest{FS: idFS{mem2}, Type: flagType, Namespace: "default"})
+	if len(b) != 1 || a[0].Key != b[0].Key || a[0].Origin != b[0].Origin {
+		t.Fatalf("the same file in two trees: %+v and %+v", a[0], b)
+	}
+}
+
+func TestListKeyedDecodeErrors(t *testing.T) {
+	t.Parallel()
+	c := newController(t, template.Spec{}, template.WithCacheSize(0))
+	mem := newMemFS(t, map[string]string{
+		"default/broken.json":    `{"apiVersion": `,
+		"default/elsewhere.json": `{"apiVersion": "flags.cup.dev/v1alpha1", "kind": "Flag", "metadata": {"namespace": "staging", "name": "x"}}`,
+	})
+	found, err := c.ListKeyed(t.Context(), &controller.ListRequest{FS: mem, Type: flagType, Namespace: "default"})
+	if err != nil || len(found) != 2 {
+		t.Fatalf("ListKeyed = %d, %v", len(found), err)
+	}
+	for _, f := range found {
+		_, err := f.Decode()
+		if !errors.Is(err, controller.ErrMalformed) || !strings.Contains(err.Error(), f.Origin) {
+			t.Errorf("Decode(%s) = %v, want ErrMalformed naming the file", f.Origin, err)
+		}
+	}
+	if _, err := c.ListKeyed(t.Context(), &controller.ListRequest{FS: mem, Type: flagType, Namespace: "../x"}); !errors.Is(err, controller.ErrInvalid) {
+		t.Errorf("ListKeyed(../x) = %v, want ErrInvalid", err)
+	}
+}
