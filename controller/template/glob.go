@@ -50,16 +50,56 @@ func globFiles(fsys fs.FS, pattern string) ([]string, error) {
 	return out, nil
 }
 
-// globSlow is globFiles for patterns with glob syntax in directory names.
+// globSlow is globFiles for patterns with glob syntax in directory names,
+// such as a sharded layout's "items/default/*/*.json". It walks the pattern
+// one element at a time, matching directory entries, and never stats a file
+// (fs.Glob plus a Stat per match costs a read of every file's header on a
+// Git tree). Symbolic links to directories are not followed.
 func globSlow(fsys fs.FS, pattern string) ([]string, error) {
-	matches, err := fs.Glob(fsys, pattern)
-	if err != nil {
-		return nil, fmt.Errorf("listing %s: %w", pattern, err)
+	elems := strings.Split(pattern, "/")
+	dirs := []string{"."}
+	var out []string
+	for i, elem := range elems {
+		last := i == len(elems)-1
+		match := matcher(elem)
+		var next []string
+		for _, d := range dirs {
+			join := func(name string) string {
+				if d == "." {
+					return name
+				}
+				return d + "/" + name
+			}
+			if !last && !hasMeta(elem) {
+				next = append(next, join(elem)) // the next ReadDir tells whether it exists
+				continue
+			}
+			entries, err := fs.ReadDir(fsys, d)
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					continue
+				}
+				if fi, serr := fs.Stat(fsys, d); serr == nil && !fi.IsDir() {
+					continue // a file where a directory would be
+				}
+				return nil, fmt.Errorf("listing %s: %w", d, err)
+			}
+			for _, e := range entries {
+				if !match(e.Name()) {
+					continue
+				}
+				switch {
+				case last && !e.IsDir():
+					out = append(out, join(e.Name()))
+				case !last && e.IsDir():
+					next = append(next, join(e.Name()))
+				}
+			}
+		}
+		dirs = next
 	}
-	return slices.DeleteFunc(matches, func(m string) bool {
-		fi, err := fs.Stat(fsys, m)
-		return err == nil && fi.IsDir()
-	}), nil
+	slices.Sort(out)
+	return out, nil
 }
 
 func hasMeta(s string) bool {

@@ -116,3 +116,39 @@ func TestListKeyedDecodeErrors(t *testing.T) {
 		t.Errorf("ListKeyed(../x) = %v, want ErrInvalid", err)
 	}
 }
+
+func TestShardedLayout(t *testing.T) {
+	t.Parallel()
+	c := newController(t, template.Spec{
+		ListTemplate:     `flags/{{ .Namespace }}/*/*.json`,
+		ResourceTemplate: `flags/{{ .Namespace }}/{{ shard .Name }}/{{ .Name }}.json`,
+	})
+	mem := newMemFS(t, nil)
+	names := []string{"a", "new-checkout", "dark-mode", "x.y"}
+	for _, n := range names {
+		put(t, c, mem, newFlag("default", n, `{"on": true}`))
+	}
+	dirs := map[string]bool{}
+	for p := range mem.Files() {
+		parts := strings.Split(p, "/")
+		if len(parts) != 4 || parts[0] != "flags" || parts[1] != "default" || len(parts[2]) != 2 || strings.Trim(parts[2], "0123456789abcdef") != "" {
+			t.Fatalf("file %s is not flags/default/<2 hex digits>/<name>.json", p)
+		}
+		dirs[parts[2]] = true
+	}
+	if len(dirs) < 2 {
+		t.Errorf("4 names landed in %d shard", len(dirs))
+	}
+	got, err := c.List(t.Context(), &controller.ListRequest{FS: mem, Type: flagType, Namespace: "default"})
+	if err != nil || len(got) != len(names) {
+		t.Fatalf("List = %d resources, %v", len(got), err)
+	}
+	// The bucket of a name never changes: it is where the file was written.
+	again := newController(t, template.Spec{
+		ListTemplate:     `flags/{{ .Namespace }}/*/*.json`,
+		ResourceTemplate: `flags/{{ .Namespace }}/{{ shard .Name }}/{{ .Name }}.json`,
+	})
+	if _, err := again.Get(t.Context(), &controller.GetRequest{FS: mem, Type: flagType, Namespace: "default", Name: "new-checkout"}); err != nil {
+		t.Fatalf("a second controller cannot find a file the first wrote: %v", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
 	"strings"
 	"text/template"
@@ -25,6 +26,19 @@ var funcs = template.FuncMap{
 	"replace": strings.ReplaceAll,
 	"lower":   strings.ToLower,
 	"upper":   strings.ToUpper,
+	"shard":   shard,
+}
+
+// shard names one of 256 buckets for s: two lower-case hexadecimal digits
+// of the FNV-1a hash of s. It never changes for a given s, so files stay
+// where they were written. Resource templates use it to fan a namespace of
+// many thousands of resources out over directories, as Git does with its
+// objects: a write then rewrites a tree of a few dozen entries instead of
+// one entry per resource in the namespace.
+func shard(s string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(s))
+	return fmt.Sprintf("%02x", h.Sum32()&0xff)
 }
 
 // pathData is what the templates see.

@@ -46,6 +46,16 @@ const (
 //	replace s old new   strings.ReplaceAll(s, old, new)
 //	lower s             strings.ToLower(s)
 //	upper s             strings.ToUpper(s)
+//	shard s             one of 256 buckets for s, as two hex digits ("3f")
+//
+// shard spreads a namespace of many thousands of resources over
+// directories, so that a write rewrites a small tree rather than one entry
+// per resource of the namespace:
+//
+//	{
+//	  "list_template": "items/{{ .Namespace }}/*/*.json",
+//	  "resource_template": "items/{{ .Namespace }}/{{ shard .Name }}/{{ .Name }}.json"
+//	}
 //
 // They may use actions, pipelines, if and with, but not range, define, block
 // or template: a path template has nothing to loop over.

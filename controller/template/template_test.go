@@ -34,6 +34,10 @@ func TestConformance(t *testing.T) {
 			ListTemplate:     `{{ .Group }}/{{ .Version }}/{{ .Plural }}/{{ .Namespace }}/*.yml`,
 			ResourceTemplate: `{{ .Group }}/{{ .Version }}/{{ .Plural }}/{{ .Namespace }}/{{ .Name }}.yml`,
 		}},
+		{name: "JSON sharded", spec: template.Spec{
+			ListTemplate:     `{{ .Group }}/{{ .Plural }}/{{ .Namespace }}/*/*.json`,
+			ResourceTemplate: `{{ .Group }}/{{ .Plural }}/{{ .Namespace }}/{{ shard .Name }}/{{ .Name }}.json`,
+		}},
 		{name: "JSON without cache", opts: []template.Option{template.WithCacheSize(0)}},
 		{name: "JSON tiny cache", opts: []template.Option{template.WithCacheSize(3)}},
 	}
