@@ -15,7 +15,7 @@ const DefaultTreeCacheSize = 1 << 16
 
 // DefaultBlobCacheSize is the number of bytes of file content a [Store]
 // keeps by default.
-const DefaultBlobCacheSize = 4 << 20
+const DefaultBlobCacheSize = 1 << 20
 
 // maxCachedBlob is the size of the largest blob the blob cache keeps.
 const maxCachedBlob = 1 << 20

@@ -74,7 +74,7 @@ func WithTreeCacheSize(entries int) Option {
 
 // WithBlobCacheSize sets how many bytes of file content the source keeps in
 // memory; files over 1 MiB are never kept. Zero disables the cache. The
-// default is gitfs.DefaultBlobCacheSize (4 MiB).
+// default is gitfs.DefaultBlobCacheSize (1 MiB).
 func WithBlobCacheSize(bytes int64) Option {
 	return func(c *config) { c.blobCacheSize = bytes }
 }

@@ -128,7 +128,7 @@ func openRepo(path string, cfg *config) (*repo, error) {
 	// cache stays small: gitfs caches decoded trees and blobs itself, so a
 	// large one would only hold the same blobs twice; it still serves the
 	// delta bases of packed objects.
-	storage := filesystem.NewStorageWithOptions(dotGitFS, cache.NewObjectLRU(2*cache.MiByte),
+	storage := filesystem.NewStorageWithOptions(dotGitFS, cache.NewObjectLRU(1*cache.MiByte),
 		filesystem.Options{MaxOpenDescriptors: 32})
 	r := &repo{
 		gitDir:    gitDir,
