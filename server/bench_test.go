@@ -6,69 +6,27 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cup-dev/cup/internal/app"
-	"github.com/cup-dev/cup/internal/gitrepo"
+	"github.com/cup-dev/cup/internal/benchrepo"
 	"github.com/cup-dev/cup/server"
 )
 
-const benchConfig = `apiVersion: cup.dev/v1alpha1
-kind: ResourceDefinition
-metadata: {name: items.bench.cup.dev}
-spec:
-  group: bench.cup.dev
-  names: {kind: Item, singular: item, plural: items}
-  versions:
-    v1:
-      schema:
-        type: object
-        properties:
-          owner: {type: string}
-          replicas: {type: integer, minimum: 0}
----
-apiVersion: cup.dev/v1alpha1
-kind: Controller
-metadata: {name: items}
-spec:
-  type: template
-  spec:
-    list_template: "items/{{ .Namespace }}/*.json"
-    resource_template: "items/{{ .Namespace }}/{{ .Name }}.json"
----
-apiVersion: cup.dev/v1alpha1
-kind: APIBinding
-metadata: {name: items}
-spec: {controller: items, resources: [bench.cup.dev/v1/items]}
-`
-
 // benchServer serves a generated repository of n resources of about 500
-// bytes in one namespace, over loopback.
+// bytes in one namespace, over loopback, and returns the items' REST URL.
 func benchServer(b *testing.B, n int) string {
 	b.Helper()
 	dir := b.TempDir()
-	files := make(map[string][]byte, n)
-	note := strings.Repeat("n", 300)
-	for i := range n {
-		files[fmt.Sprintf("items/default/item-%06d.json", i)] = fmt.Appendf(nil,
-			`{"apiVersion": "bench.cup.dev/v1", "kind": "Item", "metadata": {"namespace": "default", "name": "item-%06d", "labels": {"shard": "s%d"}}, "spec": {"owner": "%s", "replicas": %d}}`,
-			i, i%16, note, i%5)
-	}
-	repo := filepath.Join(dir, "repo.git")
-	if _, err := gitrepo.Init(repo, "main", files, "generated"); err != nil {
+	if _, err := benchrepo.Generate(dir, n, benchrepo.Flat); err != nil {
 		b.Fatal(err)
 	}
-	cfg := filepath.Join(dir, "config")
-	if err := os.Mkdir(cfg, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(cfg, "items.yaml"), []byte(benchConfig), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	a, err := app.Open(b.Context(), app.Options{Repository: repo, ConfigDir: cfg, Logger: slog.New(slog.DiscardHandler)})
+	a, err := app.Open(b.Context(), app.Options{
+		Repository: filepath.Join(dir, "repo.git"), ConfigDir: filepath.Join(dir, "config"),
+		Logger: slog.New(slog.DiscardHandler),
+	})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -77,7 +35,7 @@ func benchServer(b *testing.B, n int) string {
 	ts.Config = server.NewHTTPServer("", a.Handler())
 	ts.Start()
 	b.Cleanup(ts.Close)
-	return ts.URL + "/apis/bench.cup.dev/v1/namespaces/default/items"
+	return ts.URL + benchrepo.Path
 }
 
 func call(b *testing.B, c *http.Client, method, url, body string, want int) {
@@ -109,7 +67,7 @@ func BenchmarkREST(b *testing.B) {
 			b.SetParallelism(4) // 8 clients on 2 cores
 			b.RunParallel(func(pb *testing.PB) {
 				for i := 0; pb.Next(); i++ {
-					call(b, client, "GET", fmt.Sprintf("%s/item-%06d", url, i%n), "", 200)
+					call(b, client, "GET", url+"/"+benchrepo.Name(i%n), "", 200)
 				}
 			})
 		})
@@ -122,7 +80,7 @@ func BenchmarkREST(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				i++
-				call(b, client, "PUT", fmt.Sprintf("%s/item-%06d", url, i*7919%n),
+				call(b, client, "PUT", url+"/"+benchrepo.Name(i*7919%n),
 					fmt.Sprintf(`{"spec": {"owner": "write %d", "replicas": 1}}`, i), 202)
 			}
 		})

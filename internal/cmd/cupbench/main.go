@@ -16,7 +16,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"net/http"
 	"os"
@@ -28,7 +27,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cup-dev/cup/internal/gitrepo"
+	"github.com/cup-dev/cup/internal/benchrepo"
 )
 
 func main() {
@@ -38,12 +37,9 @@ func main() {
 	getFor := flag.Duration("get-duration", 5*time.Second, "how long the get phase runs")
 	lists := flag.Int("lists", 30, "list requests of the whole namespace")
 	writes := flag.Int("writes", 100, "sequential put requests (direct commits)")
-	flag.StringVar(&layout, "layout", "flat", "file layout: flat (items/<namespace>/<name>.json) or sharded (items/<namespace>/<shard>/<name>.json)")
+	layout := flag.String("layout", "flat", "file layout: flat (items/<namespace>/<name>.json) or sharded (items/<namespace>/<shard>/<name>.json)")
 	setup := flag.String("setup", "", "only generate the repository (DIR/repo.git) and configuration (DIR/config) of the first size into DIR, for use with other load tools such as wrk, and exit")
 	flag.Parse()
-	if layout != "flat" && layout != "sharded" {
-		fatalf("-layout: %q is not flat or sharded", layout)
-	}
 
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -51,14 +47,14 @@ func main() {
 			fatalf("-resources: %q is not a positive number", s)
 		}
 		if *setup != "" {
-			raw, err := generate(*setup, n)
+			raw, err := benchrepo.Generate(*setup, n, benchrepo.Layout(*layout))
 			if err != nil {
 				fatalf("%v", err)
 			}
 			fmt.Printf("generated %d resources (%d bytes) in %s\n", n, raw, *setup)
 			return
 		}
-		if err := run(*cupd, n, *clients, *getFor, *lists, *writes); err != nil {
+		if err := run(*cupd, n, benchrepo.Layout(*layout), *clients, *getFor, *lists, *writes); err != nil {
 			fatalf("%d resources: %v", n, err)
 		}
 	}
@@ -69,81 +65,7 @@ func fatalf(format string, args ...any) {
 	os.Exit(1)
 }
 
-const (
-	group  = "bench.cup.dev"
-	plural = "items"
-)
-
-// layout is how resources are laid out in files: "flat" keeps a namespace
-// in one directory, "sharded" spreads it over 256 with the template
-// function shard.
-var layout = "flat"
-
-var templates = map[string][2]string{
-	"flat":    {"items/{{ .Namespace }}/*.json", "items/{{ .Namespace }}/{{ .Name }}.json"},
-	"sharded": {"items/{{ .Namespace }}/*/*.json", "items/{{ .Namespace }}/{{ shard .Name }}/{{ .Name }}.json"},
-}
-
-var config = `apiVersion: cup.dev/v1alpha1
-kind: ResourceDefinition
-metadata:
-  name: items.bench.cup.dev
-spec:
-  group: bench.cup.dev
-  names: {kind: Item, singular: item, plural: items}
-  versions:
-    v1:
-      schema:
-        type: object
-        properties:
-          owner: {type: string}
-          replicas: {type: integer, minimum: 0}
-          enabled: {type: boolean}
-          note: {type: string}
----
-apiVersion: cup.dev/v1alpha1
-kind: Controller
-metadata: {name: items}
-spec:
-  type: template
-  spec:
-    list_template: "%s"
-    resource_template: "%s"
----
-apiVersion: cup.dev/v1alpha1
-kind: APIBinding
-metadata: {name: items}
-spec:
-  controller: items
-  resources: [bench.cup.dev/v1/items]
-`
-
-func itemName(i int) string { return fmt.Sprintf("item-%06d", i) }
-
-// item is a resource of about 500 bytes in its file form.
-func item(i int, note string) []byte {
-	return fmt.Appendf(nil, `{
-  "apiVersion": "bench.cup.dev/v1",
-  "kind": "Item",
-  "metadata": {
-    "namespace": "default",
-    "name": %q,
-    "labels": {
-      "shard": "s%d",
-      "team": "team-%d"
-    }
-  },
-  "spec": {
-    "owner": "owner-%d@example.com",
-    "replicas": %d,
-    "enabled": %t,
-    "note": %q
-  }
-}
-`, itemName(i), i%16, i%7, i, i%5, i%2 == 0, note)
-}
-
-func run(cupd string, n, clients int, getFor time.Duration, lists, writes int) error {
+func run(cupd string, n int, layout benchrepo.Layout, clients int, getFor time.Duration, lists, writes int) error {
 	dir, err := os.MkdirTemp("", "cupbench-*")
 	if err != nil {
 		return err
@@ -151,7 +73,7 @@ func run(cupd string, n, clients int, getFor time.Duration, lists, writes int) e
 	defer os.RemoveAll(dir)
 	repo, cfg := filepath.Join(dir, "repo.git"), filepath.Join(dir, "config")
 	start := time.Now()
-	raw, err := generate(dir, n)
+	raw, err := benchrepo.Generate(dir, n, layout)
 	if err != nil {
 		return err
 	}
@@ -177,7 +99,7 @@ func run(cupd string, n, clients int, getFor time.Duration, lists, writes int) e
 		return err
 	}
 	go func() { _, _ = io.Copy(io.Discard, out) }()
-	base := url + "/apis/" + group + "/v1/namespaces/default/" + plural
+	base := url + benchrepo.Path
 	fmt.Printf("cupd pid %d at %s; RSS at start %s\n", cmd.Process.Pid, url, rss(cmd.Process.Pid))
 
 	tr := &http.Transport{MaxIdleConnsPerHost: clients * 2, MaxConnsPerHost: clients * 2}
@@ -202,7 +124,7 @@ func run(cupd string, n, clients int, getFor time.Duration, lists, writes int) e
 			fails := 0
 			for i := c; time.Now().Before(deadline); i += clients {
 				t0 := time.Now()
-				if _, err := fetch(hc, "GET", base+"/"+itemName(i%n), nil, 200); err != nil {
+				if _, err := fetch(hc, "GET", base+"/"+benchrepo.Name(i%n), nil, 200); err != nil {
 					fails++
 				}
 				local = append(local, time.Since(t0))
@@ -236,7 +158,7 @@ func run(cupd string, n, clients int, getFor time.Duration, lists, writes int) e
 	lat = lat[:0]
 	for i := 0; i < 2000; i++ {
 		t0 := time.Now()
-		if _, err := fetch(hc, "GET", base+"/"+itemName(i%n), nil, 200); err != nil {
+		if _, err := fetch(hc, "GET", base+"/"+benchrepo.Name(i%n), nil, 200); err != nil {
 			return err
 		}
 		lat = append(lat, time.Since(t0))
@@ -246,9 +168,9 @@ func run(cupd string, n, clients int, getFor time.Duration, lists, writes int) e
 	// Put: direct commits, each changing one resource, sequentially.
 	lat = lat[:0]
 	for i := range writes {
-		body := item(i*7919%n, fmt.Sprintf("write %d %s", i, note[:150]))
+		body := benchrepo.Item(i*7919%n, fmt.Sprintf("write %d %s", i, note[:150]))
 		t0 := time.Now()
-		if _, err := fetch(hc, "PUT", base+"/"+itemName(i*7919%n), body, 202); err != nil {
+		if _, err := fetch(hc, "PUT", base+"/"+benchrepo.Name(i*7919%n), body, 202); err != nil {
 			return err
 		}
 		lat = append(lat, time.Since(t0))
@@ -263,42 +185,6 @@ func run(cupd string, n, clients int, getFor time.Duration, lists, writes int) e
 	fmt.Printf("list  after a write (cold commit): %v\n", time.Since(t0).Round(time.Microsecond))
 	fmt.Printf("cupd RSS after the load: %s (raw resources %.1f MiB)\n", rss(cmd.Process.Pid), float64(raw)/(1<<20))
 	return nil
-}
-
-// generate writes a repository of n resources to dir/repo.git and its
-// configuration to dir/config, and returns the resources' size in bytes.
-func generate(dir string, n int) (int, error) {
-	cfg := filepath.Join(dir, "config")
-	if err := os.MkdirAll(cfg, 0o755); err != nil {
-		return 0, err
-	}
-	t := templates[layout]
-	if err := os.WriteFile(filepath.Join(cfg, "items.yaml"), fmt.Appendf(nil, config, t[0], t[1]), 0o644); err != nil {
-		return 0, err
-	}
-	files := make(map[string][]byte, n)
-	raw := 0
-	note := strings.Repeat("n", 200)
-	for i := range n {
-		b := item(i, note)
-		raw += len(b)
-		name := itemName(i)
-		if layout == "sharded" {
-			files["items/default/"+shard(name)+"/"+name+".json"] = b
-		} else {
-			files["items/default/"+name+".json"] = b
-		}
-	}
-	_, err := gitrepo.Init(filepath.Join(dir, "repo.git"), "main", files, "generated by cupbench")
-	return raw, err
-}
-
-// shard is the template function of the same name: two hex digits of the
-// FNV-1a hash of s.
-func shard(s string) string {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(s))
-	return fmt.Sprintf("%02x", h.Sum32()&0xff)
 }
 
 func serverURL(r io.Reader) (string, error) {
