@@ -113,8 +113,8 @@ var _ labels.Labels = labelList(nil)
 type interner struct {
 	seeds [2]maphash.Seed
 	mu    sync.Mutex
-	m     map[contentKey]weak.Pointer[internedEntry]
-	keyed map[keyedKey]weak.Pointer[internedEntry]
+	m     map[contentKey]weak.Pointer[entry]
+	keyed map[keyedKey]weak.Pointer[entry]
 	// skips are keys whose files hold no resource of the type (kinds that
 	// share a directory); the set is dropped whole when it grows large.
 	skips map[keyedKey]struct{}
@@ -131,16 +131,11 @@ const maxSkips = 1 << 16
 
 type contentKey [2]uint64
 
-// internedEntry is an entry known to the interner.
-type internedEntry struct {
-	*entry
-}
-
 func newInterner() *interner {
 	return &interner{
 		seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
-		m:     make(map[contentKey]weak.Pointer[internedEntry]),
-		keyed: make(map[keyedKey]weak.Pointer[internedEntry]),
+		m:     make(map[contentKey]weak.Pointer[entry]),
+		keyed: make(map[keyedKey]weak.Pointer[entry]),
 		skips: make(map[keyedKey]struct{}),
 	}
 }
@@ -179,7 +174,7 @@ func (in *interner) key(r *controller.Resource) contentKey {
 
 // entry returns the shared entry for r, making it when there is none. The
 // entry keeps no reference into r.
-func (in *interner) entry(r *controller.Resource) (*internedEntry, error) {
+func (in *interner) entry(r *controller.Resource) (*entry, error) {
 	k := in.key(r)
 	in.mu.Lock()
 	if ie := in.m[k].Value(); ie != nil {
@@ -191,20 +186,19 @@ func (in *interner) entry(r *controller.Resource) (*internedEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	ie := &internedEntry{entry: e}
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if old := in.m[k].Value(); old != nil {
 		return old, nil
 	}
-	in.m[k] = weak.Make(ie)
-	runtime.AddCleanup(ie, in.forget, k)
-	return ie, nil
+	in.m[k] = weak.Make(e)
+	runtime.AddCleanup(e, in.forget, k)
+	return e, nil
 }
 
 // byKey returns the entry remembered under k, or whether k holds no
 // resource of the type; neither when k is unknown.
-func (in *interner) byKey(k keyedKey) (ie *internedEntry, skip bool) {
+func (in *interner) byKey(k keyedKey) (ie *entry, skip bool) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if _, skip := in.skips[k]; skip {
@@ -214,7 +208,7 @@ func (in *interner) byKey(k keyedKey) (ie *internedEntry, skip bool) {
 }
 
 // remember records what k decoded to: ie, or nothing of the type (nil).
-func (in *interner) remember(k keyedKey, ie *internedEntry) {
+func (in *interner) remember(k keyedKey, ie *entry) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if ie == nil {
@@ -250,9 +244,7 @@ func (in *interner) forget(k contentKey) {
 
 // listing is every resource of one type in one namespace at one commit.
 type listing struct {
-	items []*entry // sorted by name
-	// keep holds the interned entries alive for as long as the listing is cached.
-	keep  []*internedEntry
+	items []*entry // sorted by name; holds the interned entries alive
 	bytes int64
 }
 
@@ -269,7 +261,7 @@ func (s *Server) getEntry(ctx context.Context, t *Type, snap *source.Snapshot, n
 		if v == nil {
 			return nil, notFound(t, namespace, name)
 		}
-		return v.(*internedEntry).entry, nil
+		return v.(*entry), nil
 	}
 	r, err := t.Controller.Get(ctx, &controller.GetRequest{FS: snap.FS, Type: t.controllerType(), Namespace: namespace, Name: name})
 	if errors.Is(err, controller.ErrNotFound) {
@@ -279,12 +271,12 @@ func (s *Server) getEntry(ctx context.Context, t *Type, snap *source.Snapshot, n
 	if err != nil {
 		return nil, err
 	}
-	ie, err := s.interner.entry(r)
+	e, err := s.interner.entry(r)
 	if err != nil {
 		return nil, err
 	}
-	s.memo.add(k, ie, ie.size())
-	return ie.entry, nil
+	s.memo.add(k, e, e.size())
+	return e, nil
 }
 
 func notFound(t *Type, namespace, name string) error {
@@ -318,7 +310,7 @@ func (s *Server) listDecoded(ctx context.Context, t *Type, snap *source.Snapshot
 	if err != nil {
 		return nil, err
 	}
-	l := &listing{items: make([]*entry, 0, len(rs)), keep: make([]*internedEntry, 0, len(rs))}
+	l := &listing{items: make([]*entry, 0, len(rs))}
 	for _, r := range rs {
 		ie, err := s.interner.entry(r)
 		if err != nil {
@@ -338,12 +330,12 @@ func (s *Server) listKeyed(ctx context.Context, kl controller.KeyedLister, t *Ty
 		return nil, err
 	}
 	type item struct {
-		ie     *internedEntry
+		ie     *entry
 		origin string
 	}
 	// First what the interner knows; then decode the rest, in parallel: a
 	// namespace seen for the first time may hold thousands of resources.
-	known := make([]*internedEntry, len(found))
+	known := make([]*entry, len(found))
 	skipped := make([]bool, len(found))
 	var todo []int
 	for i, f := range found {
@@ -385,7 +377,7 @@ func (s *Server) listKeyed(ctx context.Context, kl controller.KeyedLister, t *Ty
 		items = append(items, item{ie, f.Origin})
 	}
 	sort.SliceStable(items, func(i, j int) bool { return items[i].ie.name < items[j].ie.name })
-	l := &listing{items: make([]*entry, 0, len(items)), keep: make([]*internedEntry, 0, len(items))}
+	l := &listing{items: make([]*entry, 0, len(items))}
 	for i, it := range items {
 		if i > 0 && items[i-1].ie.name == it.ie.name {
 			return nil, fmt.Errorf("%w: %s and %s both hold %s %q in namespace %q",
@@ -438,10 +430,9 @@ func parallel(ctx context.Context, n int, fn func(i int) error) error {
 	return ctx.Err()
 }
 
-func (l *listing) add(ie *internedEntry) {
-	l.items = append(l.items, ie.entry)
-	l.keep = append(l.keep, ie)
-	l.bytes += ie.size()
+func (l *listing) add(e *entry) {
+	l.items = append(l.items, e)
+	l.bytes += e.size()
 }
 
 // page is one page of a listing.
