@@ -119,7 +119,9 @@ type Listed struct {
 // KeyedLister is an optional ability of a Controller: listing a namespace
 // without decoding it, so that callers which keep decoded resources by Key
 // decode only what they have not seen, e.g. after a commit that changed one
-// file of ten thousand. It ignores ListRequest.Selector. The caller sorts
+// file of ten thousand. It ignores ListRequest.Selector. Callers may call the
+// Decode functions of one result concurrently, and after ListKeyed returned
+// (the file system stays valid: it is a snapshot). The caller sorts
 // the decoded resources by name and must treat two of them with the same
 // name as ErrMalformed, as List does.
 type KeyedLister interface {
