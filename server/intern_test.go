@@ -87,7 +87,7 @@ func TestListingsShareUnchangedEntries(t *testing.T) {
 			t.Errorf("%s: shared entry = %v, want %v", b.name, a == b, !changed)
 		}
 		if (a.version == b.version) == changed {
-			t.Errorf("%s: version %s -> %s", b.name, b.version, a.version)
+			t.Errorf("%s: version %s -> %s", b.name, b.resourceVersion(), a.resourceVersion())
 		}
 	}
 	if v, _ := after.items[7].labels.Lookup("n"); v != "seven" {
@@ -153,18 +153,18 @@ func TestKeyedListingRejectsDuplicateNames(t *testing.T) {
 	}
 }
 
-func TestLabelList(t *testing.T) {
+func TestLabelSet(t *testing.T) {
 	t.Parallel()
-	l := newLabelList(map[string]string{"b": "2", "a": "1", "empty": ""})
+	l := newLabelSet(map[string]string{"b": "2", "a": "1", "empty": "", "long": strings.Repeat("v", 300), "nul\x00": "x\x00y"})
 	for _, tc := range []struct {
 		key, value string
 		has        bool
-	}{{"a", "1", true}, {"b", "2", true}, {"empty", "", true}, {"c", "", false}} {
+	}{{"a", "1", true}, {"b", "2", true}, {"empty", "", true}, {"long", strings.Repeat("v", 300), true}, {"nul\x00", "x\x00y", true}, {"nul", "", false}, {"c", "", false}} {
 		if v, ok := l.Lookup(tc.key); v != tc.value || ok != tc.has || l.Has(tc.key) != tc.has || l.Get(tc.key) != tc.value {
 			t.Errorf("Lookup(%q) = %q, %v; want %q, %v", tc.key, v, ok, tc.value, tc.has)
 		}
 	}
-	if newLabelList(nil) != nil {
-		t.Error("no labels should need no slice")
+	if newLabelSet(nil) != "" {
+		t.Error("no labels should need no string")
 	}
 }

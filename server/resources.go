@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,16 +33,14 @@ import (
 
 // entry is one resource with its REST form encoded once. Entries are
 // shared between requests and between the commits that hold the same
-// resource, and never modified.
+// resource, and never modified. Ten thousand of them are held at once for
+// a large namespace, so they are kept small.
 type entry struct {
 	name    string
-	labels  labelList
-	version string
-	json    []byte // the REST form: the file form plus metadata.resourceVersion
-
-	pbOnce sync.Once
-	pb     *cupv1alpha1.Resource
-	pbErr  error
+	labels  labelSet
+	version [16]byte // the resourceVersion, which json also holds in hex
+	json    []byte   // the REST form: the file form plus metadata.resourceVersion
+	pb      atomic.Pointer[cupv1alpha1.Resource]
 }
 
 func newEntry(r *controller.Resource) (*entry, error) {
@@ -48,57 +48,102 @@ func newEntry(r *controller.Resource) (*entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s/%s: %w", controller.ErrMalformed, r.Metadata.Namespace, r.Metadata.Name, err)
 	}
+	e := &entry{name: strings.Clone(r.Metadata.Name), labels: newLabelSet(r.Metadata.Labels)}
+	if n, err := hex.Decode(e.version[:], []byte(v)); err != nil || n != len(e.version) {
+		return nil, fmt.Errorf("content version %q is not %d bytes of hex", v, len(e.version))
+	}
 	r.Metadata.ResourceVersion = v
-	b, err := json.Marshal(r)
+	e.json, err = json.Marshal(r)
 	r.Metadata.ResourceVersion = ""
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s/%s: %w", controller.ErrMalformed, r.Metadata.Namespace, r.Metadata.Name, err)
 	}
-	return &entry{name: strings.Clone(r.Metadata.Name), labels: newLabelList(r.Metadata.Labels), version: v, json: b}, nil
+	return e, nil
 }
 
-func (e *entry) size() int64 { return int64(len(e.json)) + int64(len(e.labels))*16 + 128 }
+func (e *entry) size() int64 { return int64(len(e.json)+len(e.labels)+len(e.name)) + 96 }
+
+// resourceVersion is the entry's resourceVersion as the API shows it.
+func (e *entry) resourceVersion() string { return hex.EncodeToString(e.version[:]) }
+
+// etag is the entry's resourceVersion as an HTTP entity tag.
+func (e *entry) etag() string {
+	var b [2 + 2*len(entry{}.version)]byte
+	b[0], b[len(b)-1] = '"', '"'
+	hex.Encode(b[1:], e.version[:])
+	return string(b[:])
+}
 
 // proto returns the resource as a message, decoded on first use. The message
 // is shared: callers must not modify it.
 func (e *entry) proto() (*cupv1alpha1.Resource, error) {
-	e.pbOnce.Do(func() {
-		var r cupv1alpha1.Resource
-		e.pbErr = protojson.Unmarshal(e.json, &r)
-		e.pb = &r
-	})
-	return e.pb, e.pbErr
+	if pb := e.pb.Load(); pb != nil {
+		return pb, nil
+	}
+	var r cupv1alpha1.Resource
+	if err := protojson.Unmarshal(e.json, &r); err != nil {
+		return nil, err
+	}
+	if !e.pb.CompareAndSwap(nil, &r) {
+		return e.pb.Load(), nil
+	}
+	return &r, nil
 }
 
-// labelList holds labels as sorted key, value pairs: far smaller than a map
-// for the few labels a resource has. It implements labels.Labels.
-type labelList []string
+// labelSet holds labels in one string: key-sorted pairs of key and value,
+// each preceded by its length as a uvarint. It is one allocation, far
+// smaller than a map for the few labels a resource has, and it implements
+// labels.Labels.
+type labelSet string
 
-func newLabelList(m map[string]string) labelList {
+func newLabelSet(m map[string]string) labelSet {
 	if len(m) == 0 {
-		return nil
+		return ""
 	}
-	l := make(labelList, 0, 2*len(m))
+	var b []byte
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		l = append(l, strings.Clone(k), strings.Clone(m[k]))
+		for _, s := range [2]string{k, m[k]} {
+			b = binary.AppendUvarint(b, uint64(len(s)))
+			b = append(b, s...)
+		}
 	}
-	return l
+	return labelSet(b)
 }
 
-func (l labelList) Lookup(key string) (string, bool) {
-	for i := 0; i < len(l); i += 2 {
-		if l[i] == key {
-			return l[i+1], true
+// next splits the first length-prefixed string off s.
+func next(s string) (first, rest string) {
+	var n uint64
+	for i, shift := 0, 0; i < len(s); i, shift = i+1, shift+7 {
+		c := s[i]
+		n |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			s = s[i+1:]
+			if n > uint64(len(s)) {
+				return "", "" // cannot happen: newLabelSet wrote it
+			}
+			return s[:n], s[n:]
+		}
+	}
+	return "", ""
+}
+
+func (l labelSet) Lookup(key string) (string, bool) {
+	for s := string(l); s != ""; {
+		var k, v string
+		k, s = next(s)
+		v, s = next(s)
+		if k == key {
+			return v, true
 		}
 	}
 	return "", false
 }
 
-func (l labelList) Has(key string) bool { _, ok := l.Lookup(key); return ok }
+func (l labelSet) Has(key string) bool { _, ok := l.Lookup(key); return ok }
 
-func (l labelList) Get(key string) string { v, _ := l.Lookup(key); return v }
+func (l labelSet) Get(key string) string { v, _ := l.Lookup(key); return v }
 
-var _ labels.Labels = labelList(nil)
+var _ labels.Labels = labelSet("")
 
 // interner shares entries between the commits that hold the same resource:
 // after a write, listing the new commit re-encodes only what changed, and
@@ -256,6 +301,15 @@ func (s *Server) view(ctx context.Context, rev string) (*source.Snapshot, error)
 // getEntry reads one resource at snap, memoised. A missing resource is an
 // error wrapping controller.ErrNotFound.
 func (s *Server) getEntry(ctx context.Context, t *Type, snap *source.Snapshot, namespace, name string) (*entry, error) {
+	// A cached listing of the namespace at this commit holds the answer.
+	if v, ok := s.memo.get(memoKey{commit: snap.Commit, typ: t, namespace: namespace}); ok {
+		items := v.(*listing).items
+		i := sort.Search(len(items), func(i int) bool { return items[i].name >= name })
+		if i < len(items) && items[i].name == name {
+			return items[i], nil
+		}
+		return nil, notFound(t, namespace, name)
+	}
 	k := memoKey{commit: snap.Commit, typ: t, namespace: namespace, name: name}
 	if v, ok := s.memo.get(k); ok {
 		if v == nil {
@@ -362,8 +416,16 @@ func (s *Server) listKeyed(ctx context.Context, kl controller.KeyedLister, t *Ty
 		}
 		if ie == nil {
 			if r := decoded[i]; r != nil {
+				// A keyed entry is remembered under its key only: the key
+				// finds it again in later commits, and a content hash
+				// would cost memory for every resource of the namespace.
 				var err error
-				if ie, err = s.interner.entry(r); err != nil {
+				if f.Key != "" {
+					ie, err = newEntry(r)
+				} else {
+					ie, err = s.interner.entry(r)
+				}
+				if err != nil {
 					return nil, err
 				}
 			}
@@ -634,10 +696,10 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 			default:
 				return err
 			}
-			if cur != nil && w.precondition != "" && cur.version != w.precondition {
+			if cur != nil && w.precondition != "" && cur.resourceVersion() != w.precondition {
 				return connect.NewError(connect.CodeAborted, fmt.Errorf(
 					"precondition failed: %s %q has resource_version %q, not %q: read it again and retry",
-					w.t.Names.Singular, w.name, cur.version, w.precondition))
+					w.t.Names.Singular, w.name, cur.resourceVersion(), w.precondition))
 			}
 			if w.resourceForWrite == nil {
 				return w.t.Controller.Delete(ctx, &controller.DeleteRequest{

@@ -67,7 +67,7 @@ func (s *Server) restGet(w http.ResponseWriter, r *http.Request) {
 	}
 	h := w.Header()
 	h["Content-Type"] = []string{"application/json"}
-	h["Etag"] = []string{`"` + e.version + `"`}
+	h["Etag"] = []string{e.etag()}
 	h[headerCommit] = []string{commit}
 	_, _ = w.Write(e.json)
 }
