@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"connectrpc.com/connect"
+
 	"github.com/cup-dev/cup/controller"
 	"github.com/cup-dev/cup/controller/template"
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
@@ -166,5 +168,47 @@ func TestLabelSet(t *testing.T) {
 	}
 	if newLabelSet(nil) != "" {
 		t.Error("no labels should need no string")
+	}
+}
+
+// TestGetDoesNotDependOnListing checks that a Get answers from the
+// controller whatever is cached: the template controller lists a file under
+// the name it holds, but a Get of that name reads the file its template
+// names, so a misplaced file is listed yet not found, before and after a
+// list alike.
+func TestGetDoesNotDependOnListing(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "repo.git")
+	if _, err := gitrepo.Init(dir, "main", map[string][]byte{
+		"default/a.json": []byte(`{"apiVersion": "t.cup.dev/v1", "kind": "Item", "metadata": {"name": "b"}}`),
+	}, "init"); err != nil {
+		t.Fatal(err)
+	}
+	src, err := local.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = src.Close() })
+	typ := &Type{Group: "t.cup.dev", Version: "v1", Names: Names{Kind: "Item", Singular: "item", Plural: "items"}, Controller: newCountingController(t)}
+	s, err := New(src, []*Type{typ})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func() error {
+		_, _, err := s.get(t.Context(), &cupv1alpha1.GetRequest{Group: "t.cup.dev", Version: "v1", Plural: "items", Namespace: "default", Name: "b"})
+		return err
+	}
+	before := get()
+	snap, err := src.View(t.Context(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.listEntries(t.Context(), typ, snap, "default")
+	if err != nil || len(l.items) != 1 || l.items[0].name != "b" {
+		t.Fatalf("listing = %v, %v; want the one misplaced resource", l, err)
+	}
+	after := get()
+	if toConnect(before).Code() != connect.CodeNotFound || fmt.Sprint(before) != fmt.Sprint(after) {
+		t.Fatalf("Get before a list = %v, after = %v; want the same not-found answer", before, after)
 	}
 }

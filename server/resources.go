@@ -293,23 +293,9 @@ type listing struct {
 	bytes int64
 }
 
-// view resolves a revision. Errors are mapped by the caller.
-func (s *Server) view(ctx context.Context, rev string) (*source.Snapshot, error) {
-	return s.src.View(ctx, rev)
-}
-
 // getEntry reads one resource at snap, memoised. A missing resource is an
 // error wrapping controller.ErrNotFound.
 func (s *Server) getEntry(ctx context.Context, t *Type, snap *source.Snapshot, namespace, name string) (*entry, error) {
-	// A cached listing of the namespace at this commit holds the answer.
-	if v, ok := s.memo.get(memoKey{commit: snap.Commit, typ: t, namespace: namespace}); ok {
-		items := v.(*listing).items
-		i := sort.Search(len(items), func(i int) bool { return items[i].name >= name })
-		if i < len(items) && items[i].name == name {
-			return items[i], nil
-		}
-		return nil, notFound(t, namespace, name)
-	}
 	k := memoKey{commit: snap.Commit, typ: t, namespace: namespace, name: name}
 	if v, ok := s.memo.get(k); ok {
 		if v == nil {
@@ -416,16 +402,10 @@ func (s *Server) listKeyed(ctx context.Context, kl controller.KeyedLister, t *Ty
 		}
 		if ie == nil {
 			if r := decoded[i]; r != nil {
-				// A keyed entry is remembered under its key only: the key
-				// finds it again in later commits, and a content hash
-				// would cost memory for every resource of the namespace.
+				// Interned by content too, so that a Get of the resource
+				// shares this entry.
 				var err error
-				if f.Key != "" {
-					ie, err = newEntry(r)
-				} else {
-					ie, err = s.interner.entry(r)
-				}
-				if err != nil {
+				if ie, err = s.interner.entry(r); err != nil {
 					return nil, err
 				}
 			}
@@ -539,7 +519,7 @@ func (s *Server) list(ctx context.Context, req *cupv1alpha1.ListRequest) (*page,
 		}
 		rev, after = tok.Commit, tok.After
 	}
-	snap, err := s.view(ctx, rev)
+	snap, err := s.src.View(ctx, rev)
 	if err != nil {
 		return nil, err
 	}
@@ -592,7 +572,7 @@ func (s *Server) get(ctx context.Context, req *cupv1alpha1.GetRequest) (*entry, 
 	if err != nil {
 		return nil, "", err
 	}
-	snap, err := s.view(ctx, req.Revision)
+	snap, err := s.src.View(ctx, req.Revision)
 	if err != nil {
 		return nil, "", err
 	}
