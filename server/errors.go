@@ -60,15 +60,6 @@ func toConnect(err error) *connect.Error {
 	return connect.NewError(connect.CodeInternal, errors.New(internalMessage))
 }
 
-// isInternal reports whether toConnect hid err behind the fixed message.
-func isInternal(err error) bool {
-	var ce *connect.Error
-	if errors.As(err, &ce) {
-		return false
-	}
-	return toConnect(err).Code() == connect.CodeInternal
-}
-
 // FieldViolation is one problem with one field of a request.
 type FieldViolation struct {
 	// Field is the path of the field, e.g. "resource.spec.enabled".
@@ -99,13 +90,14 @@ func fieldError(field, format string, args ...any) *connect.Error {
 	return invalidArgument(FieldViolation{Field: field, Description: fmt.Sprintf(format, args...)})
 }
 
-// logFailure logs one failed call: unexpected failures at error level with the
-// real error, expected ones (bad input, not found) at debug level.
+// logFailure logs one failed call: unexpected failures (Internal, Unknown)
+// at error level with the real error, expected ones (bad input, not found)
+// at debug level.
 func logFailure(ctx context.Context, logger *slog.Logger, procedure string, err error) {
-	if isInternal(err) {
+	ce := toConnect(err)
+	if c := ce.Code(); c == connect.CodeInternal || c == connect.CodeUnknown {
 		logger.ErrorContext(ctx, "call failed", "procedure", procedure, "error", err)
 		return
 	}
-	ce := toConnect(err)
 	logger.DebugContext(ctx, "call rejected", "procedure", procedure, "code", ce.Code().String(), "error", ce.Message())
 }
