@@ -10,7 +10,9 @@ package source
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
+	"strings"
 	"time"
 )
 
@@ -31,6 +33,67 @@ var (
 	// ErrInvalidPath reports a write to a path outside the repository tree or
 	// otherwise not acceptable as a file path.
 	ErrInvalidPath = errors.New("invalid path")
+	// ErrChangeSetNotFound reports an update naming a change set that does
+	// not exist (or is not a change set of this source).
+	ErrChangeSetNotFound = errors.New("change set not found")
+	// ErrIdempotencyKeyReused reports an update whose idempotency key was
+	// first used with a different request.
+	ErrIdempotencyKeyReused = errors.New("idempotency key already used with a different request")
+	// ErrRejected reports a push the remote refused for a reason other than
+	// a concurrent change (a hook, a protected branch); the error's message
+	// carries the remote's words.
+	ErrRejected = errors.New("rejected by the remote repository")
+)
+
+// WriteMode says where the commits of updates go. It is configured per
+// source.
+type WriteMode int
+
+const (
+	// ModeDirect commits on the target branch itself and moves it; when
+	// the branch moved meanwhile the change is applied again on its new
+	// head, a bounded number of times.
+	ModeDirect WriteMode = iota
+	// ModeBranch commits on a new branch, <prefix><id>, made from the
+	// target branch's head: a change set. Later updates may add commits to
+	// it by naming it in UpdateRequest.ChangeSet. The target branch is never
+	// moved. (A proposal is a change set plus a pull request; see scm/.)
+	ModeBranch
+)
+
+func (m WriteMode) String() string {
+	switch m {
+	case ModeDirect:
+		return "direct"
+	case ModeBranch:
+		return "branch"
+	default:
+		return "unknown"
+	}
+}
+
+// ParseWriteMode parses the names String returns.
+func ParseWriteMode(s string) (WriteMode, error) {
+	switch s {
+	case "direct":
+		return ModeDirect, nil
+	case "branch":
+		return ModeBranch, nil
+	default:
+		return 0, fmt.Errorf("unknown write mode %q (want direct or branch)", s)
+	}
+}
+
+// DefaultBranchPrefix is the prefix of change-set branches unless a
+// source is configured otherwise.
+const DefaultBranchPrefix = "cup/"
+
+// Commit message trailers with which updates record their idempotency key
+// and request fingerprint, so that a repeated request can be recognised
+// from the repository alone, by any process, after any failure.
+const (
+	TrailerIdempotencyKey = "Cup-Idempotency-Key"
+	TrailerRequest        = "Cup-Request"
 )
 
 // Snapshot is the tree of one commit. It never changes.
@@ -80,6 +143,24 @@ type UpdateRequest struct {
 	DryRun bool
 	// Apply makes the change.
 	Apply ApplyFunc
+	// ChangeSet, when set, names a change set (a branch an earlier update
+	// made in ModeBranch, as returned in UpdateResult.Branch): the change
+	// is committed on top of it, whatever the source's mode, and Revision
+	// is ignored. A name that is not an existing branch with the source's
+	// change-set prefix fails with ErrChangeSetNotFound.
+	ChangeSet string
+	// IdempotencyKey, when set, makes the update safe to repeat: an update
+	// with a key that an earlier update already committed returns that
+	// update's result (with Replayed set) and writes nothing, also when the
+	// earlier caller never saw its answer. In ModeBranch a new change set's
+	// branch name is derived from the key, so a repeat can never make a
+	// second branch. The key and Fingerprint are recorded in the commit
+	// message's trailers; a repeat whose Fingerprint differs fails with
+	// ErrIdempotencyKeyReused. Keys are printable ASCII without spaces, at
+	// most 128 bytes.
+	IdempotencyKey string
+	// Fingerprint identifies the request; see IdempotencyKey.
+	Fingerprint string
 }
 
 // Operation says what happened to a file.
@@ -127,6 +208,9 @@ type UpdateResult struct {
 	Commit string
 	// Changes lists the changed files, sorted by path.
 	Changes []FileChange
+	// Replayed is true when the result is that of an earlier update with
+	// the same idempotency key; nothing was written this time.
+	Replayed bool
 }
 
 // Source gives access to the trees of one repository.
@@ -139,4 +223,42 @@ type Source interface {
 	View(ctx context.Context, rev string) (*Snapshot, error)
 	// Update applies req.Apply on top of the branch req.Revision.
 	Update(ctx context.Context, req *UpdateRequest) (*UpdateResult, error)
+}
+
+// MaxRevisionLen bounds the length of a revision.
+const MaxRevisionLen = 1024
+
+// CheckRevision rejects revisions that are not well formed, or that use
+// syntax sources do not support (ranges, reflog syntax), with an error
+// wrapping ErrInvalidRevision. The empty revision is valid.
+func CheckRevision(rev string) error {
+	why := ""
+	switch {
+	case len(rev) > MaxRevisionLen:
+		why = fmt.Sprintf("longer than %d bytes", MaxRevisionLen)
+	case strings.HasPrefix(rev, "-"):
+		why = "starts with '-'"
+	case strings.HasPrefix(rev, "~") || strings.HasPrefix(rev, "^"):
+		why = "has no name before '~' or '^'"
+	case strings.Contains(rev, ".."):
+		why = "contains '..'; ranges are not revisions"
+	case strings.Contains(rev, "@{"):
+		why = "uses the @{...} syntax, which is not supported"
+	case strings.HasPrefix(rev, "/") || strings.HasSuffix(rev, "/") || strings.Contains(rev, "//"):
+		why = "has an empty path element"
+	case strings.HasSuffix(rev, ".lock") || strings.HasSuffix(rev, "."):
+		why = "ends with '.lock' or '.'"
+	}
+	for i := 0; why == "" && i < len(rev); i++ {
+		switch c := rev[i]; {
+		case c < 0x20 || c == 0x7f:
+			why = "contains a control character"
+		case strings.IndexByte(" :?*[\\{}", c) >= 0:
+			why = fmt.Sprintf("contains %q", c)
+		}
+	}
+	if why != "" {
+		return fmt.Errorf("%w %q: %s", ErrInvalidRevision, rev, why)
+	}
+	return nil
 }

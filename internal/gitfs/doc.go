@@ -17,6 +17,9 @@
 //   - [Store.BuildTree] writes the blobs of a set of changes and rebuilds
 //     only the trees along the changed paths; [Store.WriteCommit] writes a
 //     commit. Nothing walks or checks out the whole repository.
+//   - [Store.ReadCommit] decodes commits (through a cache of its own, for
+//     history walks) and [Store.DiffTrees] compares two trees, reading only
+//     the subtrees that differ.
 //   - [Refs] reads and moves the references of a repository on disk with
 //     Git's own lock-file protocol, so that it interoperates with the git
 //     command and other implementations working on the same repository.

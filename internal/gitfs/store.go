@@ -38,6 +38,7 @@ type Store struct {
 	objects storer.EncodedObjectStorer
 	trees   *TreeCache
 	blobs   lru[[]byte] // contents of small blobs; never modified
+	commits lru[*CommitInfo]
 	writer  ObjectWriter
 	refresh func() bool
 }
@@ -96,6 +97,7 @@ func NewStore(objects storer.EncodedObjectStorer, opts ...Option) *Store {
 		objects: objects,
 		trees:   cfg.trees,
 		blobs:   lru[[]byte]{max: cfg.blobBytes},
+		commits: lru[*CommitInfo]{max: DefaultCommitCacheSize},
 		writer:  cfg.writer,
 		refresh: cfg.refresh,
 	}

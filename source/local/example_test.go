@@ -13,14 +13,8 @@ import (
 )
 
 func Example() {
-	dir, err := os.MkdirTemp("", "local-example")
-	if err != nil {
-		log.Fatal(err)
-	}
+	dir := exampleRepo()
 	defer os.RemoveAll(dir)
-	if _, err := gitrepo.Init(dir, "main", map[string][]byte{"config/app.yaml": []byte("replicas: 1\n")}, "initial\n"); err != nil {
-		log.Fatal(err)
-	}
 
 	src, err := local.Open(dir)
 	if err != nil {
@@ -60,4 +54,71 @@ func Example() {
 	// +replicas: 3
 	// main is at the new commit: true
 	// replicas: 3
+}
+
+// In branch mode every update proposes its change on a branch of its own;
+// an idempotency key makes the update safe to repeat.
+func Example_changeSet() {
+	dir := exampleRepo()
+	defer os.RemoveAll(dir)
+
+	src, err := local.Open(dir, local.WithWriteMode(source.ModeBranch))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer src.Close()
+	ctx := context.Background()
+
+	req := &source.UpdateRequest{
+		Message:        "Scale app to 3 replicas\n",
+		IdempotencyKey: "order-42",
+		Fingerprint:    "scale-app-3",
+		Apply: func(ctx context.Context, base *source.Snapshot, w source.Writer) error {
+			return w.WriteFile("config/app.yaml", []byte("replicas: 3\n"), 0o644)
+		},
+	}
+	for range 2 {
+		res, err := src.Update(ctx, req)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("branch %s, replayed: %t\n", res.Branch, res.Replayed)
+	}
+
+	// Later changes go on top of the change set.
+	res, err := src.Update(ctx, &source.UpdateRequest{
+		ChangeSet: "cup/3bf8b157c4238eef",
+		Message:   "Document the scaling\n",
+		Apply: func(ctx context.Context, base *source.Snapshot, w source.Writer) error {
+			return w.WriteFile("CHANGELOG.md", []byte("app: 3 replicas\n"), 0o644)
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	main, err := src.View(ctx, "main")
+	if err != nil {
+		log.Fatal(err)
+	}
+	data, err := fs.ReadFile(main.FS, "config/app.yaml")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("branch %s, %d change; main still has %s", res.Branch, len(res.Changes), data)
+	// Output:
+	// branch cup/3bf8b157c4238eef, replayed: false
+	// branch cup/3bf8b157c4238eef, replayed: true
+	// branch cup/3bf8b157c4238eef, 1 change; main still has replicas: 1
+}
+
+// exampleRepo makes a repository whose branch main holds config/app.yaml.
+func exampleRepo() string {
+	dir, err := os.MkdirTemp("", "local-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := gitrepo.Init(dir, "main", map[string][]byte{"config/app.yaml": []byte("replicas: 1\n")}, "initial\n"); err != nil {
+		log.Fatal(err)
+	}
+	return dir
 }

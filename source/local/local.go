@@ -16,10 +16,15 @@
 //     branch moved meanwhile, the change is applied again on the new head.
 //   - Objects that git gc moves into new packs are found by reading the
 //     pack indexes again when an object is missing.
+//   - In source.ModeBranch an update creates a change-set branch with the
+//     same compare-and-swap, expecting the branch not to exist, so two
+//     processes can never both create it.
+//   - An update with an idempotency key records the key in its commit
+//     message and looks for it in the branch's history first, so a repeat
+//     is recognised whichever process made the first attempt.
 //
-// Not supported: repositories whose references are kept in a reftable,
-// SHA-256 repositories, and creating branches (Update needs an existing
-// branch). Loose objects accumulate until git gc packs them.
+// Not supported: repositories whose references are kept in a reftable, and
+// SHA-256 repositories. Loose objects accumulate until git gc packs them.
 package local
 
 import (
@@ -33,6 +38,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/cup-dev/cup/internal/changeset"
 	"github.com/cup-dev/cup/internal/gitfs"
 	"github.com/cup-dev/cup/source"
 )
@@ -46,8 +52,7 @@ type Source struct {
 	openMu sync.Mutex
 	opened atomic.Pointer[repo]
 
-	locksMu sync.Mutex
-	locks   map[string]chan struct{} // branch → one-slot semaphore
+	locks changeset.Locks // one update of a branch at a time
 }
 
 var _ source.Source = (*Source)(nil)
@@ -82,7 +87,13 @@ func Open(path string, opts ...Option) (*Source, error) {
 	if cfg.clock == nil {
 		return nil, errors.New("local: nil clock")
 	}
-	return &Source{path: path, cfg: cfg, locks: make(map[string]chan struct{})}, nil
+	if cfg.mode != source.ModeDirect && cfg.mode != source.ModeBranch {
+		return nil, fmt.Errorf("local: unknown write mode %d", cfg.mode)
+	}
+	if !changeset.ValidPrefix(cfg.branchPrefix) {
+		return nil, fmt.Errorf("local: invalid change-set branch prefix %q", cfg.branchPrefix)
+	}
+	return &Source{path: path, cfg: cfg}, nil
 }
 
 // repo returns the opened repository, opening it on first use. A failure
@@ -147,16 +158,40 @@ func (s *Source) View(ctx context.Context, rev string) (*source.Snapshot, error)
 	return &source.Snapshot{Revision: rev, Commit: res.commit.String(), FS: r.store.FS(res.tree)}, nil
 }
 
-// Update applies req.Apply on top of the branch req.Revision names and
-// commits the result. Revisions that name anything but a branch fail with
+// Update applies req.Apply on top of a branch and commits the result.
+//
+// Where the commit goes depends on the request and the source's write
+// mode (see WithWriteMode):
+//
+//   - req.ChangeSet set: on that change set, in either mode. A name that
+//     lacks the source's change-set prefix (see WithBranchPrefix) or names
+//     no branch fails with source.ErrChangeSetNotFound.
+//   - source.ModeDirect: on the branch req.Revision names, which moves.
+//   - source.ModeBranch: on a new change-set branch, <prefix><id>, made
+//     from the head of the branch req.Revision names, which does not move.
+//     The result's Branch names the new branch; on a dry run or when
+//     nothing changed no branch is made and Branch is empty.
+//
+// Revisions that name anything but a branch fail with
 // source.ErrNotWritable.
+//
+// An update with req.IdempotencyKey first looks for a commit recording the
+// key among the last changeset.HistoryLimit commits of the branch it would
+// write (in ModeBranch, the change set whose name the key gives); if there
+// is one, it returns that commit's result with Replayed set and writes
+// nothing, or fails with source.ErrIdempotencyKeyReused when the commit was
+// made for another req.Fingerprint (or when the key's change set exists
+// without such a commit). Otherwise the key and fingerprint go into the
+// commit message's trailers. A dry run does not look for the key: it
+// computes the change as usual, and reports no commit. A key that
+// changeset.ValidKey rejects fails the update.
 //
 // Updates of one branch through one Source take turns; if another process
 // moves the branch between reading its head and moving it, the change is
-// applied again on the new head, up to the configured number of retries,
-// and then fails with source.ErrConflict. Nothing is written on a dry run,
-// when the change leaves the tree as it was, or when Apply fails; Apply's
-// error is returned as it is.
+// applied again on the new head (after looking for the key again), up to
+// the configured number of retries, and then fails with source.ErrConflict.
+// Nothing is written on a dry run, when the change leaves the tree as it
+// was, or when Apply fails; Apply's error is returned as it is.
 //
 // The commit's committer is the source's identity (see WithAuthor), dated
 // by its clock; its author is req.Author where set, and the committer
@@ -165,6 +200,9 @@ func (s *Source) Update(ctx context.Context, req *source.UpdateRequest) (*source
 	if req == nil || req.Apply == nil {
 		return nil, errors.New("local: update request without Apply")
 	}
+	if err := changeset.CheckKey(req.IdempotencyKey); err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -172,28 +210,23 @@ func (s *Source) Update(ctx context.Context, req *source.UpdateRequest) (*source
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.resolve(r, req.Revision)
+	t, err := s.target(r, req)
 	if err != nil {
 		return nil, err
-	}
-	if res.branch == "" {
-		what := fmt.Sprintf("%q names a tag or commit", req.Revision)
-		if req.Revision == "" {
-			what = "HEAD is detached"
-		}
-		return nil, fmt.Errorf("%w: %s; only branches can be updated", source.ErrNotWritable, what)
 	}
 	if req.DryRun {
-		result, _, err := s.attempt(ctx, r, res.branch, req)
+		result, _, err := s.attempt(ctx, r, t, req)
 		return result, err
 	}
-	unlock, err := s.lock(ctx, res.branch)
-	if err != nil {
-		return nil, err
+	if t.write != "" {
+		unlock, err := s.locks.Lock(ctx, t.write)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
 	}
-	defer unlock()
 	for attempt := 0; ; attempt++ {
-		result, applyErr, err := s.attempt(ctx, r, res.branch, req)
+		result, applyErr, err := s.attempt(ctx, r, t, req)
 		if applyErr {
 			return nil, err
 		}
@@ -201,105 +234,171 @@ func (s *Source) Update(ctx context.Context, req *source.UpdateRequest) (*source
 			return result, err
 		}
 		if attempt >= s.cfg.maxRetries {
-			return nil, fmt.Errorf("%w: %s moved %d times while the change was being made; try again", source.ErrConflict, res.branch, attempt+1)
+			return nil, fmt.Errorf("%w: %s moved %d times while the change was being made; try again", source.ErrConflict, t.write, attempt+1)
 		}
-		s.cfg.logger.DebugContext(ctx, "branch moved during update; applying again", "branch", res.branch, "attempt", attempt+1)
+		s.cfg.logger.DebugContext(ctx, "branch moved during update; applying again", "branch", t.write, "attempt", attempt+1)
 	}
 }
 
-// attempt applies req on the current head of branch and, unless it is a
-// dry run or changes nothing, commits and moves the branch. applyErr
-// reports that err came from req.Apply.
-func (s *Source) attempt(ctx context.Context, r *repo, branch string, req *source.UpdateRequest) (_ *source.UpdateResult, applyErr bool, _ error) {
-	res, err := s.resolveRef(r, req.Revision, branch)
+// target is where an update goes.
+type target struct {
+	// rev is the revision the base snapshot is resolved from: the change
+	// set, or req.Revision.
+	rev string
+	// base is the full name of the branch whose head the change is
+	// applied on.
+	base string
+	// write is the full name of the branch the commit goes on: base, or a
+	// change set to create; "" for a change set with a random name.
+	write string
+	// create says that write (or the random branch) is made by the
+	// update, expecting it not to exist.
+	create bool
+	// changeSet says that base is the change set the request names.
+	changeSet bool
+}
+
+// target works out where req goes.
+func (s *Source) target(r *repo, req *source.UpdateRequest) (target, error) {
+	if cs := req.ChangeSet; cs != "" {
+		if !changeset.IsChangeSet(s.cfg.branchPrefix, cs) {
+			return target{}, fmt.Errorf("%w: %q is not a change-set branch (%s<id>)", source.ErrChangeSetNotFound, cs, s.cfg.branchPrefix)
+		}
+		name := "refs/heads/" + cs
+		t := target{rev: cs, base: name, write: name, changeSet: true}
+		if _, err := s.head(r, t); err != nil {
+			return target{}, err
+		}
+		return t, nil
+	}
+	res, err := s.resolve(r, req.Revision)
+	if err != nil {
+		return target{}, err
+	}
+	if res.branch == "" {
+		what := fmt.Sprintf("%q names a tag or commit", req.Revision)
+		if req.Revision == "" {
+			what = "HEAD is detached"
+		}
+		return target{}, fmt.Errorf("%w: %s; only branches can be updated", source.ErrNotWritable, what)
+	}
+	t := target{rev: req.Revision, base: res.branch, write: res.branch}
+	if s.cfg.mode == source.ModeBranch {
+		t.create, t.write = true, ""
+		if req.IdempotencyKey != "" {
+			t.write = "refs/heads/" + changeset.BranchName(s.cfg.branchPrefix, req.IdempotencyKey)
+		}
+	}
+	return t, nil
+}
+
+// head returns the head of t's base branch.
+func (s *Source) head(r *repo, t target) (resolved, error) {
+	res, err := s.resolveRef(r, t.rev, t.base)
+	switch {
+	case t.changeSet && errors.Is(err, source.ErrRevisionNotFound):
+		return resolved{}, fmt.Errorf("%w: %q: no such branch", source.ErrChangeSetNotFound, t.rev)
+	case err != nil:
+		return resolved{}, err
+	case t.changeSet && res.branch != t.base:
+		return resolved{}, fmt.Errorf("%w: %q is a symbolic reference", source.ErrChangeSetNotFound, t.rev)
+	}
+	return res, nil
+}
+
+// attempt applies req on the current head of t's base and, unless it is a
+// dry run or changes nothing, commits and moves or creates t's branch.
+// applyErr reports that err came from req.Apply.
+func (s *Source) attempt(ctx context.Context, r *repo, t target, req *source.UpdateRequest) (_ *source.UpdateResult, applyErr bool, _ error) {
+	res, err := s.head(r, t)
 	if err != nil {
 		return nil, false, err
+	}
+	if result, err := s.replay(ctx, r, t, res.commit, req); result != nil || err != nil {
+		return result, false, err
 	}
 	head := res.commit
-	base := &source.Snapshot{Revision: req.Revision, Commit: head.String(), FS: r.store.FS(res.tree)}
-	ov := gitfs.NewOverlay(r.store.FS(res.tree))
-	if err := req.Apply(ctx, base, ov); err != nil {
-		return nil, true, err
-	}
-	changes, err := ov.Changes()
+	committer := source.Signature{Name: s.cfg.authorName, Email: s.cfg.authorEmail, When: s.cfg.clock()}
+	p, applyErr, err := changeset.Prepare(ctx, r.store, changeset.Base{Revision: t.rev, Commit: head, Tree: res.tree},
+		req, shortBranch(t.write), committer)
 	if err != nil {
-		return nil, false, err
+		return nil, applyErr, err
 	}
-	result := &source.UpdateResult{
-		Unchanged: len(changes) == 0,
-		Branch:    strings.TrimPrefix(branch, "refs/heads/"),
-		Base:      head.String(),
-		Changes:   fileChanges(changes),
-	}
+	result, commit := p.Result, p.Commit
 	if result.Unchanged || req.DryRun {
+		if t.create {
+			result.Branch = "" // no change set is made
+		}
 		return result, false, nil
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, false, err
-	}
-	tree, err := r.store.BuildTree(ctx, res.tree, changes)
+	branch, err := s.move(ctx, r, t, head, commit, &gitfs.ReflogEntry{Who: committer, Message: "commit: " + req.Message})
 	if err != nil {
-		return nil, false, fmt.Errorf("write tree: %w", err)
-	}
-	now := s.cfg.clock()
-	committer := source.Signature{Name: s.cfg.authorName, Email: s.cfg.authorEmail, When: now}
-	author := committer
-	if a := req.Author; a != nil {
-		if name := gitfs.SanitizeIdent(a.Name); name != "" {
-			author.Name = name
-		}
-		if email := gitfs.SanitizeIdent(a.Email); email != "" {
-			author.Email = email
-		}
-		if !a.When.IsZero() {
-			author.When = a.When
-		}
-	}
-	commit, err := r.store.WriteCommit(&gitfs.Commit{
-		Tree:      tree,
-		Parents:   []plumbing.Hash{head},
-		Author:    author,
-		Committer: committer,
-		Message:   req.Message,
-	})
-	if err != nil {
-		return nil, false, fmt.Errorf("write commit: %w", err)
-	}
-	if err := r.refs.Update(ctx, branch, head, commit, &gitfs.ReflogEntry{Who: committer, Message: "commit: " + req.Message}); err != nil {
 		if errors.Is(err, gitfs.ErrRefLocked) {
 			err = fmt.Errorf("%w: %w", source.ErrUnavailable, err)
 		}
 		return nil, false, err
 	}
+	result.Branch = shortBranch(branch)
 	result.Commit = commit.String()
 	return result, false, nil
 }
 
-func fileChanges(changes []gitfs.Change) []source.FileChange {
-	if len(changes) == 0 {
-		return nil
+// maxNameAttempts bounds how many random change-set names an update tries
+// before giving up; a name is tried again only when a branch of that name
+// exists.
+const maxNameAttempts = 8
+
+// move points t's branch at commit, made on head, and returns the branch's
+// full name. A branch that moved, or a change set named after a key that
+// exists, gives an error wrapping gitfs.ErrRefMoved.
+func (s *Source) move(ctx context.Context, r *repo, t target, head, commit plumbing.Hash, log *gitfs.ReflogEntry) (string, error) {
+	switch {
+	case !t.create:
+		return t.write, r.refs.Update(ctx, t.write, head, commit, log)
+	case t.write != "":
+		return t.write, r.refs.Update(ctx, t.write, plumbing.ZeroHash, commit, log)
 	}
-	out := make([]source.FileChange, len(changes))
-	for i := range changes {
-		c := &changes[i]
-		out[i] = source.FileChange{Path: c.Path, Op: c.Op, Diff: c.Diff()}
+	for range maxNameAttempts {
+		name := "refs/heads/" + changeset.BranchName(s.cfg.branchPrefix, "")
+		if err := r.refs.Update(ctx, name, plumbing.ZeroHash, commit, log); !errors.Is(err, gitfs.ErrRefMoved) {
+			return name, err
+		}
 	}
-	return out
+	return "", fmt.Errorf("%w: %d random change-set names in a row were taken", source.ErrConflict, maxNameAttempts)
 }
 
-// lock takes the in-process lock of branch, waiting until ctx is done.
-func (s *Source) lock(ctx context.Context, branch string) (unlock func(), err error) {
-	s.locksMu.Lock()
-	sem, ok := s.locks[branch]
-	if !ok {
-		sem = make(chan struct{}, 1)
-		s.locks[branch] = sem
+// replay returns the result of an earlier update with req's idempotency
+// key on the branch t writes, if there is one, and nil otherwise (always
+// on a dry run). head is
+// the head of t's base, which is the branch t writes unless t creates it.
+func (s *Source) replay(ctx context.Context, r *repo, t target, head plumbing.Hash, req *source.UpdateRequest) (*source.UpdateResult, error) {
+	key := req.IdempotencyKey
+	if key == "" || t.write == "" || req.DryRun {
+		return nil, nil
 	}
-	s.locksMu.Unlock()
-	select {
-	case sem <- struct{}{}:
-		return func() { <-sem }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if t.create {
+		res, err := s.resolveRef(r, t.rev, t.write)
+		if errors.Is(err, source.ErrRevisionNotFound) {
+			return nil, nil // the key's change set is still to be made
+		}
+		if err != nil {
+			return nil, err
+		}
+		head = res.commit
 	}
+	c, found, err := changeset.Find(ctx, r.store, head, key, changeset.HistoryLimit)
+	switch {
+	case err != nil:
+		return nil, err
+	case found:
+		return changeset.Replay(ctx, r.store, t.write, c, req.Fingerprint)
+	case t.create:
+		return nil, fmt.Errorf("%w: branch %s, named after the key, exists but none of its last %d commits records the key",
+			source.ErrIdempotencyKeyReused, shortBranch(t.write), changeset.HistoryLimit)
+	}
+	return nil, nil
+}
+
+func shortBranch(name string) string {
+	return strings.TrimPrefix(name, "refs/heads/")
 }

@@ -98,6 +98,10 @@ func TestOpenOptions(t *testing.T) {
 		{"empty email", "x", []local.Option{local.WithAuthor("a", "")}},
 		{"negative retries", "x", []local.Option{local.WithMaxRetries(-1)}},
 		{"nil clock", "x", []local.Option{local.WithClock(nil)}},
+		{"unknown write mode", "x", []local.Option{local.WithWriteMode(source.WriteMode(7))}},
+		{"empty branch prefix", "x", []local.Option{local.WithBranchPrefix("")}},
+		{"invalid branch prefix", "x", []local.Option{local.WithBranchPrefix("cup..")}},
+		{"branch prefix with space", "x", []local.Option{local.WithBranchPrefix("cup /")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -438,6 +442,52 @@ func TestGitInterop(t *testing.T) {
 	}
 	if got := git(t, dir, "rev-parse", "main"); got != res.Commit {
 		t.Fatalf("git rev-parse main = %s, want %s", got, res.Commit)
+	}
+	git(t, dir, "fsck", "--strict", "--no-dangling")
+}
+
+func TestChangeSetsWithGit(t *testing.T) {
+	t.Parallel()
+	dir, base := newRepo(t, map[string]string{"a.txt": "a\n"})
+	src := open(t, dir, local.WithWriteMode(source.ModeBranch), local.WithBranchPrefix("proposals/"))
+	ctx := t.Context()
+	req := &source.UpdateRequest{
+		Message:        "Change a\n\nSigned-off-by: A <a@example.com>\n",
+		IdempotencyKey: "order-1",
+		Fingerprint:    "fp-1",
+		Apply:          write(map[string]string{"a.txt": "A\n"}),
+	}
+	first, err := src.Update(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	git(t, dir, "fsck", "--strict", "--no-dangling")
+	if got := git(t, dir, "for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads/proposals/"); got != first.Branch+" "+first.Commit {
+		t.Fatalf("git for-each-ref = %q, want %s at %s", got, first.Branch, first.Commit)
+	}
+	if got := git(t, dir, "log", "-1", "--format=%(trailers:only,unfold)", first.Branch); got != "Signed-off-by: A <a@example.com>\nCup-Idempotency-Key: order-1\nCup-Request: fp-1" {
+		t.Fatalf("trailers git reads = %q", got)
+	}
+	if got := git(t, dir, "rev-parse", "main"); got != base {
+		t.Fatalf("main moved to %s", got)
+	}
+
+	// With everything packed, the change set and the key are found still.
+	git(t, dir, "gc", "--prune=now", "--quiet")
+	git(t, dir, "pack-refs", "--all")
+	again, err := src.Update(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Replayed || again.Commit != first.Commit || again.Branch != first.Branch {
+		t.Fatalf("repeat = %+v, want a replay of %+v", again, first)
+	}
+	next, err := src.Update(ctx, &source.UpdateRequest{ChangeSet: first.Branch, Message: "more\n", Apply: write(map[string]string{"b.txt": "b\n"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := git(t, dir, "rev-parse", first.Branch); got != next.Commit || next.Base != first.Commit {
+		t.Fatalf("%s = %s, want %s over %s", first.Branch, got, next.Commit, first.Commit)
 	}
 	git(t, dir, "fsck", "--strict", "--no-dangling")
 }

@@ -9,14 +9,18 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	open := func(t *testing.T, dir string, opts ...local.Option) source.Source {
+		src, err := local.Open(dir, append([]local.Option{local.WithLogger(testLogger(t))}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { src.Close() })
+		return src
+	}
 	sourcetest.Run(t, sourcetest.Harness{
-		Open: func(t *testing.T, dir string) source.Source {
-			src, err := local.Open(dir, local.WithLogger(testLogger(t)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { src.Close() })
-			return src
+		Open: func(t *testing.T, dir string) source.Source { return open(t, dir) },
+		OpenMode: func(t *testing.T, dir string, mode source.WriteMode, prefix string) source.Source {
+			return open(t, dir, local.WithWriteMode(mode), local.WithBranchPrefix(prefix))
 		},
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cup-dev/cup/internal/gitfs"
+	"github.com/cup-dev/cup/source"
 )
 
 // Option configures a Source.
@@ -19,6 +20,8 @@ type config struct {
 	treeCacheSize int
 	blobCacheSize int64
 	clock         func() time.Time
+	mode          source.WriteMode
+	branchPrefix  string
 }
 
 func defaultConfig() config {
@@ -30,6 +33,8 @@ func defaultConfig() config {
 		treeCacheSize: gitfs.DefaultTreeCacheSize,
 		blobCacheSize: gitfs.DefaultBlobCacheSize,
 		clock:         time.Now,
+		mode:          source.ModeDirect,
+		branchPrefix:  source.DefaultBranchPrefix,
 	}
 }
 
@@ -83,4 +88,20 @@ func WithBlobCacheSize(bytes int64) Option {
 // in tests. The default is time.Now.
 func WithClock(now func() time.Time) Option {
 	return func(c *config) { c.clock = now }
+}
+
+// WithWriteMode sets where updates commit: on their target branch
+// (source.ModeDirect) or on a new change-set branch made from its head
+// (source.ModeBranch); see Source.Update. The default is source.ModeDirect.
+func WithWriteMode(mode source.WriteMode) Option {
+	return func(c *config) { c.mode = mode }
+}
+
+// WithBranchPrefix sets the prefix of the names of change-set branches:
+// the branches updates make in source.ModeBranch, and the only ones
+// UpdateRequest.ChangeSet may name. It must not be empty, and prefix
+// followed by an id must be a valid branch name. The default is
+// source.DefaultBranchPrefix ("cup/").
+func WithBranchPrefix(prefix string) Option {
+	return func(c *config) { c.branchPrefix = prefix }
 }

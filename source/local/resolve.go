@@ -12,44 +12,6 @@ import (
 	"github.com/cup-dev/cup/source"
 )
 
-// maxRevisionLen bounds the length of a revision.
-const maxRevisionLen = 1024
-
-// checkRevision rejects revisions that are not well formed, or that use
-// syntax this source does not support, with an error wrapping
-// source.ErrInvalidRevision.
-func checkRevision(rev string) error {
-	why := ""
-	switch {
-	case len(rev) > maxRevisionLen:
-		why = fmt.Sprintf("longer than %d bytes", maxRevisionLen)
-	case strings.HasPrefix(rev, "-"):
-		why = "starts with '-'"
-	case strings.HasPrefix(rev, "~") || strings.HasPrefix(rev, "^"):
-		why = "has no name before '~' or '^'"
-	case strings.Contains(rev, ".."):
-		why = "contains '..'; ranges are not revisions"
-	case strings.Contains(rev, "@{"):
-		why = "uses the @{...} syntax, which is not supported"
-	case strings.HasPrefix(rev, "/") || strings.HasSuffix(rev, "/") || strings.Contains(rev, "//"):
-		why = "has an empty path element"
-	case strings.HasSuffix(rev, ".lock") || strings.HasSuffix(rev, "."):
-		why = "ends with '.lock' or '.'"
-	}
-	for i := 0; why == "" && i < len(rev); i++ {
-		switch c := rev[i]; {
-		case c < 0x20 || c == 0x7f:
-			why = "contains a control character"
-		case strings.IndexByte(" :?*[\\{}", c) >= 0:
-			why = fmt.Sprintf("contains %q", c)
-		}
-	}
-	if why != "" {
-		return fmt.Errorf("%w %q: %s", source.ErrInvalidRevision, rev, why)
-	}
-	return nil
-}
-
 // resolved is what a revision names.
 type resolved struct {
 	peeled
@@ -62,7 +24,7 @@ type resolved struct {
 // then tags; full commit ids directly; anything else with go-git's
 // revision parser.
 func (s *Source) resolve(r *repo, rev string) (resolved, error) {
-	if err := checkRevision(rev); err != nil {
+	if err := source.CheckRevision(rev); err != nil {
 		return resolved{}, err
 	}
 	if rev == "" {

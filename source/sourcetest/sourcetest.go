@@ -4,13 +4,17 @@
 // Each implementation runs the suite from its own tests:
 //
 //	func TestConformance(t *testing.T) {
+//		open := func(t *testing.T, dir string, opts ...mysource.Option) source.Source {
+//			src, err := mysource.Open(dir, opts...)
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			return src
+//		}
 //		sourcetest.Run(t, sourcetest.Harness{
-//			Open: func(t *testing.T, dir string) source.Source {
-//				src, err := mysource.Open(dir)
-//				if err != nil {
-//					t.Fatal(err)
-//				}
-//				return src
+//			Open: func(t *testing.T, dir string) source.Source { return open(t, dir) },
+//			OpenMode: func(t *testing.T, dir string, mode source.WriteMode, prefix string) source.Source {
+//				return open(t, dir, mysource.WithWriteMode(mode), mysource.WithBranchPrefix(prefix))
 //			},
 //		})
 //	}
@@ -61,6 +65,11 @@ type Harness struct {
 	// commits at once, such as local, leave it nil; the suite then checks
 	// that they do.
 	Sync func(t *testing.T, src source.Source)
+	// OpenMode, when not nil, returns a new source over the bare
+	// repository at dir that writes in mode and names change sets with
+	// prefix. Without it the tests of write modes and change sets are
+	// skipped; those of idempotency keys in direct mode use Open.
+	OpenMode func(t *testing.T, dir string, mode source.WriteMode, prefix string) source.Source
 }
 
 // Run runs the conformance suite as parallel subtests of t.
@@ -94,6 +103,20 @@ func Run(t *testing.T, h Harness) {
 		{"UpdateAfterExternalCommit", testUpdateAfterExternalCommit},
 		{"UpdateRetriesWhenBranchMoves", testUpdateRetriesWhenBranchMoves},
 		{"UpdateConflict", testUpdateConflict},
+		{"BranchModeCreatesChangeSet", testBranchModeCreatesChangeSet},
+		{"BranchModeWritesNothingForNothing", testBranchModeWritesNothingForNothing},
+		{"BranchModeConcurrent", testBranchModeConcurrent},
+		{"ChangeSetAddsCommits", testChangeSetAddsCommits},
+		{"ChangeSetNotFound", testChangeSetNotFound},
+		{"IdempotentDirect", testIdempotentDirect},
+		{"IdempotencyKeyReused", testIdempotencyKeyReused},
+		{"IdempotencyKeyInvalid", testIdempotencyKeyInvalid},
+		{"IdempotentUnchanged", testIdempotentUnchanged},
+		{"IdempotentKeyLandedElsewhere", testIdempotentKeyLandedElsewhere},
+		{"IdempotentKeyLandsDuringUpdate", testIdempotentKeyLandsDuringUpdate},
+		{"IdempotentBranchMode", testIdempotentBranchMode},
+		{"IdempotentBranchModeConcurrent", testIdempotentBranchModeConcurrent},
+		{"IdempotentBranchTaken", testIdempotentBranchTaken},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

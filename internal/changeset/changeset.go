@@ -1,0 +1,200 @@
+package changeset
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/cup-dev/cup/internal/gitfs"
+	"github.com/cup-dev/cup/source"
+)
+
+// MaxKeyLen is the length in bytes of the longest idempotency key.
+const MaxKeyLen = 128
+
+// BranchName returns the name of a new change-set branch: prefix followed
+// by 10 random lowercase hexadecimal digits when key is empty, and
+// otherwise by the first 16 hexadecimal digits of the SHA-256 of key, so
+// that every update with the same key names the same branch.
+func BranchName(prefix, key string) string {
+	if key == "" {
+		var b [5]byte
+		rand.Read(b[:]) // never fails
+		return prefix + hex.EncodeToString(b[:])
+	}
+	sum := sha256.Sum256([]byte(key))
+	return prefix + hex.EncodeToString(sum[:8])
+}
+
+// ValidPrefix reports whether prefix can begin the names of change-set
+// branches: it is not empty, and prefix followed by an id is a valid
+// branch name.
+func ValidPrefix(prefix string) bool {
+	return prefix != "" && gitfs.ValidRefName("refs/heads/"+prefix+"0")
+}
+
+// IsChangeSet reports whether branch, a short branch name such as
+// UpdateResult.Branch holds, names a change set of prefix: it is a valid
+// branch name made of prefix and a non-empty id.
+func IsChangeSet(prefix, branch string) bool {
+	return prefix != "" && len(branch) > len(prefix) && strings.HasPrefix(branch, prefix) &&
+		gitfs.ValidRefName("refs/heads/"+branch)
+}
+
+// ValidKey reports whether key is a well-formed idempotency key: 1 to
+// [MaxKeyLen] bytes of printable ASCII without spaces (0x21 to 0x7e).
+func ValidKey(key string) bool {
+	if key == "" || len(key) > MaxKeyLen {
+		return false
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x21 || key[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckKey returns an error saying what is wrong with key if it is not a
+// valid idempotency key (see [ValidKey]), and nil otherwise, also for the
+// empty key, which means none.
+func CheckKey(key string) error {
+	switch {
+	case key == "" || ValidKey(key):
+		return nil
+	case len(key) > MaxKeyLen:
+		return fmt.Errorf("invalid idempotency key: longer than %d bytes", MaxKeyLen)
+	}
+	return fmt.Errorf("invalid idempotency key %q: want printable ASCII characters without spaces", key)
+}
+
+// Message returns the commit message of an update with idempotency key key
+// and request fingerprint fingerprint: msg followed by the trailers
+// source.TrailerIdempotencyKey and source.TrailerRequest (the latter
+// left out when fingerprint is empty). The trailers join a trailer block
+// that msg ends with; otherwise a blank line separates them from msg, as
+// git interpret-trailers would. When key is empty, msg is returned as it
+// is.
+//
+// key should satisfy [ValidKey]; fingerprint may be anything. Bytes that
+// are not printable ASCII are dropped from both, and spaces from the key,
+// so that neither can end the trailer block or add trailers of its own;
+// [Replay] compares fingerprints the same way.
+func Message(msg, key, fingerprint string) string {
+	if key == "" {
+		return msg
+	}
+	var b strings.Builder
+	body := strings.TrimRight(msg, " \t\r\n")
+	b.WriteString(body)
+	switch _, ok := trailerBlock(body); {
+	case ok:
+		b.WriteByte('\n')
+	case body == "":
+		// An empty title: git never reads the first paragraph as trailers.
+		b.WriteByte('\n')
+	default:
+		b.WriteString("\n\n")
+	}
+	writeTrailer(&b, source.TrailerIdempotencyKey, printable(key, 0x21))
+	if fp := fingerprintValue(fingerprint); fp != "" {
+		writeTrailer(&b, source.TrailerRequest, fp)
+	}
+	return b.String()
+}
+
+func writeTrailer(b *strings.Builder, name, value string) {
+	b.WriteString(name)
+	b.WriteString(": ")
+	b.WriteString(value)
+	b.WriteByte('\n')
+}
+
+// printable drops the bytes of s outside min to 0x7e.
+func printable(s string, min byte) string {
+	return strings.Map(func(r rune) rune {
+		if r < rune(min) || r > 0x7e {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// fingerprintValue is the trailer value that records fingerprint.
+func fingerprintValue(fingerprint string) string {
+	return strings.TrimSpace(printable(fingerprint, 0x20))
+}
+
+// Trailer returns the value of the last trailer called name (compared
+// without regard to case, as git does) in the trailer block that ends
+// message: its last paragraph, when that is not the first (the title) and
+// every line of it is a "Token: value" line or the indented continuation
+// of one. Continuation lines are joined to the value with single spaces.
+func Trailer(message, name string) (string, bool) {
+	lines, ok := trailerBlock(message)
+	if !ok {
+		return "", false
+	}
+	var value string
+	found, current := false, false
+	for _, line := range lines {
+		if line[0] == ' ' || line[0] == '\t' {
+			if current {
+				value += " " + strings.TrimSpace(line)
+			}
+			continue
+		}
+		token, v, _ := strings.Cut(line, ":")
+		current = strings.EqualFold(strings.TrimRight(token, " \t"), name)
+		if current {
+			value, found = strings.TrimSpace(v), true
+		}
+	}
+	return value, found
+}
+
+// trailerBlock returns the lines of the trailer block that ends message.
+func trailerBlock(message string) ([]string, bool) {
+	lines := strings.Split(strings.TrimRight(message, " \t\r\n"), "\n")
+	start := -1
+	for i := len(lines) - 1; i >= 0; i-- {
+		lines[i] = strings.TrimRight(lines[i], "\r")
+		if strings.TrimSpace(lines[i]) == "" {
+			start = i + 1
+			break
+		}
+	}
+	if start < 0 || start == len(lines) {
+		return nil, false // a single paragraph is the title
+	}
+	block := lines[start:]
+	for i, line := range block {
+		cont := line[0] == ' ' || line[0] == '\t'
+		if cont && i == 0 || !cont && !isTrailerLine(line) {
+			return nil, false
+		}
+	}
+	return block, true
+}
+
+// isTrailerLine reports whether line is "Token: value": a token of
+// letters, digits and hyphens, optional blanks, and a colon.
+func isTrailerLine(line string) bool {
+	i := 0
+	for i < len(line) && (isAlnum(line[i]) || line[i] == '-') {
+		i++
+	}
+	if i == 0 {
+		return false
+	}
+	for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
+		i++
+	}
+	return i < len(line) && line[i] == ':'
+}
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}

@@ -1,0 +1,23 @@
+// Package changeset is what the sources share about change sets and
+// idempotent updates, so that every source names branches, records keys
+// and recognises repeated requests the same way, and a repository written
+// by one can be served by another.
+//
+// A change set is a branch <prefix><id> that an update in
+// [source.ModeBranch] makes from the head of its target branch; later
+// updates add commits to it. [BranchName] makes its name: random for an
+// update without idempotency key, derived from the key otherwise, so that
+// a repeated request can never make a second branch.
+//
+// An update with an idempotency key records the key and the request's
+// fingerprint as trailers of its commit message ([Message]). Before
+// applying a keyed update a source looks for an earlier commit with the
+// key ([Find]) on the branch the update would write, and if it finds one
+// answers with that commit's result ([Replay]) instead of writing again.
+// Because the record lives in the repository, a repeat is recognised by any
+// process, after any failure, also when the first caller never saw its
+// answer.
+//
+// Nothing in this package starts goroutines or keeps state; its functions
+// are safe for concurrent use.
+package changeset

@@ -1,0 +1,99 @@
+package changeset
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/cup-dev/cup/internal/gitfs"
+	"github.com/cup-dev/cup/source"
+)
+
+// Base is the commit an update starts from.
+type Base struct {
+	// Revision is what the caller named (for the snapshot Apply sees).
+	Revision string
+	// Commit and Tree are the head commit of the branch and its tree.
+	Commit, Tree plumbing.Hash
+}
+
+// Prepared is an update applied and committed to the object store but not
+// yet published (by moving or pushing a branch).
+type Prepared struct {
+	// Result is the answer so far: Branch as given to Prepare, Base, and
+	// Changes. Commit is empty until the source sets it after publishing.
+	Result *source.UpdateResult
+	// Commit and Tree are the new commit and its tree; zero when the update
+	// is a dry run or changes nothing (see Result.Unchanged).
+	Commit, Tree plumbing.Hash
+	// Changes are the changed files.
+	Changes []gitfs.Change
+}
+
+// Prepare runs req.Apply on base and, unless req is a dry run or changes
+// nothing, writes the new tree and a commit on base to store: the step
+// every source takes before publishing. The committer is committer; the
+// author is req.Author where it is set. branch is the branch the update
+// will write ("" when not known yet). applyErr reports that err came from
+// req.Apply, which is returned as it is.
+func Prepare(ctx context.Context, store *gitfs.Store, base Base, req *source.UpdateRequest, branch string, committer source.Signature) (_ *Prepared, applyErr bool, _ error) {
+	snap := &source.Snapshot{Revision: base.Revision, Commit: base.Commit.String(), FS: store.FS(base.Tree)}
+	ov := gitfs.NewOverlay(store.FS(base.Tree))
+	if err := req.Apply(ctx, snap, ov); err != nil {
+		return nil, true, err
+	}
+	changes, err := ov.Changes()
+	if err != nil {
+		return nil, false, err
+	}
+	p := &Prepared{
+		Result: &source.UpdateResult{
+			Unchanged: len(changes) == 0,
+			Branch:    branch,
+			Base:      base.Commit.String(),
+			Changes:   FileChanges(changes),
+		},
+		Changes: changes,
+	}
+	if p.Result.Unchanged || req.DryRun {
+		return p, false, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	if p.Tree, err = store.BuildTree(ctx, base.Tree, changes); err != nil {
+		return nil, false, fmt.Errorf("write tree: %w", err)
+	}
+	p.Commit, err = store.WriteCommit(&gitfs.Commit{
+		Tree:      p.Tree,
+		Parents:   []plumbing.Hash{base.Commit},
+		Author:    Author(committer, req.Author),
+		Committer: committer,
+		Message:   Message(req.Message, req.IdempotencyKey, req.Fingerprint),
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("write commit: %w", err)
+	}
+	return p, false, nil
+}
+
+// Author returns the author of a commit by committer on behalf of a: each
+// of a's fields that is set (after gitfs.SanitizeIdent) replaces
+// committer's.
+func Author(committer source.Signature, a *source.Signature) source.Signature {
+	author := committer
+	if a == nil {
+		return author
+	}
+	if name := gitfs.SanitizeIdent(a.Name); name != "" {
+		author.Name = name
+	}
+	if email := gitfs.SanitizeIdent(a.Email); email != "" {
+		author.Email = email
+	}
+	if !a.When.IsZero() {
+		author.When = a.When
+	}
+	return author
+}

@@ -1,0 +1,100 @@
+package changeset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/cup-dev/cup/internal/gitfs"
+	"github.com/cup-dev/cup/source"
+)
+
+// HistoryLimit is how many commits of a branch the sources search for an
+// earlier update with the same idempotency key. A key is recognised while
+// its commit is among the last HistoryLimit commits of the branch's
+// first-parent history; a repeat that comes later is applied again.
+const HistoryLimit = 200
+
+// Find walks the first-parent history of head, newest first, through at
+// most limit commits, and returns the first commit whose message records
+// the idempotency key key (see [Message]). It reports false when there is
+// none, when key is empty, or when the history ends: at a root commit, or
+// at a parent that the store does not hold (the edge of a shallow clone).
+func Find(ctx context.Context, store *gitfs.Store, head plumbing.Hash, key string, limit int) (*gitfs.CommitInfo, bool, error) {
+	if key == "" {
+		return nil, false, nil
+	}
+	h := head
+	for i := 0; i < limit && !h.IsZero(); i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
+		c, err := store.ReadCommit(h)
+		if i > 0 && errors.Is(err, plumbing.ErrObjectNotFound) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		if strings.Contains(c.Message, key) {
+			if v, ok := Trailer(c.Message, source.TrailerIdempotencyKey); ok && v == key {
+				return c, true, nil
+			}
+		}
+		h = c.FirstParent()
+	}
+	return nil, false, nil
+}
+
+// Replay returns the result of the earlier update that made commit c on
+// branch (a short or full branch name), as [Find] found it, for a repeat
+// of that update with the request fingerprint fingerprint: Branch, Base
+// (c's first parent), Commit and Changes (c's changes to that parent's
+// tree, diffs included) as the update returned them, and Replayed set.
+// When c records another fingerprint the key was reused for a different
+// request, and Replay fails with an error wrapping
+// source.ErrIdempotencyKeyReused.
+func Replay(ctx context.Context, store *gitfs.Store, branch string, c *gitfs.CommitInfo, fingerprint string) (*source.UpdateResult, error) {
+	if got, _ := Trailer(c.Message, source.TrailerRequest); got != fingerprintValue(fingerprint) {
+		key, _ := Trailer(c.Message, source.TrailerIdempotencyKey)
+		return nil, fmt.Errorf("%w: key %q made commit %s for another request; use a new key for a new request",
+			source.ErrIdempotencyKeyReused, key, c.Hash)
+	}
+	res := &source.UpdateResult{
+		Branch:   strings.TrimPrefix(branch, "refs/heads/"),
+		Commit:   c.Hash.String(),
+		Replayed: true,
+	}
+	var baseTree plumbing.Hash
+	if parent := c.FirstParent(); !parent.IsZero() {
+		p, err := store.ReadCommit(parent)
+		if err != nil {
+			return nil, err
+		}
+		res.Base, baseTree = parent.String(), p.Tree
+	}
+	changes, err := store.DiffTrees(ctx, baseTree, c.Tree)
+	if err != nil {
+		return nil, err
+	}
+	res.Changes = FileChanges(changes)
+	return res, nil
+}
+
+// FileChanges converts changes, as [gitfs.Overlay.Changes] and
+// [gitfs.Store.DiffTrees] report them, to the changes an UpdateResult
+// lists, computing their diffs. It returns nil for no changes.
+func FileChanges(changes []gitfs.Change) []source.FileChange {
+	if len(changes) == 0 {
+		return nil
+	}
+	out := make([]source.FileChange, len(changes))
+	for i := range changes {
+		c := &changes[i]
+		out[i] = source.FileChange{Path: c.Path, Op: c.Op, Diff: c.Diff()}
+	}
+	return out
+}

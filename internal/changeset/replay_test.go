@@ -1,0 +1,197 @@
+package changeset_test
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/cup-dev/cup/internal/changeset"
+	"github.com/cup-dev/cup/internal/gitfs"
+	"github.com/cup-dev/cup/source"
+)
+
+// history is a chain of commits in a store.
+type history struct {
+	t     *testing.T
+	store *gitfs.Store
+	head  plumbing.Hash
+	tree  plumbing.Hash
+}
+
+func newHistory(t *testing.T) *history {
+	return &history{t: t, store: gitfs.NewStore(memory.NewStorage())}
+}
+
+// commit adds a commit on top of the head writing files ("" removes) with
+// message msg, and returns it.
+func (h *history) commit(msg string, files map[string]string) plumbing.Hash {
+	h.t.Helper()
+	var changes []gitfs.Change
+	for _, p := range slices.Sorted(maps.Keys(files)) {
+		c := gitfs.Change{Path: p, Op: source.OpCreate, Mode: filemode.Regular, Data: []byte(files[p])}
+		if files[p] == "" {
+			c = gitfs.Change{Path: p, Op: source.OpDelete}
+		}
+		changes = append(changes, c)
+	}
+	tree, err := h.store.BuildTree(h.t.Context(), h.tree, changes)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return h.commitTree(msg, tree, h.head)
+}
+
+func (h *history) commitTree(msg string, tree plumbing.Hash, parents ...plumbing.Hash) plumbing.Hash {
+	h.t.Helper()
+	sig := source.Signature{Name: "t", Email: "t@localhost", When: time.Unix(1700000000, 0).UTC()}
+	c := &gitfs.Commit{Tree: tree, Author: sig, Committer: sig, Message: msg}
+	for _, p := range parents {
+		if !p.IsZero() {
+			c.Parents = append(c.Parents, p)
+		}
+	}
+	id, err := h.store.WriteCommit(c)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.head, h.tree = id, tree
+	return id
+}
+
+func TestFind(t *testing.T) {
+	t.Parallel()
+	h := newHistory(t)
+	c1 := h.commit("initial\n", map[string]string{"a.txt": "a\n"})
+	c2 := h.commit(changeset.Message("keyed\n", "k-1", "fp"), map[string]string{"b.txt": "b\n"})
+	h.commit("mentions k-2 in its body only\n\nCup-Idempotency-Key: k-2 is not here\n\nthe end\n", map[string]string{"c.txt": "c\n"})
+	c4 := h.commit(changeset.Message("keyed again\n", "k-1", "other"), map[string]string{"d.txt": "d\n"})
+	head := h.commit("latest\n", map[string]string{"e.txt": "e\n"})
+	// A commit whose parent is missing, as at the edge of a shallow clone.
+	shallow := h.commitTree(changeset.Message("shallow\n", "k-3", ""), h.tree, plumbing.NewHash(strings.Repeat("ab", 20)))
+
+	tests := []struct {
+		name  string
+		head  plumbing.Hash
+		key   string
+		limit int
+		want  plumbing.Hash // zero: not found
+	}{
+		{"newest wins", head, "k-1", 200, c4},
+		{"from an older head", c2, "k-1", 200, c2},
+		{"limit reaches it", head, "k-1", 2, c4},
+		{"limit stops short", head, "k-1", 1, plumbing.ZeroHash},
+		{"only in a body", head, "k-2", 200, plumbing.ZeroHash},
+		{"absent", head, "nope", 200, plumbing.ZeroHash},
+		{"prefix of a key", head, "k-", 200, plumbing.ZeroHash},
+		{"empty key", head, "", 200, plumbing.ZeroHash},
+		{"root reached", c1, "k-1", 200, plumbing.ZeroHash},
+		{"zero head", plumbing.ZeroHash, "k-1", 200, plumbing.ZeroHash},
+		{"head is it, parent missing", shallow, "k-3", 200, shallow},
+		{"parent missing ends the walk", shallow, "k-1", 200, plumbing.ZeroHash},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, ok, err := changeset.Find(t.Context(), h.store, tt.head, tt.key, tt.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok != !tt.want.IsZero() || ok && c.Hash != tt.want {
+				t.Fatalf("Find = %+v, %v; want %s", c, ok, tt.want)
+			}
+		})
+	}
+}
+
+func TestFindErrors(t *testing.T) {
+	t.Parallel()
+	h := newHistory(t)
+	head := h.commit(changeset.Message("keyed\n", "k-1", "fp"), map[string]string{"a": "a"})
+	if _, _, err := changeset.Find(t.Context(), h.store, plumbing.NewHash(strings.Repeat("ab", 20)), "k-1", 10); !errors.Is(err, plumbing.ErrObjectNotFound) {
+		t.Errorf("Find from a missing head: err = %v, want ErrObjectNotFound", err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, _, err := changeset.Find(ctx, h.store, head, "k-1", 10); !errors.Is(err, context.Canceled) {
+		t.Errorf("Find with a canceled context: err = %v, want context.Canceled", err)
+	}
+}
+
+func TestReplay(t *testing.T) {
+	t.Parallel()
+	h := newHistory(t)
+	c1 := h.commit("initial\n", map[string]string{"a.txt": "a\n", "dir/b.txt": "b\n"})
+	c2 := h.commit(changeset.Message("keyed\n", "k-1", "fp"), map[string]string{"a.txt": "a\nmore\n", "dir/b.txt": "", "new.txt": "new\n"})
+	commit, err := h.store.ReadCommit(c2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantChanges := []source.FileChange{
+		{Path: "a.txt", Op: source.OpUpdate, Diff: "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1,2 @@\n a\n+more\n"},
+		{Path: "dir/b.txt", Op: source.OpDelete, Diff: "--- a/dir/b.txt\n+++ b/dir/b.txt\n@@ -1 +0,0 @@\n-b\n"},
+		{Path: "new.txt", Op: source.OpCreate, Diff: "--- a/new.txt\n+++ b/new.txt\n@@ -0,0 +1 @@\n+new\n"},
+	}
+	for _, branch := range []string{"main", "refs/heads/main"} {
+		res, err := changeset.Replay(t.Context(), h.store, branch, commit, "fp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Branch != "main" || res.Base != c1.String() || res.Commit != c2.String() || !res.Replayed || res.Unchanged {
+			t.Fatalf("Replay(%q) = %+v", branch, res)
+		}
+		if !slices.Equal(res.Changes, wantChanges) {
+			t.Fatalf("changes:\n got %+v\nwant %+v", res.Changes, wantChanges)
+		}
+	}
+	for _, fp := range []string{"", "other", "fp2"} {
+		if _, err := changeset.Replay(t.Context(), h.store, "main", commit, fp); !errors.Is(err, source.ErrIdempotencyKeyReused) {
+			t.Errorf("Replay with fingerprint %q: err = %v, want ErrIdempotencyKeyReused", fp, err)
+		}
+	}
+	// A fingerprint is compared as Message records it.
+	c3 := h.commit(changeset.Message("odd fingerprint\n", "k-2", " f\np "), map[string]string{"x": "x"})
+	if commit, err = h.store.ReadCommit(c3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := changeset.Replay(t.Context(), h.store, "main", commit, " f\np "); err != nil {
+		t.Errorf("Replay with the fingerprint the commit was made with: %v", err)
+	}
+}
+
+func TestReplayRootCommit(t *testing.T) {
+	t.Parallel()
+	h := newHistory(t)
+	root := h.commit(changeset.Message("root\n", "k-1", ""), map[string]string{"a": "a\n"})
+	commit, err := h.store.ReadCommit(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := changeset.Replay(t.Context(), h.store, "main", commit, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []source.FileChange{{Path: "a", Op: source.OpCreate, Diff: "--- a/a\n+++ b/a\n@@ -0,0 +1 @@\n+a\n"}}
+	if res.Base != "" || res.Commit != root.String() || !slices.Equal(res.Changes, want) {
+		t.Fatalf("Replay = %+v", res)
+	}
+}
+
+func TestFileChanges(t *testing.T) {
+	t.Parallel()
+	if got := changeset.FileChanges(nil); got != nil {
+		t.Fatalf("FileChanges(nil) = %v, want nil", got)
+	}
+	got := changeset.FileChanges([]gitfs.Change{{Path: "p", Op: source.OpCreate, Data: []byte("x\n")}})
+	want := []source.FileChange{{Path: "p", Op: source.OpCreate, Diff: "--- a/p\n+++ b/p\n@@ -0,0 +1 @@\n+x\n"}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("FileChanges = %+v, want %+v", got, want)
+	}
+}
