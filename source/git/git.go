@@ -1,0 +1,449 @@
+// Package git is a [source.Source] over a remote Git repository, cloned
+// and kept fresh with go-git.
+//
+// The remote may be reached over HTTPS or HTTP (with BasicAuth or
+// TokenAuth), SSH (SSHKeyAuth) or as a local path or file:// URL. Its
+// objects are kept in memory or, with WithCacheDir, in a bare repository
+// on disk that later runs reuse.
+//
+// Reads never wait for the network: View resolves revisions against the
+// state of the last fetch (or of the cache, before the first one), and
+// every commit's tree is read from the local object store. Start loads the
+// cache and fetches once; Run fetches on an interval; Fetch fetches on
+// demand (a webhook may call it).
+//
+// Updates build the new tree from the base commit's tree without any
+// checkout (only the trees along the changed paths are rebuilt), commit,
+// and push exactly the new objects, so a write costs the same at 1,000 and
+// at 10,000 files. The push names the old value of the branch, so the
+// remote moves it only if nobody else did meanwhile:
+//
+//   - In source.ModeDirect a rejected push is followed by a fetch and the
+//     change is applied again on the new head, a bounded number of times.
+//   - In source.ModeBranch each update pushes a new branch <prefix><id>;
+//     later updates may add commits to it (UpdateRequest.ChangeSet).
+//   - A push whose answer is lost (the connection broke) is settled by a
+//     fetch: if the branch holds the commit, the update succeeded.
+//   - Updates with an idempotency key fetch first and look for a commit
+//     carrying the key, so a repeated request is answered with the first
+//     one's result, from any process, after any failure.
+package git
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	gogit "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/cup-dev/cup/internal/changeset"
+	"github.com/cup-dev/cup/internal/gitfs"
+	"github.com/cup-dev/cup/source"
+)
+
+// Source is a source over a remote repository. It is safe for concurrent
+// use. Call Start before anything else, and Run to keep it fresh.
+type Source struct {
+	url      string
+	endpoint *transport.Endpoint
+	cfg      config
+
+	startMu sync.Mutex
+	store   *gitfs.Store
+	locked  *lockedStorer // the storage, for go-git, under the store's lock
+	closer  func() error
+	state   atomic.Pointer[refState]
+
+	fetchMu sync.Mutex // one fetch at a time
+
+	peelMu sync.Mutex
+	peeled map[plumbing.Hash]peeled
+
+	locks changeset.Locks // one update of a branch at a time
+}
+
+var _ source.Source = (*Source)(nil)
+
+// refState is what the remote's references were at the last fetch, plus
+// the pushes made since.
+type refState struct {
+	heads map[string]plumbing.Hash // short branch name → commit
+	tags  map[string]plumbing.Hash // short tag name → object
+	head  string                   // the branch the remote's HEAD names
+}
+
+type peeled struct {
+	commit, tree plumbing.Hash
+}
+
+const maxPeeled = 1 << 14
+
+// Open returns a source over the repository at url: an http(s)://, ssh://
+// or scp-like (git@host:path) URL, a file:// URL or a local path. It
+// checks its arguments but does no I/O.
+func Open(url string, opts ...Option) (*Source, error) {
+	if url == "" {
+		return nil, errors.New("git: empty repository URL")
+	}
+	if !strings.Contains(url, "://") && !looksLikeSCP(url) {
+		abs, err := filepath.Abs(url)
+		if err != nil {
+			return nil, fmt.Errorf("git: %w", err)
+		}
+		url = abs
+	}
+	ep, err := transport.NewEndpoint(url)
+	if err != nil {
+		return nil, fmt.Errorf("git: repository URL %q: %w", url, err)
+	}
+	cfg := defaultConfig()
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	if cfg.branch != "" && !gitfs.ValidRefName("refs/heads/"+cfg.branch) {
+		return nil, fmt.Errorf("git: invalid branch name %q", cfg.branch)
+	}
+	if cfg.prefix == "" || !gitfs.ValidRefName("refs/heads/"+cfg.prefix+"x") {
+		return nil, fmt.Errorf("git: invalid branch prefix %q", cfg.prefix)
+	}
+	if cfg.mode != source.ModeDirect && cfg.mode != source.ModeBranch {
+		return nil, fmt.Errorf("git: unknown write mode %d", cfg.mode)
+	}
+	cfg.authorName, cfg.authorEmail = gitfs.SanitizeIdent(cfg.authorName), gitfs.SanitizeIdent(cfg.authorEmail)
+	if cfg.authorName == "" || cfg.authorEmail == "" {
+		return nil, errors.New("git: author name and email must not be empty")
+	}
+	if cfg.maxRetries < 0 {
+		return nil, fmt.Errorf("git: negative number of retries %d", cfg.maxRetries)
+	}
+	if cfg.clock == nil {
+		return nil, errors.New("git: nil clock")
+	}
+	return &Source{
+		url:      url,
+		endpoint: ep,
+		cfg:      cfg,
+		peeled:   make(map[plumbing.Hash]peeled),
+	}, nil
+}
+
+func looksLikeSCP(url string) bool {
+	at, colon := strings.Index(url, "@"), strings.Index(url, ":")
+	return at > 0 && colon > at && !strings.Contains(url[:colon], "/")
+}
+
+// Start opens the object store (creating the cache directory's repository
+// when missing), loads the references a cache holds, and fetches. When the
+// fetch fails it returns an error wrapping source.ErrUnavailable if the
+// source is strict or has nothing to serve; a lenient source with a warm
+// cache logs the failure and serves the cache. Start may be called again
+// after it failed.
+func (s *Source) Start(ctx context.Context) error {
+	s.startMu.Lock()
+	defer s.startMu.Unlock()
+	if s.store == nil {
+		if err := s.openStorage(); err != nil {
+			return err
+		}
+	}
+	cached, err := s.loadState("")
+	if err != nil {
+		return err
+	}
+	ferr := s.Fetch(ctx)
+	switch {
+	case ferr == nil:
+		return nil
+	case s.cfg.strict:
+		s.state.Store(nil) // serve nothing rather than the cache
+		return ferr
+	case cached:
+		s.cfg.logger.WarnContext(ctx, "remote unreachable; serving the cached repository", "url", Redact(s.url), "error", ferr)
+		return nil
+	default:
+		return ferr
+	}
+}
+
+// Ready reports whether the source has something to serve: a fetch
+// succeeded or a cache was loaded.
+func (s *Source) Ready() bool { return s.state.Load() != nil }
+
+// Close releases the files the source keeps open. The source must not be
+// used afterwards.
+func (s *Source) Close() error {
+	s.startMu.Lock()
+	defer s.startMu.Unlock()
+	if s.closer == nil {
+		return nil
+	}
+	return s.store.Exclusive(s.closer)
+}
+
+func (s *Source) openStorage() error {
+	var st storage.Storer
+	var opts []gitfs.Option
+	switch dir := s.cfg.cacheDir; dir {
+	case "":
+		st = memory.NewStorage()
+	default:
+		if _, err := os.Stat(filepath.Join(dir, "HEAD")); errors.Is(err, os.ErrNotExist) {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("git: cache directory: %w", err)
+			}
+			if _, err := gogit.PlainInit(dir, true); err != nil && !errors.Is(err, gogit.ErrRepositoryAlreadyExists) {
+				return fmt.Errorf("git: cache directory %s: %w", dir, err)
+			}
+		} else if err != nil {
+			return fmt.Errorf("git: cache directory: %w", err)
+		}
+		fst := filesystem.NewStorageWithOptions(osfs.New(dir), cache.NewObjectLRU(cache.MiByte),
+			filesystem.Options{MaxOpenDescriptors: 32})
+		s.closer = fst.Close
+		st = fst
+		opts = append(opts, gitfs.WithObjectWriter(gitfs.NewLooseWriter(filepath.Join(dir, "objects"))))
+	}
+	opts = append(opts,
+		gitfs.WithTreeCache(gitfs.NewTreeCache(s.cfg.treeCacheSize)),
+		gitfs.WithBlobCache(s.cfg.blobCacheSize))
+	s.store = gitfs.NewStore(st, opts...)
+	s.locked = &lockedStorer{Storer: st, exclusive: s.store.Exclusive}
+	return nil
+}
+
+// loadState reads the branches and tags the object store holds into the
+// state reads use. head, when set, is the branch the remote's HEAD names;
+// otherwise the stored HEAD says. It reports whether there was anything.
+func (s *Source) loadState(head string) (bool, error) {
+	st := &refState{heads: make(map[string]plumbing.Hash), tags: make(map[string]plumbing.Hash)}
+	err := s.store.Exclusive(func() error {
+		iter, err := s.locked.Storer.IterReferences()
+		if err != nil {
+			return err
+		}
+		defer iter.Close()
+		return iter.ForEach(func(r *plumbing.Reference) error {
+			if r.Type() != plumbing.HashReference {
+				return nil
+			}
+			switch name := r.Name(); {
+			case name.IsBranch():
+				st.heads[name.Short()] = r.Hash()
+			case name.IsTag():
+				st.tags[strings.TrimPrefix(name.String(), "refs/tags/")] = r.Hash()
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return false, fmt.Errorf("git: read references: %w", err)
+	}
+	if head == "" {
+		if ref, err := s.locked.Reference(plumbing.HEAD); err == nil && ref.Type() == plumbing.SymbolicReference {
+			head = ref.Target().Short()
+		}
+	}
+	st.head = head
+	if len(st.heads) == 0 && len(st.tags) == 0 {
+		return false, nil
+	}
+	s.state.Store(st)
+	return true, nil
+}
+
+// setHead records a branch's new value after a successful push, so that
+// reads see the write at once.
+func (s *Source) setHead(branch string, h plumbing.Hash) error {
+	if err := s.locked.SetReference(plumbing.NewHashReference(plumbing.NewBranchReferenceName(branch), h)); err != nil {
+		return err
+	}
+	for {
+		old := s.state.Load()
+		next := &refState{heads: make(map[string]plumbing.Hash, len(old.heads)+1), tags: old.tags, head: old.head}
+		for k, v := range old.heads {
+			next.heads[k] = v
+		}
+		next.heads[branch] = h
+		if s.state.CompareAndSwap(old, next) {
+			return nil
+		}
+	}
+}
+
+func (s *Source) current() (*refState, error) {
+	st := s.state.Load()
+	if st == nil {
+		return nil, fmt.Errorf("%w: %s has not been fetched yet", source.ErrUnavailable, Redact(s.url))
+	}
+	return st, nil
+}
+
+// DefaultBranch returns the branch the revision "" names.
+func (s *Source) DefaultBranch() (string, error) {
+	st, err := s.current()
+	if err != nil {
+		return "", err
+	}
+	return s.defaultBranch(st), nil
+}
+
+func (s *Source) defaultBranch(st *refState) string {
+	if s.cfg.branch != "" {
+		return s.cfg.branch
+	}
+	return st.head
+}
+
+// View resolves rev against the last fetched state: "" (the default
+// branch), a branch or tag name (branches win), a full reference name, a
+// full commit id, or other revision syntax go-git understands (short ids,
+// main~1). It never touches the network.
+func (s *Source) View(ctx context.Context, rev string) (*source.Snapshot, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	st, err := s.current()
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.resolve(st, rev)
+	if err != nil {
+		return nil, err
+	}
+	return &source.Snapshot{Revision: rev, Commit: res.commit.String(), FS: s.store.FS(res.tree)}, nil
+}
+
+type resolved struct {
+	peeled
+	branch string // short name, when rev names a branch
+}
+
+func (s *Source) resolve(st *refState, rev string) (resolved, error) {
+	if err := source.CheckRevision(rev); err != nil {
+		return resolved{}, err
+	}
+	if rev == "" {
+		b := s.defaultBranch(st)
+		h, ok := st.heads[b]
+		if !ok {
+			return resolved{}, fmt.Errorf("%w: the default branch %q", source.ErrRevisionNotFound, b)
+		}
+		return s.peelAs(rev, h, b)
+	}
+	if h, ok := gitfs.ParseHash(rev); ok {
+		return s.peelAs(rev, h, "")
+	}
+	if !strings.ContainsAny(rev, "~^") {
+		name := rev
+		switch {
+		case strings.HasPrefix(rev, "refs/heads/"):
+			name = strings.TrimPrefix(rev, "refs/heads/")
+			if h, ok := st.heads[name]; ok {
+				return s.peelAs(rev, h, name)
+			}
+		case strings.HasPrefix(rev, "refs/tags/"):
+			if h, ok := st.tags[strings.TrimPrefix(rev, "refs/tags/")]; ok {
+				return s.peelAs(rev, h, "")
+			}
+		case rev == "HEAD":
+			return s.resolve(st, "")
+		default:
+			if h, ok := st.heads[name]; ok {
+				return s.peelAs(rev, h, name)
+			}
+			if h, ok := st.tags[name]; ok {
+				return s.peelAs(rev, h, "")
+			}
+		}
+	}
+	return s.resolveOther(rev)
+}
+
+func (s *Source) peelAs(rev string, h plumbing.Hash, branch string) (resolved, error) {
+	p, err := s.peel(h)
+	if err != nil {
+		return resolved{}, notFound(rev, err)
+	}
+	return resolved{peeled: p, branch: branch}, nil
+}
+
+func (s *Source) peel(h plumbing.Hash) (peeled, error) {
+	s.peelMu.Lock()
+	p, ok := s.peeled[h]
+	s.peelMu.Unlock()
+	if ok {
+		return p, nil
+	}
+	commit, tree, err := s.store.Peel(h)
+	if err != nil {
+		return peeled{}, err
+	}
+	p = peeled{commit: commit, tree: tree}
+	s.peelMu.Lock()
+	if len(s.peeled) >= maxPeeled {
+		clear(s.peeled)
+	}
+	s.peeled[h] = p
+	s.peelMu.Unlock()
+	return p, nil
+}
+
+// resolveOther resolves revision syntax beyond names and full ids with
+// go-git, over the local object store.
+func (s *Source) resolveOther(rev string) (res resolved, err error) {
+	var h *plumbing.Hash
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("%w %q: %v", source.ErrInvalidRevision, rev, p)
+			}
+		}()
+		var g *gogit.Repository
+		if g, err = gogit.Open(s.locked, nil); err == nil {
+			h, err = g.ResolveRevision(plumbing.Revision(rev))
+		}
+	}()
+	switch {
+	case errors.Is(err, source.ErrInvalidRevision):
+		return resolved{}, err
+	case err != nil && strings.HasPrefix(err.Error(), "Revision invalid"):
+		return resolved{}, fmt.Errorf("%w %q: %v", source.ErrInvalidRevision, rev, err)
+	case err != nil:
+		return resolved{}, notFound(rev, err)
+	}
+	return s.peelAs(rev, *h, "")
+}
+
+func notFound(rev string, err error) error {
+	if errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, gitfs.ErrNotCommit) ||
+		errors.Is(err, plumbing.ErrReferenceNotFound) || errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: %q: %v", source.ErrRevisionNotFound, rev, err)
+	}
+	return err
+}
+
+// Redact drops the credentials a URL may hold (https://user:token@host/...),
+// for messages and logs.
+func Redact(url string) string {
+	scheme, rest, ok := strings.Cut(url, "://")
+	if !ok {
+		return url
+	}
+	if at := strings.Index(rest, "@"); at >= 0 && at < strings.IndexByte(rest+"/", '/') {
+		rest = "***@" + rest[at+1:]
+	}
+	return scheme + "://" + rest
+}
