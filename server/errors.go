@@ -32,6 +32,8 @@ var codeFor = []struct {
 	{source.ErrNotWritable, connect.CodeFailedPrecondition},
 	{source.ErrConflict, connect.CodeAborted},
 	{source.ErrUnavailable, connect.CodeUnavailable},
+	{source.ErrChangeSetNotFound, connect.CodeNotFound},
+	{source.ErrIdempotencyKeyReused, connect.CodeFailedPrecondition},
 }
 
 // toConnect turns any error into a *connect.Error: a *connect.Error passes

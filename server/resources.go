@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
@@ -15,6 +16,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -589,10 +591,45 @@ type writeTarget struct {
 	namespace, name  string
 	precondition     string
 	revision         string
+	changeSet        string
+	idempotencyKey   string
 	message          string
 	dryRun           bool
 	defaultVerb      string
 	resourceForWrite *controller.Resource // nil for delete
+}
+
+// fingerprint identifies what a write does, for idempotency keys: the
+// lowercase hex SHA-256 of, in this order, "cup.write.v1", the operation
+// ("put" or "delete"), group, version, plural, namespace, name, revision,
+// change set, resourceVersion precondition, message as requested, and for a
+// put the resource's canonical JSON file form (controller.Resource.MarshalFile
+// of the resource as the server stores it: defaults filled in, keys in a
+// fixed order, no resourceVersion) — each as a big-endian uint64 length
+// followed by its bytes. Dry runs and the key itself are not part of it.
+// So a retry matches over any protocol, whatever the JSON's spacing or key
+// order, and a different request with the same key does not.
+func (w *writeTarget) fingerprint() (string, error) {
+	op, body := "delete", []byte(nil)
+	if w.resourceForWrite != nil {
+		op = "put"
+		var err error
+		if body, err = w.resourceForWrite.MarshalFile(); err != nil {
+			return "", err
+		}
+	}
+	h := sha256.New()
+	var n [8]byte
+	for _, f := range [][]byte{
+		[]byte("cup.write.v1"), []byte(op),
+		[]byte(w.t.Group), []byte(w.t.Version), []byte(w.t.Names.Plural), []byte(w.namespace), []byte(w.name),
+		[]byte(w.revision), []byte(w.changeSet), []byte(w.precondition), []byte(w.message), body,
+	} {
+		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
+		h.Write(n[:])
+		h.Write(f)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // put serves PutRequest for both forms.
@@ -615,8 +652,8 @@ func (s *Server) put(ctx context.Context, req *cupv1alpha1.PutRequest) (*cupv1al
 	}
 	result, err := s.write(ctx, &writeTarget{
 		t: t, namespace: req.Namespace, name: req.Name, precondition: pre,
-		revision: req.Revision, message: req.Message, dryRun: req.DryRun,
-		defaultVerb: "Put", resourceForWrite: r,
+		revision: req.Revision, changeSet: req.ChangeSet, idempotencyKey: req.IdempotencyKey,
+		message: req.Message, dryRun: req.DryRun, defaultVerb: "Put", resourceForWrite: r,
 	})
 	if err != nil {
 		return nil, err
@@ -640,7 +677,8 @@ func (s *Server) del(ctx context.Context, req *cupv1alpha1.DeleteRequest) (*cupv
 	}
 	result, err := s.write(ctx, &writeTarget{
 		t: t, namespace: req.Namespace, name: req.Name, precondition: req.ResourceVersion,
-		revision: req.Revision, message: req.Message, dryRun: req.DryRun, defaultVerb: "Delete",
+		revision: req.Revision, changeSet: req.ChangeSet, idempotencyKey: req.IdempotencyKey,
+		message: req.Message, dryRun: req.DryRun, defaultVerb: "Delete",
 	})
 	if err != nil {
 		return nil, err
@@ -656,10 +694,22 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 		msg = fmt.Sprintf("%s %s %s/%s\n\n%s/%s %s", w.defaultVerb, w.t.Names.Kind, w.namespace, w.name,
 			w.t.Group, w.t.Version, w.t.Names.Plural)
 	}
+	// A dry run records nothing, so its key has nothing to find or to keep.
+	var key, fingerprint string
+	if w.idempotencyKey != "" && !w.dryRun {
+		var err error
+		if fingerprint, err = w.fingerprint(); err != nil {
+			return nil, err
+		}
+		key = w.idempotencyKey
+	}
 	res, err := s.src.Update(ctx, &source.UpdateRequest{
-		Revision: w.revision,
-		Message:  msg,
-		DryRun:   w.dryRun,
+		Revision:       w.revision,
+		ChangeSet:      w.changeSet,
+		IdempotencyKey: key,
+		Fingerprint:    fingerprint,
+		Message:        msg,
+		DryRun:         w.dryRun,
 		Apply: func(ctx context.Context, base *source.Snapshot, fs source.Writer) error {
 			cur, err := s.getEntry(ctx, w.t, base, w.namespace, w.name)
 			switch {
@@ -690,9 +740,9 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 		},
 	})
 	if err != nil {
-		return nil, err
+		return nil, w.explain(err)
 	}
-	out := &cupv1alpha1.WriteResult{BaseCommit: res.Base, Commit: res.Commit, Branch: res.Branch}
+	out := &cupv1alpha1.WriteResult{BaseCommit: res.Base, Commit: res.Commit, Branch: res.Branch, Replayed: res.Replayed}
 	switch {
 	case res.Unchanged:
 		out.Outcome = cupv1alpha1.WriteOutcome_WRITE_OUTCOME_UNCHANGED
@@ -705,6 +755,33 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 		out.Changes = append(out.Changes, &cupv1alpha1.FileChange{Path: c.Path, Operation: fileOp(c.Op), Diff: c.Diff})
 	}
 	return out, nil
+}
+
+// explain adds to the source's errors about change sets and idempotency
+// keys what the caller sent and can do; the sentinels stay wrapped, for
+// errors.go to map.
+func (w *writeTarget) explain(err error) error {
+	switch {
+	case errors.Is(err, source.ErrChangeSetNotFound):
+		return advise(err, "change set", w.changeSet,
+			"name a branch that a write in branch mode returned (WriteResult.branch), or leave change_set empty to start a new one")
+	case errors.Is(err, source.ErrIdempotencyKeyReused):
+		return advise(err, "idempotency key", w.idempotencyKey, "use a new key for a new request")
+	}
+	return err
+}
+
+// advise wraps err with what it is about (what "name") unless its message
+// quotes name already, and with advice unless it says that already.
+func advise(err error, what, name, advice string) error {
+	msg := err.Error()
+	if q := strconv.Quote(name); !strings.Contains(msg, q) {
+		err = fmt.Errorf("%s %s: %w", what, q, err)
+	}
+	if !strings.Contains(msg, advice) {
+		err = fmt.Errorf("%w: %s", err, advice)
+	}
+	return err
 }
 
 func fileOp(o source.Operation) cupv1alpha1.FileOperation {

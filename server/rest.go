@@ -33,6 +33,12 @@ const (
 
 	// headerCommit carries the commit a read came from.
 	headerCommit = "Cup-Commit"
+	// headerIdempotencyKey carries a write's idempotency key (as the
+	// idempotencyKey query parameter may).
+	headerIdempotencyKey = "Idempotency-Key"
+	// headerReplayed marks the answer to a write that repeated an earlier
+	// one with the same idempotency key.
+	headerReplayed = "Idempotent-Replayed"
 )
 
 var marshalJSON = protojson.MarshalOptions{}
@@ -137,6 +143,7 @@ func (s *Server) restPut(w http.ResponseWriter, r *http.Request) {
 		Group: r.PathValue("group"), Version: r.PathValue("version"), Plural: r.PathValue("plural"),
 		Namespace: r.PathValue("namespace"), Name: r.PathValue("name"), Resource: &res,
 		Revision: p.revision, Message: p.message, DryRun: p.dryRun, ResourceVersion: p.precondition,
+		ChangeSet: p.changeSet, IdempotencyKey: p.idempotencyKey,
 	}
 	if err := s.validate(req); err != nil {
 		s.writeError(w, r, err)
@@ -160,6 +167,7 @@ func (s *Server) restDelete(w http.ResponseWriter, r *http.Request) {
 		Group: r.PathValue("group"), Version: r.PathValue("version"), Plural: r.PathValue("plural"),
 		Namespace: r.PathValue("namespace"), Name: r.PathValue("name"),
 		Revision: p.revision, Message: p.message, DryRun: p.dryRun, ResourceVersion: p.precondition,
+		ChangeSet: p.changeSet, IdempotencyKey: p.idempotencyKey,
 	}
 	if err := s.validate(req); err != nil {
 		s.writeError(w, r, err)
@@ -174,10 +182,14 @@ func (s *Server) restDelete(w http.ResponseWriter, r *http.Request) {
 }
 
 // writeResult answers a write: 204 when it changed nothing, 200 with the
-// result for a dry run, 202 with the result when something was written.
+// result for a dry run, 202 with the result when something was written. A
+// replayed write answers as the first did, with Idempotent-Replayed: true.
 func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, res *cupv1alpha1.WriteResult, body proto.Message) {
 	if res.Commit != "" {
 		w.Header().Set(headerCommit, res.Commit)
+	}
+	if res.Replayed {
+		w.Header().Set(headerReplayed, "true")
 	}
 	switch res.Outcome {
 	case cupv1alpha1.WriteOutcome_WRITE_OUTCOME_UNCHANGED:
@@ -204,19 +216,29 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 }
 
 // writeParameters are the query parameters and headers of PUT and DELETE.
+// The request they become is validated like a Connect request.
 type writeParameters struct {
 	revision, message, precondition string
+	changeSet, idempotencyKey       string
 	dryRun                          bool
 }
 
 func writeParams(r *http.Request) (writeParameters, error) {
 	q := r.URL.Query()
-	p := writeParameters{revision: q.Get("revision"), message: q.Get("message")}
+	p := writeParameters{revision: q.Get("revision"), message: q.Get("message"), changeSet: q.Get("changeSet")}
 	var err error
 	if p.dryRun, err = boolParam(q.Get("dryRun"), "dryRun"); err != nil {
 		return p, err
 	}
-	p.precondition, err = ifMatch(r)
+	// The idempotency key may come in the header other HTTP APIs use.
+	if p.idempotencyKey, err = queryOrHeader(r, "idempotencyKey", headerIdempotencyKey, nil); err != nil {
+		return p, err
+	}
+	// A resourceVersion precondition may come in If-Match, as "version" or
+	// as the ETag a get returned.
+	p.precondition, err = queryOrHeader(r, "resourceVersion", "If-Match", func(h string) string {
+		return strings.Trim(strings.TrimPrefix(h, "W/"), `"`)
+	})
 	return p, err
 }
 
@@ -231,14 +253,17 @@ func boolParam(v, name string) (bool, error) {
 	return b, nil
 }
 
-// ifMatch reads a resourceVersion precondition from If-Match ("version" or
-// the ETag a get returned) or the resourceVersion query parameter.
-func ifMatch(r *http.Request) (string, error) {
-	v := r.URL.Query().Get("resourceVersion")
-	if h := strings.TrimSpace(r.Header.Get("If-Match")); h != "" {
-		h = strings.Trim(strings.TrimPrefix(h, "W/"), `"`)
+// queryOrHeader reads a value that may come as the query parameter query or
+// the header header (passed through clean when clean is not nil); both may
+// be sent if they agree.
+func queryOrHeader(r *http.Request, query, header string, clean func(string) string) (string, error) {
+	v := r.URL.Query().Get(query)
+	if h := strings.TrimSpace(r.Header.Get(header)); h != "" {
+		if clean != nil {
+			h = clean(h)
+		}
 		if v != "" && v != h {
-			return "", fieldError("If-Match", "%q disagrees with resourceVersion %q", h, v)
+			return "", fieldError(header, "%q disagrees with %s %q: send one of them", h, query, v)
 		}
 		v = h
 	}

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
+	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
 	"github.com/cup-dev/cup/internal/app"
 )
 
@@ -197,6 +198,14 @@ func TestBadInput(t *testing.T) {
 		{"precondition on missing", "PUT", flagsPath + "/x?resourceVersion=00ff", `{"spec":{"enabled":true}}`, 409, "aborted", "does not exist"},
 		{"delete missing", "DELETE", flagsPath + "/x", "", 404, "not_found", "x"},
 		{"write to a commit id", "PUT", flagsPath + "/x?revision=" + f.head(t), `{"spec":{"enabled":true}}`, 400, "failed_precondition", "branch"},
+		{"space in idempotency key", "PUT", flagsPath + "/x?idempotencyKey=a+b", `{"spec":{"enabled":true}}`, 400, "invalid_argument", "idempotency_key"},
+		{"129-character idempotency key", "DELETE", flagsPath + "/x?idempotencyKey=" + strings.Repeat("k", 129), "", 400, "invalid_argument", "idempotency_key"},
+		{"NUL in idempotency key", "PUT", flagsPath + "/x?idempotencyKey=a%00b", `{"spec":{"enabled":true}}`, 400, "invalid_argument", "idempotency_key"},
+		{"change set with ..", "PUT", flagsPath + "/x?changeSet=..%2Fx", `{"spec":{"enabled":true}}`, 400, "invalid_argument", "change_set"},
+		{"change set cup/..", "DELETE", flagsPath + "/x?changeSet=cup/..", "", 400, "invalid_argument", "change_set"},
+		{"NUL in change set", "PUT", flagsPath + "/x?changeSet=cup/a%00b", `{"spec":{"enabled":true}}`, 400, "invalid_argument", "change_set"},
+		{"unknown change set", "PUT", flagsPath + "/x?changeSet=cup/nope", `{"spec":{"enabled":true}}`, 404, "not_found", "cup/nope"},
+		{"delete in unknown change set", "DELETE", flagsPath + "/dark-mode?changeSet=cup/nope", "", 404, "not_found", "cup/nope"},
 	}
 	before, refs := f.head(t), f.refs(t)
 	for _, tc := range rest {
@@ -246,6 +255,12 @@ func TestBadInput(t *testing.T) {
 			_, err := rs.Put(ctx, connect.NewRequest(req))
 			return err
 		}, connect.CodeResourceExhausted, ""},
+		{"space in idempotency key", putWith(t, rs, func(r *cupv1alpha1.PutRequest) { r.IdempotencyKey = "a b" }), connect.CodeInvalidArgument, "idempotency_key"},
+		{"129-character idempotency key", deleteWith(rs, func(r *cupv1alpha1.DeleteRequest) { r.IdempotencyKey = strings.Repeat("k", 129) }), connect.CodeInvalidArgument, "idempotency_key"},
+		{"NUL in idempotency key", putWith(t, rs, func(r *cupv1alpha1.PutRequest) { r.IdempotencyKey = "a\x00b" }), connect.CodeInvalidArgument, "idempotency_key"},
+		{"change set ../x", putWith(t, rs, func(r *cupv1alpha1.PutRequest) { r.ChangeSet = "../x" }), connect.CodeInvalidArgument, "change_set"},
+		{"NUL in change set", deleteWith(rs, func(r *cupv1alpha1.DeleteRequest) { r.ChangeSet = "cup/a\x00b" }), connect.CodeInvalidArgument, "change_set"},
+		{"unknown change set", deleteWith(rs, func(r *cupv1alpha1.DeleteRequest) { r.ChangeSet = "cup/nope" }), connect.CodeNotFound, "cup/nope"},
 		{"unknown type", func(ctx context.Context) error {
 			_, err := rs.List(ctx, connect.NewRequest(&cupv1alpha1.ListRequest{Group: "flags.cup.dev", Version: "v1alpha1", Plural: "nope", Namespace: "default"}))
 			return err
@@ -275,5 +290,25 @@ func TestMaxRequestBytesIsConfigurable(t *testing.T) {
 	}
 	if ok := f.do(t, "PUT", flagsPath+"/x", `{"spec": {"enabled": true}}`); ok.status != 202 {
 		t.Fatalf("small PUT = %d %s", ok.status, ok.body)
+	}
+}
+
+// putWith returns a call of Put for a valid flag, changed by edit.
+func putWith(t *testing.T, rs cupv1alpha1connect.ResourceServiceClient, edit func(*cupv1alpha1.PutRequest)) func(context.Context) error {
+	req := putReq(flag(t, "x", true, nil))
+	edit(req)
+	return func(ctx context.Context) error {
+		_, err := rs.Put(ctx, connect.NewRequest(req))
+		return err
+	}
+}
+
+// deleteWith returns a call of Delete for an existing flag, changed by edit.
+func deleteWith(rs cupv1alpha1connect.ResourceServiceClient, edit func(*cupv1alpha1.DeleteRequest)) func(context.Context) error {
+	req := deleteReq("dark-mode")
+	edit(req)
+	return func(ctx context.Context) error {
+		_, err := rs.Delete(ctx, connect.NewRequest(req))
+		return err
 	}
 }

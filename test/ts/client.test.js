@@ -121,6 +121,33 @@ describe("against cupd (go run ./cmd/cupd serve)", () => {
         });
       });
 
+      it("replays a write repeated with its idempotency key", async () => {
+        const flagName = `ts-idempotent-${name}`;
+        const request = {
+          ...flags,
+          name: flagName,
+          idempotencyKey: `create:${flagName}`,
+          resource: { spec: { enabled: true, rollout: 7 } },
+        };
+        const first = await resources.put(request);
+        assert.equal(first.result?.outcome, WriteOutcome.COMMITTED);
+        assert.equal(first.result?.replayed, false);
+        const repeat = await resources.put(request);
+        assert.equal(repeat.result?.outcome, WriteOutcome.COMMITTED);
+        assert.equal(repeat.result?.replayed, true);
+        assert.equal(repeat.result?.commit, first.result?.commit);
+        const got = await resources.get({ ...flags, name: flagName });
+        assert.equal(got.commit, first.result?.commit, "the repeat wrote a commit");
+
+        await assert.rejects(
+          resources.put({ ...request, resource: { spec: { enabled: false } } }),
+          (err) => {
+            assert.equal(ConnectError.from(err).code, Code.FailedPrecondition, String(err));
+            return true;
+          },
+        );
+      });
+
       it("rejects an invalid name", async () => {
         await assert.rejects(
           resources.put({

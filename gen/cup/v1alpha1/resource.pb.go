@@ -623,9 +623,21 @@ type PutRequest struct {
 	// The commit message; a message naming the resource when empty.
 	Message string `protobuf:"bytes,9,opt,name=message,proto3" json:"message,omitempty"`
 	// The branch to write to; empty for the configured branch.
-	Revision      string `protobuf:"bytes,10,opt,name=revision,proto3" json:"revision,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Revision string `protobuf:"bytes,10,opt,name=revision,proto3" json:"revision,omitempty"`
+	// Add this write to a change set (a branch an earlier write created in
+	// branch mode, as returned in WriteResult.branch) instead of starting a
+	// new one; revision is then ignored. Reads accept the same name as
+	// revision to see the change set's state. A name that is not an existing
+	// change set fails with NOT_FOUND.
+	ChangeSet string `protobuf:"bytes,11,opt,name=change_set,json=changeSet,proto3" json:"change_set,omitempty"`
+	// Makes the write safe to retry: repeating a write with the same key
+	// returns the first write's result (with WriteResult.replayed set) and
+	// writes nothing, even when the first answer was lost. Reusing a key for a
+	// different request fails with FAILED_PRECONDITION. Printable ASCII
+	// without spaces, at most 128 characters; ignored on dry runs.
+	IdempotencyKey string `protobuf:"bytes,12,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *PutRequest) Reset() {
@@ -728,6 +740,20 @@ func (x *PutRequest) GetRevision() string {
 	return ""
 }
 
+func (x *PutRequest) GetChangeSet() string {
+	if x != nil {
+		return x.ChangeSet
+	}
+	return ""
+}
+
+func (x *PutRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
 // PutResponse says what the write did.
 type PutResponse struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -798,9 +824,21 @@ type DeleteRequest struct {
 	// The commit message; a message naming the resource when empty.
 	Message string `protobuf:"bytes,8,opt,name=message,proto3" json:"message,omitempty"`
 	// The branch to write to; empty for the configured branch.
-	Revision      string `protobuf:"bytes,9,opt,name=revision,proto3" json:"revision,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Revision string `protobuf:"bytes,9,opt,name=revision,proto3" json:"revision,omitempty"`
+	// Add this write to a change set (a branch an earlier write created in
+	// branch mode, as returned in WriteResult.branch) instead of starting a
+	// new one; revision is then ignored. Reads accept the same name as
+	// revision to see the change set's state. A name that is not an existing
+	// change set fails with NOT_FOUND.
+	ChangeSet string `protobuf:"bytes,10,opt,name=change_set,json=changeSet,proto3" json:"change_set,omitempty"`
+	// Makes the write safe to retry: repeating a write with the same key
+	// returns the first write's result (with WriteResult.replayed set) and
+	// writes nothing, even when the first answer was lost. Reusing a key for a
+	// different request fails with FAILED_PRECONDITION. Printable ASCII
+	// without spaces, at most 128 characters; ignored on dry runs.
+	IdempotencyKey string `protobuf:"bytes,11,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *DeleteRequest) Reset() {
@@ -896,6 +934,20 @@ func (x *DeleteRequest) GetRevision() string {
 	return ""
 }
 
+func (x *DeleteRequest) GetChangeSet() string {
+	if x != nil {
+		return x.ChangeSet
+	}
+	return ""
+}
+
+func (x *DeleteRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
 // DeleteResponse says what the delete did.
 type DeleteResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -952,7 +1004,10 @@ type WriteResult struct {
 	// The branch that was (or would be) written.
 	Branch string `protobuf:"bytes,4,opt,name=branch,proto3" json:"branch,omitempty"`
 	// The changed files, sorted by path.
-	Changes       []*FileChange `protobuf:"bytes,5,rep,name=changes,proto3" json:"changes,omitempty"`
+	Changes []*FileChange `protobuf:"bytes,5,rep,name=changes,proto3" json:"changes,omitempty"`
+	// This result repeats an earlier write with the same idempotency key;
+	// nothing was written now.
+	Replayed      bool `protobuf:"varint,6,opt,name=replayed,proto3" json:"replayed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1020,6 +1075,13 @@ func (x *WriteResult) GetChanges() []*FileChange {
 		return x.Changes
 	}
 	return nil
+}
+
+func (x *WriteResult) GetReplayed() bool {
+	if x != nil {
+		return x.Replayed
+	}
+	return false
 }
 
 // FileChange is one changed file.
@@ -1138,7 +1200,7 @@ const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"\fListResponse\x12,\n" +
 	"\x05items\x18\x01 \x03(\v2\x16.cup.v1alpha1.ResourceR\x05items\x12\x16\n" +
 	"\x06commit\x18\x02 \x01(\tR\x06commit\x12&\n" +
-	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\"\xe9\x05\n" +
+	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\"\xb9\a\n" +
 	"\n" +
 	"PutRequest\x12c\n" +
 	"\x05group\x18\x01 \x01(\tBM\xbaHJrH\x10\x01\x18\xfd\x012A^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$R\x05group\x12D\n" +
@@ -1152,10 +1214,15 @@ const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"\amessage\x18\t \x01(\tB\t\xbaH\x06r\x04\x18\x80\x80\x04R\amessage\x12\x82\x01\n" +
 	"\brevision\x18\n" +
 	" \x01(\tBf\xbaHc\xba\x017\n" +
-	"\brevision\x12\x15must not contain '..'\x1a\x14!this.contains('..')\xd8\x01\x01r$\x18\xff\x012\x1f^[A-Za-z0-9][A-Za-z0-9._/+@-]*$R\brevision\"t\n" +
+	"\brevision\x12\x15must not contain '..'\x1a\x14!this.contains('..')\xd8\x01\x01r$\x18\xff\x012\x1f^[A-Za-z0-9][A-Za-z0-9._/+@-]*$R\brevision\x12\x87\x01\n" +
+	"\n" +
+	"change_set\x18\v \x01(\tBh\xbaHe\xba\x019\n" +
+	"\n" +
+	"change_set\x12\x15must not contain '..'\x1a\x14!this.contains('..')\xd8\x01\x01r$\x18\xff\x012\x1f^[A-Za-z0-9][A-Za-z0-9._/+@-]*$R\tchangeSet\x12D\n" +
+	"\x0fidempotency_key\x18\f \x01(\tB\x1b\xbaH\x18\xd8\x01\x01r\x13\x18\x80\x012\x0e^[\\x21-\\x7e]+$R\x0eidempotencyKey\"t\n" +
 	"\vPutResponse\x121\n" +
 	"\x06result\x18\x01 \x01(\v2\x19.cup.v1alpha1.WriteResultR\x06result\x122\n" +
-	"\bresource\x18\x02 \x01(\v2\x16.cup.v1alpha1.ResourceR\bresource\"\xb0\x05\n" +
+	"\bresource\x18\x02 \x01(\v2\x16.cup.v1alpha1.ResourceR\bresource\"\x80\a\n" +
 	"\rDeleteRequest\x12c\n" +
 	"\x05group\x18\x01 \x01(\tBM\xbaHJrH\x10\x01\x18\xfd\x012A^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$R\x05group\x12D\n" +
 	"\aversion\x18\x02 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\aversion\x12B\n" +
@@ -1166,16 +1233,23 @@ const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"\adry_run\x18\a \x01(\bR\x06dryRun\x12#\n" +
 	"\amessage\x18\b \x01(\tB\t\xbaH\x06r\x04\x18\x80\x80\x04R\amessage\x12\x82\x01\n" +
 	"\brevision\x18\t \x01(\tBf\xbaHc\xba\x017\n" +
-	"\brevision\x12\x15must not contain '..'\x1a\x14!this.contains('..')\xd8\x01\x01r$\x18\xff\x012\x1f^[A-Za-z0-9][A-Za-z0-9._/+@-]*$R\brevision\"C\n" +
+	"\brevision\x12\x15must not contain '..'\x1a\x14!this.contains('..')\xd8\x01\x01r$\x18\xff\x012\x1f^[A-Za-z0-9][A-Za-z0-9._/+@-]*$R\brevision\x12\x87\x01\n" +
+	"\n" +
+	"change_set\x18\n" +
+	" \x01(\tBh\xbaHe\xba\x019\n" +
+	"\n" +
+	"change_set\x12\x15must not contain '..'\x1a\x14!this.contains('..')\xd8\x01\x01r$\x18\xff\x012\x1f^[A-Za-z0-9][A-Za-z0-9._/+@-]*$R\tchangeSet\x12D\n" +
+	"\x0fidempotency_key\x18\v \x01(\tB\x1b\xbaH\x18\xd8\x01\x01r\x13\x18\x80\x012\x0e^[\\x21-\\x7e]+$R\x0eidempotencyKey\"C\n" +
 	"\x0eDeleteResponse\x121\n" +
-	"\x06result\x18\x01 \x01(\v2\x19.cup.v1alpha1.WriteResultR\x06result\"\xc8\x01\n" +
+	"\x06result\x18\x01 \x01(\v2\x19.cup.v1alpha1.WriteResultR\x06result\"\xe4\x01\n" +
 	"\vWriteResult\x124\n" +
 	"\aoutcome\x18\x01 \x01(\x0e2\x1a.cup.v1alpha1.WriteOutcomeR\aoutcome\x12\x1f\n" +
 	"\vbase_commit\x18\x02 \x01(\tR\n" +
 	"baseCommit\x12\x16\n" +
 	"\x06commit\x18\x03 \x01(\tR\x06commit\x12\x16\n" +
 	"\x06branch\x18\x04 \x01(\tR\x06branch\x122\n" +
-	"\achanges\x18\x05 \x03(\v2\x18.cup.v1alpha1.FileChangeR\achanges\"o\n" +
+	"\achanges\x18\x05 \x03(\v2\x18.cup.v1alpha1.FileChangeR\achanges\x12\x1a\n" +
+	"\breplayed\x18\x06 \x01(\bR\breplayed\"o\n" +
 	"\n" +
 	"FileChange\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x129\n" +

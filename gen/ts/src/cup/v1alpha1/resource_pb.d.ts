@@ -343,6 +343,28 @@ export declare type PutRequest = Message<"cup.v1alpha1.PutRequest"> & {
    * @generated from field: string revision = 10;
    */
   revision: string;
+
+  /**
+   * Add this write to a change set (a branch an earlier write created in
+   * branch mode, as returned in WriteResult.branch) instead of starting a
+   * new one; revision is then ignored. Reads accept the same name as
+   * revision to see the change set's state. A name that is not an existing
+   * change set fails with NOT_FOUND.
+   *
+   * @generated from field: string change_set = 11;
+   */
+  changeSet: string;
+
+  /**
+   * Makes the write safe to retry: repeating a write with the same key
+   * returns the first write's result (with WriteResult.replayed set) and
+   * writes nothing, even when the first answer was lost. Reusing a key for a
+   * different request fails with FAILED_PRECONDITION. Printable ASCII
+   * without spaces, at most 128 characters; ignored on dry runs.
+   *
+   * @generated from field: string idempotency_key = 12;
+   */
+  idempotencyKey: string;
 };
 
 /**
@@ -435,6 +457,28 @@ export declare type DeleteRequest = Message<"cup.v1alpha1.DeleteRequest"> & {
    * @generated from field: string revision = 9;
    */
   revision: string;
+
+  /**
+   * Add this write to a change set (a branch an earlier write created in
+   * branch mode, as returned in WriteResult.branch) instead of starting a
+   * new one; revision is then ignored. Reads accept the same name as
+   * revision to see the change set's state. A name that is not an existing
+   * change set fails with NOT_FOUND.
+   *
+   * @generated from field: string change_set = 10;
+   */
+  changeSet: string;
+
+  /**
+   * Makes the write safe to retry: repeating a write with the same key
+   * returns the first write's result (with WriteResult.replayed set) and
+   * writes nothing, even when the first answer was lost. Reusing a key for a
+   * different request fails with FAILED_PRECONDITION. Printable ASCII
+   * without spaces, at most 128 characters; ignored on dry runs.
+   *
+   * @generated from field: string idempotency_key = 11;
+   */
+  idempotencyKey: string;
 };
 
 /**
@@ -499,6 +543,14 @@ export declare type WriteResult = Message<"cup.v1alpha1.WriteResult"> & {
    * @generated from field: repeated cup.v1alpha1.FileChange changes = 5;
    */
   changes: FileChange[];
+
+  /**
+   * This result repeats an earlier write with the same idempotency key;
+   * nothing was written now.
+   *
+   * @generated from field: bool replayed = 6;
+   */
+  replayed: boolean;
 };
 
 /**

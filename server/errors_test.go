@@ -1,0 +1,66 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"connectrpc.com/connect"
+
+	"github.com/cup-dev/cup/controller"
+	"github.com/cup-dev/cup/source"
+)
+
+func TestToConnect(t *testing.T) {
+	t.Parallel()
+	passed := connect.NewError(connect.CodeAborted, errors.New("precondition failed"))
+	for _, tc := range []struct {
+		name    string
+		err     error
+		code    connect.Code
+		message string // a part of the message; the whole of it for Internal
+	}{
+		{"connect error passes through", fmt.Errorf("wrapped: %w", passed), connect.CodeAborted, "precondition failed"},
+		{"canceled", fmt.Errorf("reading: %w", context.Canceled), connect.CodeCanceled, "reading"},
+		{"deadline", fmt.Errorf("reading: %w", context.DeadlineExceeded), connect.CodeDeadlineExceeded, "reading"},
+		{"controller not found", fmt.Errorf("x: %w", controller.ErrNotFound), connect.CodeNotFound, "x"},
+		{"controller invalid", fmt.Errorf("x: %w", controller.ErrInvalid), connect.CodeInvalidArgument, "x"},
+		{"controller malformed", fmt.Errorf("flags/a.yaml: %w", controller.ErrMalformed), connect.CodeFailedPrecondition, "flags/a.yaml"},
+		{"revision not found", fmt.Errorf("%w: nope", source.ErrRevisionNotFound), connect.CodeNotFound, "nope"},
+		{"invalid revision", fmt.Errorf("%w: a..b", source.ErrInvalidRevision), connect.CodeInvalidArgument, "a..b"},
+		{"invalid path", fmt.Errorf("%w: ../x", source.ErrInvalidPath), connect.CodeInvalidArgument, "../x"},
+		{"not writable", fmt.Errorf("%w: v1", source.ErrNotWritable), connect.CodeFailedPrecondition, "v1"},
+		{"conflict", fmt.Errorf("main: %w", source.ErrConflict), connect.CodeAborted, "main"},
+		{"unavailable", fmt.Errorf("%w: gone", source.ErrUnavailable), connect.CodeUnavailable, "gone"},
+		{"change set not found", fmt.Errorf(`change set "cup/x": %w`, source.ErrChangeSetNotFound), connect.CodeNotFound, `change set "cup/x"`},
+		{"idempotency key reused", fmt.Errorf(`idempotency key "k": %w`, source.ErrIdempotencyKeyReused), connect.CodeFailedPrecondition, `"k"`},
+		{"unknown", errors.New("secret detail"), connect.CodeInternal, internalMessage},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ce := toConnect(tc.err)
+			if ce.Code() != tc.code {
+				t.Fatalf("code = %v, want %v", ce.Code(), tc.code)
+			}
+			if tc.code == connect.CodeInternal {
+				if ce.Message() != tc.message {
+					t.Fatalf("message = %q, want only %q", ce.Message(), tc.message)
+				}
+				return
+			}
+			if !strings.Contains(ce.Message(), tc.message) {
+				t.Fatalf("message = %q, want it to mention %q", ce.Message(), tc.message)
+			}
+		})
+	}
+	if toConnect(nil) != nil {
+		t.Fatal("toConnect(nil) != nil")
+	}
+	for _, m := range codeFor {
+		if got := toConnect(fmt.Errorf("w: %w", m.err)).Code(); got != m.code {
+			t.Errorf("%v maps to %v, want %v", m.err, got, m.code)
+		}
+	}
+}
