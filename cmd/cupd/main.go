@@ -49,6 +49,21 @@ type serveFlags struct {
 	cacheBytes      int64
 	shutdownTimeout time.Duration
 	debugAddress    string
+
+	writeMode     string
+	branchPrefix  string
+	authorName    string
+	authorEmail   string
+	cacheDir      string
+	fetchInterval time.Duration
+	strict        bool
+	gitUser       string
+	gitToken      string
+	gitTokenFile  string
+	sshKey        string
+	sshPassphrase string
+	knownHosts    []string
+	webhookSecret string
 }
 
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -66,7 +81,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	}
 	fl := serve.Flags()
 	fl.StringVar(&f.address, "address", "127.0.0.1:8181", "host:port to listen on (port 0 picks a free port)")
-	fl.StringVar(&f.repository, "repository", "", "path of the Git repository to serve; empty serves a demo repository built from the embedded examples")
+	fl.StringVar(&f.repository, "repository", "", "Git repository to serve: a path on this machine, or a URL (https://, ssh://, git@host:path, file://) to clone; empty serves a demo repository built from the embedded examples")
 	fl.StringVar(&f.branch, "branch", "", "branch that reads and writes use by default (default: the branch the repository's HEAD names)")
 	fl.StringVar(&f.configDir, "config", "", "directory of ResourceDefinition, Controller and APIBinding files; the repository's .cup/ folder is read too")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -75,6 +90,20 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.Int64Var(&f.cacheBytes, "cache-bytes", 256<<20, "memory for resources memoised by commit, in bytes")
 	fl.StringVar(&f.debugAddress, "debug-address", "", "host:port for /debug/pprof (off when empty; never expose it publicly)")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to let calls in flight finish on SIGINT or SIGTERM")
+	fl.StringVar(&f.writeMode, "write-mode", "direct", "where writes go: direct (commit on the branch) or branch (a new branch cup/<id> per write: a change set)")
+	fl.StringVar(&f.branchPrefix, "branch-prefix", "cup/", "prefix of the branches --write-mode=branch creates")
+	fl.StringVar(&f.authorName, "author-name", "cup", "name commits are made under")
+	fl.StringVar(&f.authorEmail, "author-email", "cup@localhost", "email commits are made under")
+	fl.StringVar(&f.cacheDir, "cache-dir", "", "remote repositories: keep objects in this directory (reused on restart) instead of in memory")
+	fl.DurationVar(&f.fetchInterval, "fetch-interval", time.Minute, "remote repositories: how often to fetch (0 fetches only on POST /hooks/fetch)")
+	fl.BoolVar(&f.strict, "strict", false, "remote repositories: fail start-up when the remote is unreachable, even with a warm --cache-dir")
+	fl.StringVar(&f.gitUser, "git-user", "", "remote repositories over HTTP(S): user name sent with the token (default \"git\"); over SSH: the SSH user")
+	fl.StringVar(&f.gitToken, "git-token", "", "remote repositories over HTTP(S): access token or password (prefer CUPD_GIT_TOKEN or --git-token-file: flags show in process listings)")
+	fl.StringVar(&f.gitTokenFile, "git-token-file", "", "remote repositories over HTTP(S): file holding the access token")
+	fl.StringVar(&f.sshKey, "ssh-key", "", "remote repositories over SSH: private key file")
+	fl.StringVar(&f.sshPassphrase, "ssh-key-passphrase", "", "remote repositories over SSH: passphrase of --ssh-key (prefer CUPD_SSH_KEY_PASSPHRASE)")
+	fl.StringSliceVar(&f.knownHosts, "known-hosts", nil, "remote repositories over SSH: known_hosts files (default: ~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts)")
+	fl.StringVar(&f.webhookSecret, "webhook-secret", "", "remote repositories: secret POST /hooks/fetch requires (GitHub/Gitea signature, GitLab token or Bearer); empty accepts any call")
 
 	root := &cobra.Command{
 		Use:           "cupd",
@@ -132,6 +161,14 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 	}
 	slog.SetDefault(logger)
 
+	token := f.gitToken
+	if f.gitTokenFile != "" {
+		b, err := os.ReadFile(f.gitTokenFile)
+		if err != nil {
+			return fmt.Errorf("--git-token-file: %w", err)
+		}
+		token = strings.TrimSpace(string(b))
+	}
 	a, err := app.Open(ctx, app.Options{
 		Repository:      f.repository,
 		Branch:          f.branch,
@@ -139,11 +176,33 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 		Logger:          logger,
 		MaxRequestBytes: f.maxRequestBytes,
 		CacheBytes:      f.cacheBytes,
+		WriteMode:       f.writeMode,
+		BranchPrefix:    f.branchPrefix,
+		AuthorName:      f.authorName,
+		AuthorEmail:     f.authorEmail,
+		WebhookSecret:   f.webhookSecret,
+		Remote: app.Remote{
+			CacheDir:         f.cacheDir,
+			FetchInterval:    f.fetchInterval,
+			Strict:           f.strict,
+			User:             f.gitUser,
+			Token:            token,
+			SSHKey:           f.sshKey,
+			SSHKeyPassphrase: f.sshPassphrase,
+			KnownHosts:       f.knownHosts,
+		},
 	})
 	if err != nil {
 		return err
 	}
 	defer a.Close()
+	runCtx, stopRun := context.WithCancel(ctx)
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		_ = a.Run(runCtx)
+	}()
+	defer func() { stopRun(); <-ran }()
 
 	ln, err := net.Listen("tcp", f.address)
 	if err != nil {

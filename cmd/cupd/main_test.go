@@ -32,7 +32,8 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-var addressLine = regexp.MustCompile(`http://127\.0\.0\.1:\d+`)
+// addressLine finds the address cupd serves at (the repository may be a URL too).
+var addressLine = regexp.MustCompile(` at (http://127\.0\.0\.1:\d+)`)
 
 // start runs cupd with args until the test ends, and returns its URL once it
 // printed it.
@@ -60,8 +61,8 @@ func start(t *testing.T, args ...string) (string, *syncBuffer, func() error) {
 	t.Cleanup(func() { _ = stop() })
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		if u := addressLine.FindString(stdout.String()); u != "" {
-			return u, stdout, stop
+		if m := addressLine.FindStringSubmatch(stdout.String()); m != nil {
+			return m[1], stdout, stop
 		}
 		select {
 		case err := <-done:

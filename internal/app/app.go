@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cup-dev/cup/controller"
 	"github.com/cup-dev/cup/controller/template"
@@ -23,6 +24,7 @@ import (
 	"github.com/cup-dev/cup/internal/gitrepo"
 	"github.com/cup-dev/cup/server"
 	"github.com/cup-dev/cup/source"
+	gitsource "github.com/cup-dev/cup/source/git"
 	"github.com/cup-dev/cup/source/local"
 )
 
@@ -41,12 +43,57 @@ type Options struct {
 	// MaxRequestBytes and CacheBytes are passed to the server; zero keeps its defaults.
 	MaxRequestBytes int64
 	CacheBytes      int64
+	// Remote configures the source when Repository is a URL.
+	Remote Remote
+	// WriteMode is where writes go: "direct" (the default) or "branch".
+	WriteMode string
+	// BranchPrefix is the prefix of change-set branches; empty for "cup/".
+	BranchPrefix string
+	// AuthorName and AuthorEmail are the identity commits are made as;
+	// empty keeps the source's default ("cup <cup@localhost>").
+	AuthorName, AuthorEmail string
+	// WebhookSecret, when set, is required of calls to POST /hooks/fetch.
+	WebhookSecret string
+}
+
+// Remote configures a repository reached over the network.
+type Remote struct {
+	// CacheDir keeps objects on disk (reused on restart) instead of in memory.
+	CacheDir string
+	// FetchInterval is how often to fetch; zero or less fetches on webhook calls only.
+	FetchInterval time.Duration
+	// Strict makes start-up fail when the remote is unreachable, even with a warm cache.
+	Strict bool
+	// User and Token (or Password) authenticate over HTTP(S).
+	User, Token string
+	// SSHKey, SSHKeyPassphrase and KnownHosts authenticate over SSH.
+	SSHKey, SSHKeyPassphrase string
+	KnownHosts               []string
+}
+
+// IsURL reports whether repo names a remote repository rather than a
+// path on this machine: it has a scheme (https://, ssh://, file://) or is
+// an scp-like address (git@host:path).
+func IsURL(repo string) bool {
+	if strings.Contains(repo, "://") {
+		return true
+	}
+	at, colon := strings.Index(repo, "@"), strings.Index(repo, ":")
+	return at > 0 && colon > at && !strings.Contains(repo[:colon], "/")
+}
+
+// repoSource is what App needs of a source beyond source.Source.
+type repoSource interface {
+	source.Source
+	DefaultBranch() (string, error)
+	Close() error
 }
 
 // App is a wired server.
 type App struct {
 	handler http.Handler
-	src     *local.Source
+	src     repoSource
+	remote  *gitsource.Source // nil for a local repository
 	repo    string
 	branch  string
 	demo    bool
@@ -66,7 +113,7 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 	a := &App{repo: opts.Repository, cleanup: func() {}}
 	defer func() {
 		if err != nil {
-			a.cleanup()
+			_ = a.Close()
 		}
 	}()
 	if a.repo == "" {
@@ -75,17 +122,19 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		}
 	}
 
-	srcOpts := []local.Option{local.WithLogger(opts.Logger)}
-	if opts.Branch != "" {
-		srcOpts = append(srcOpts, local.WithBranch(opts.Branch))
+	mode := source.ModeDirect
+	if opts.WriteMode != "" {
+		if mode, err = source.ParseWriteMode(opts.WriteMode); err != nil {
+			return nil, err
+		}
 	}
-	src, err := local.Open(a.repo, srcOpts...)
+	src, err := a.openSource(ctx, opts, mode)
 	if err != nil {
-		return nil, fmt.Errorf("opening repository %s: %w", a.repo, err)
+		return nil, fmt.Errorf("opening repository %s: %w", gitsource.Redact(a.repo), err)
 	}
 	a.src = src
 	if a.branch, err = src.DefaultBranch(); err != nil {
-		return nil, fmt.Errorf("opening repository %s: %w", a.repo, err)
+		return nil, fmt.Errorf("opening repository %s: %w", gitsource.Redact(a.repo), err)
 	}
 
 	set, err := loadConfig(ctx, src, opts.ConfigDir)
@@ -109,11 +158,86 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		return nil, err
 	}
 	a.handler = srv.Handler()
+	if a.remote != nil {
+		a.handler = withWebhook(a.handler, a.remote, opts.WebhookSecret, opts.Logger)
+	}
 	if len(types) > 0 {
 		t := types[0]
 		a.example = fmt.Sprintf("/apis/%s/%s/namespaces/default/%s", t.Group, t.Version, t.Names.Plural)
 	}
 	return a, nil
+}
+
+// openSource opens the local or remote source opts name.
+func (a *App) openSource(ctx context.Context, opts Options, mode source.WriteMode) (repoSource, error) {
+	prefix := opts.BranchPrefix
+	if prefix == "" {
+		prefix = source.DefaultBranchPrefix
+	}
+	if !IsURL(a.repo) {
+		lopts := []local.Option{local.WithLogger(opts.Logger), local.WithWriteMode(mode), local.WithBranchPrefix(prefix)}
+		if opts.Branch != "" {
+			lopts = append(lopts, local.WithBranch(opts.Branch))
+		}
+		if opts.AuthorName != "" || opts.AuthorEmail != "" {
+			lopts = append(lopts, local.WithAuthor(or(opts.AuthorName, "cup"), or(opts.AuthorEmail, "cup@localhost")))
+		}
+		return local.Open(a.repo, lopts...)
+	}
+	r := opts.Remote
+	gopts := []gitsource.Option{
+		gitsource.WithLogger(opts.Logger),
+		gitsource.WithWriteMode(mode),
+		gitsource.WithBranchPrefix(prefix),
+		gitsource.WithCacheDir(r.CacheDir),
+		gitsource.WithFetchInterval(r.FetchInterval),
+		gitsource.WithStrict(r.Strict),
+	}
+	if opts.Branch != "" {
+		gopts = append(gopts, gitsource.WithBranch(opts.Branch))
+	}
+	if opts.AuthorName != "" || opts.AuthorEmail != "" {
+		gopts = append(gopts, gitsource.WithAuthor(or(opts.AuthorName, "cup"), or(opts.AuthorEmail, "cup@localhost")))
+	}
+	switch {
+	case r.SSHKey != "":
+		auth, err := gitsource.SSHKeyAuth(r.User, r.SSHKey, r.SSHKeyPassphrase, r.KnownHosts...)
+		if err != nil {
+			return nil, err
+		}
+		gopts = append(gopts, gitsource.WithAuth(auth))
+	case r.Token != "":
+		gopts = append(gopts, gitsource.WithAuth(gitsource.TokenAuth(r.User, r.Token)))
+	}
+	src, err := gitsource.Open(a.repo, gopts...)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if err := src.Start(ctx); err != nil {
+		_ = src.Close()
+		return nil, err
+	}
+	opts.Logger.Info("repository ready", "url", gitsource.Redact(a.repo), "took", time.Since(start).Round(time.Millisecond))
+	a.remote = src
+	return src, nil
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// Run keeps a remote repository fresh until ctx is done; for a local one
+// it only waits.
+func (a *App) Run(ctx context.Context) error {
+	if a.remote == nil {
+		<-ctx.Done()
+		return nil
+	}
+	return a.remote.Run(ctx)
 }
 
 // buildDemo creates the demo repository from the embedded examples.
@@ -247,8 +371,8 @@ func (a *App) Handler() http.Handler { return a.handler }
 // Source is the repository source.
 func (a *App) Source() source.Source { return a.src }
 
-// Repository is the path of the served repository.
-func (a *App) Repository() string { return a.repo }
+// Repository is the path or URL (without credentials) of the served repository.
+func (a *App) Repository() string { return gitsource.Redact(a.repo) }
 
 // Branch is the default branch.
 func (a *App) Branch() string { return a.branch }

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/cup-dev/cup/examples"
+	"github.com/cup-dev/cup/internal/gitrepo"
+	"github.com/cup-dev/cup/internal/gittest"
+)
+
+const flagPath = "/apis/flags.cup.dev/v1alpha1/namespaces/default/flags/new-checkout"
+
+// serveDemoRemote serves the demo repository over smart HTTP with basic
+// authentication and returns its directory and URL.
+func serveDemoRemote(t *testing.T) (dir, url string) {
+	t.Helper()
+	srv := gittest.NewServer(t, gittest.WithBasicAuth("alice", "s3cret"))
+	files := map[string][]byte{}
+	err := fs.WalkDir(examples.Demo, "demo", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(examples.Demo, p)
+		files[strings.TrimPrefix(p, "demo/")] = b
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = srv.Path("demo.git")
+	if _, err := gitrepo.Init(dir, "main", files, "demo\n"); err != nil {
+		t.Fatal(err)
+	}
+	return dir, srv.URL("demo.git")
+}
+
+func do(t *testing.T, method, url, body string, header ...string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+// TestServeRemote serves a remote repository: reads come from the clone,
+// a webhook call makes a commit pushed behind cupd's back visible, and a
+// write is pushed to the remote.
+func TestServeRemote(t *testing.T) {
+	dir, remote := serveDemoRemote(t)
+	t.Setenv("CUPD_GIT_TOKEN", "s3cret")
+	url, _, _ := start(t, "--address", "127.0.0.1:0", "--repository", remote, "--git-user", "alice",
+		"--fetch-interval", "0", "--webhook-secret", "hook", "--cache-dir", t.TempDir())
+	if code, body := get(t, url+"/readyz"); code != 200 {
+		t.Fatalf("/readyz = %d %s", code, body)
+	}
+	if code, body := get(t, url+flagPath); code != 200 || !strings.Contains(body, `"rollout":50`) {
+		t.Fatalf("GET = %d %s", code, body)
+	}
+
+	changed := strings.Replace(readFlag(t, dir), "rollout: 50", "rollout: 75", 1)
+	if _, err := gitrepo.Commit(dir, "main", map[string][]byte{"flags/default/new-checkout.yaml": []byte(changed)}, "elsewhere\n"); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := do(t, "POST", url+"/hooks/fetch", ""); code != http.StatusUnauthorized {
+		t.Errorf("webhook without the secret = %d, want 401", code)
+	}
+	if code, body := do(t, "POST", url+"/hooks/fetch", "{}", "X-Gitlab-Token", "hook"); code != http.StatusNoContent {
+		t.Fatalf("webhook = %d %s", code, body)
+	}
+	if code, body := get(t, url+flagPath); code != 200 || !strings.Contains(body, `"rollout":75`) {
+		t.Fatalf("GET after the webhook = %d %s", code, body)
+	}
+
+	res := putFlag(t, url, 90)
+	if head, _ := gitrepo.Resolve(dir, "main"); head != res.Result.Commit || res.Result.Branch != "main" {
+		t.Errorf("remote main at %s, response %+v", head, res.Result)
+	}
+	if !strings.Contains(readFlag(t, dir), "rollout: 90") {
+		t.Errorf("remote holds %s", readFlag(t, dir))
+	}
+}
+
+// TestServeRemoteBranchMode writes a change set: a new branch, with main
+// left alone, that a second write extends.
+func TestServeRemoteBranchMode(t *testing.T) {
+	dir, remote := serveDemoRemote(t)
+	t.Setenv("CUPD_GIT_TOKEN", "s3cret")
+	url, _, _ := start(t, "--address", "127.0.0.1:0", "--repository", remote, "--git-user", "alice",
+		"--fetch-interval", "0", "--write-mode", "branch")
+	main, _ := gitrepo.Resolve(dir, "main")
+	res := putFlag(t, url, 10)
+	if !strings.HasPrefix(res.Result.Branch, "cup/") {
+		t.Fatalf("branch %q, want cup/...", res.Result.Branch)
+	}
+	if head, _ := gitrepo.Resolve(dir, res.Result.Branch); head != res.Result.Commit {
+		t.Errorf("remote %s at %s, want %s", res.Result.Branch, head, res.Result.Commit)
+	}
+	if now, _ := gitrepo.Resolve(dir, "main"); now != main {
+		t.Errorf("main moved to %s", now)
+	}
+	if code, body := get(t, url+flagPath+"?revision="+res.Result.Branch); code != 200 || !strings.Contains(body, `"rollout":10`) {
+		t.Errorf("GET at the change set = %d %s", code, body)
+	}
+	if code, body := get(t, url+flagPath); code != 200 || !strings.Contains(body, `"rollout":50`) {
+		t.Errorf("GET at main = %d %s", code, body)
+	}
+}
+
+// writeResult is the part of a REST write's answer the tests look at.
+type writeResult struct {
+	Result struct{ Commit, Branch string }
+}
+
+// putFlag sets the demo flag's rollout through the REST form.
+func putFlag(t *testing.T, url string, rollout int) writeResult {
+	t.Helper()
+	code, body := do(t, "PUT", url+flagPath, fmt.Sprintf(`{"spec": {"description": "From cupd.", "enabled": true, "rollout": %d}}`, rollout))
+	if code != http.StatusAccepted {
+		t.Fatalf("PUT = %d %s", code, body)
+	}
+	var res writeResult
+	if err := json.Unmarshal([]byte(body), &res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func readFlag(t *testing.T, dir string) string {
+	t.Helper()
+	files, err := gitrepo.Files(dir, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(files["flags/default/new-checkout.yaml"])
+}
