@@ -12,21 +12,28 @@ import (
 
 	"github.com/cup-dev/cup/internal/app"
 	"github.com/cup-dev/cup/internal/benchrepo"
+	"github.com/cup-dev/cup/internal/gittest"
 	"github.com/cup-dev/cup/server"
 )
 
 // benchServer serves a generated repository of n resources of about 500
 // bytes in one namespace, over loopback, and returns the items' REST URL.
-func benchServer(b *testing.B, n int) string {
+// With remote, cupd serves a clone of the repository, which a smart-HTTP
+// server on 127.0.0.1 serves, and writes are pushed to it.
+func benchServer(b *testing.B, n int, remote bool) string {
 	b.Helper()
 	dir := b.TempDir()
 	if _, err := benchrepo.Generate(dir, n, benchrepo.Flat); err != nil {
 		b.Fatal(err)
 	}
-	a, err := app.Open(b.Context(), app.Options{
+	opts := app.Options{
 		Repository: filepath.Join(dir, "repo.git"), ConfigDir: filepath.Join(dir, "config"),
 		Logger: slog.New(slog.DiscardHandler),
-	})
+	}
+	if remote {
+		opts.Repository = gittest.NewServer(b, gittest.WithRoot(dir)).URL("repo.git")
+	}
+	a, err := app.Open(b.Context(), opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -56,33 +63,62 @@ func call(b *testing.B, c *http.Client, method, url, body string, want int) {
 
 // BenchmarkREST measures the REST form end to end over loopback: a get of
 // one resource from 8 keep-alive clients, a list of the whole namespace, and
-// a put that commits, at 1,000 and 10,000 resources. make load measures the
-// cupd binary the same way, with percentiles and resident memory.
+// a put that commits, at 1,000 and 10,000 resources, over a local
+// repository and over a clone of a remote one (where the put pushes). make
+// load measures the cupd binary the same way, with percentiles and
+// resident memory.
 func BenchmarkREST(b *testing.B) {
-	for _, n := range []int{1000, 10000} {
-		url := benchServer(b, n)
-		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
-		call(b, client, "GET", url, "", 200) // the first listing of the commit
-		b.Run(fmt.Sprintf("get/resources=%d", n), func(b *testing.B) {
-			b.SetParallelism(4) // 8 clients on 2 cores
-			b.RunParallel(func(pb *testing.PB) {
-				for i := 0; pb.Next(); i++ {
-					call(b, client, "GET", url+"/"+benchrepo.Name(i%n), "", 200)
+	for _, src := range []string{"local", "remote"} {
+		for _, n := range []int{1000, 10000} {
+			url := benchServer(b, n, src == "remote")
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+			call(b, client, "GET", url, "", 200) // the first listing of the commit
+			b.Run(fmt.Sprintf("source=%s/get/resources=%d", src, n), func(b *testing.B) {
+				b.SetParallelism(4) // 8 clients on 2 cores
+				b.RunParallel(func(pb *testing.PB) {
+					for i := 0; pb.Next(); i++ {
+						call(b, client, "GET", url+"/"+benchrepo.Name(i%n), "", 200)
+					}
+				})
+			})
+			b.Run(fmt.Sprintf("source=%s/list/resources=%d", src, n), func(b *testing.B) {
+				for b.Loop() {
+					call(b, client, "GET", url, "", 200)
 				}
 			})
+			b.Run(fmt.Sprintf("source=%s/put/resources=%d", src, n), func(b *testing.B) {
+				i := 0
+				for b.Loop() {
+					i++
+					call(b, client, "PUT", url+"/"+benchrepo.Name(i*7919%n),
+						fmt.Sprintf(`{"spec": {"owner": "write %d", "replicas": 1}}`, i), 202)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkCloneToReady measures how long cupd takes from start to serving
+// a remote repository of 10,000 resources: clone into memory, load the
+// configuration, and the first listing of the namespace.
+func BenchmarkCloneToReady(b *testing.B) {
+	const n = 10000
+	dir := b.TempDir()
+	if _, err := benchrepo.Generate(dir, n, benchrepo.Flat); err != nil {
+		b.Fatal(err)
+	}
+	url := gittest.NewServer(b, gittest.WithRoot(dir)).URL("repo.git")
+	client := &http.Client{}
+	for b.Loop() {
+		a, err := app.Open(b.Context(), app.Options{
+			Repository: url, ConfigDir: filepath.Join(dir, "config"), Logger: slog.New(slog.DiscardHandler),
 		})
-		b.Run(fmt.Sprintf("list/resources=%d", n), func(b *testing.B) {
-			for b.Loop() {
-				call(b, client, "GET", url, "", 200)
-			}
-		})
-		b.Run(fmt.Sprintf("put/resources=%d", n), func(b *testing.B) {
-			i := 0
-			for b.Loop() {
-				i++
-				call(b, client, "PUT", url+"/"+benchrepo.Name(i*7919%n),
-					fmt.Sprintf(`{"spec": {"owner": "write %d", "replicas": 1}}`, i), 202)
-			}
-		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ts := httptest.NewServer(a.Handler())
+		call(b, client, "GET", ts.URL+benchrepo.Path, "", 200)
+		ts.Close()
+		_ = a.Close()
 	}
 }

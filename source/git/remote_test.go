@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cup-dev/cup/internal/gitrepo"
 	"github.com/cup-dev/cup/internal/gittest"
@@ -415,5 +416,32 @@ func TestConcurrentWritesSameFile(t *testing.T) {
 	}
 	if log, _ := gitrepo.Log(r.dir, "main"); len(log) != 2 {
 		t.Errorf("%d commits, want 2", len(log))
+	}
+}
+
+// TestRunPolls sees a commit pushed behind the source's back after the
+// next poll, without any call to Fetch.
+func TestRunPolls(t *testing.T) {
+	t.Parallel()
+	r := newRemote(t)
+	src := r.start(t, git.WithFetchInterval(20*time.Millisecond))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- src.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	if _, err := gitrepo.Commit(r.dir, "main", map[string][]byte{"config/a.yaml": []byte("a: 2\n")}, "elsewhere\n"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for readFile(t, src, "", "config/a.yaml") != "a: 2\n" {
+		if time.Now().After(deadline) {
+			t.Fatal("the commit was not seen after 10 s of polling")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

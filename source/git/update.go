@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -265,7 +264,7 @@ func (s *Source) push(ctx context.Context, name string, old, new plumbing.Hash, 
 		}
 	}
 	var pack bytes.Buffer
-	if _, err := packfile.NewEncoder(&pack, s.locked, false).Encode(objects, 0); err != nil {
+	if err := s.store.WritePack(&pack, objects); err != nil {
 		return fmt.Errorf("git: pack objects: %w", err)
 	}
 	req := packp.NewReferenceUpdateRequest()
