@@ -6,7 +6,9 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cup-dev/cup/examples"
@@ -148,4 +150,42 @@ func readFlag(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return string(files["flags/default/new-checkout.yaml"])
+}
+
+// TestTwoServersRaceOnOneResource runs two cupd over one remote; both
+// write the same resource at once, each naming the resourceVersion it
+// read: one write lands, the other is ABORTED, and nothing else is lost.
+func TestTwoServersRaceOnOneResource(t *testing.T) {
+	dir, remote := serveDemoRemote(t)
+	t.Setenv("CUPD_GIT_TOKEN", "s3cret")
+	var urls []string
+	for range 2 {
+		url, _, _ := start(t, "--address", "127.0.0.1:0", "--repository", remote, "--git-user", "alice", "--fetch-interval", "0")
+		urls = append(urls, url)
+	}
+	res, err := http.Get(urls[0] + flagPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	etag := res.Header.Get("ETag")
+	if etag == "" {
+		t.Fatal("no ETag")
+	}
+	before, _ := gitrepo.Log(dir, "main")
+	codes := make([]int, 2)
+	var wg sync.WaitGroup
+	for i, url := range urls {
+		wg.Go(func() {
+			codes[i], _ = do(t, "PUT", url+flagPath, fmt.Sprintf(`{"spec": {"description": "x", "enabled": true, "rollout": %d}}`, i+1), "If-Match", etag)
+		})
+	}
+	wg.Wait()
+	slices.Sort(codes)
+	if codes[0] != http.StatusAccepted || codes[1] != http.StatusConflict {
+		t.Fatalf("statuses %v, want one 202 and one 409", codes)
+	}
+	if after, _ := gitrepo.Log(dir, "main"); len(after) != len(before)+1 {
+		t.Errorf("%d commits after the race, want %d", len(after), len(before)+1)
+	}
 }
