@@ -99,8 +99,9 @@ func BenchmarkREST(b *testing.B) {
 }
 
 // BenchmarkCloneToReady measures how long cupd takes from start to serving
-// a remote repository of 10,000 resources: clone into memory, load the
-// configuration, and the first listing of the namespace.
+// a remote repository of 10,000 resources: clone (into memory, or into an
+// empty cache directory), load the configuration, and the first listing
+// of the namespace.
 func BenchmarkCloneToReady(b *testing.B) {
 	const n = 10000
 	dir := b.TempDir()
@@ -109,16 +110,24 @@ func BenchmarkCloneToReady(b *testing.B) {
 	}
 	url := gittest.NewServer(b, gittest.WithRoot(dir)).URL("repo.git")
 	client := &http.Client{}
-	for b.Loop() {
-		a, err := app.Open(b.Context(), app.Options{
-			Repository: url, ConfigDir: filepath.Join(dir, "config"), Logger: slog.New(slog.DiscardHandler),
+	for _, storage := range []string{"memory", "cachedir"} {
+		b.Run("storage="+storage, func(b *testing.B) {
+			for b.Loop() {
+				opts := app.Options{Repository: url, ConfigDir: filepath.Join(dir, "config"), Logger: slog.New(slog.DiscardHandler)}
+				if storage == "cachedir" {
+					b.StopTimer()
+					opts.Remote.CacheDir = b.TempDir()
+					b.StartTimer()
+				}
+				a, err := app.Open(b.Context(), opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ts := httptest.NewServer(a.Handler())
+				call(b, client, "GET", ts.URL+benchrepo.Path, "", 200)
+				ts.Close()
+				_ = a.Close()
+			}
 		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ts := httptest.NewServer(a.Handler())
-		call(b, client, "GET", ts.URL+benchrepo.Path, "", 200)
-		ts.Close()
-		_ = a.Close()
 	}
 }

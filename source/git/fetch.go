@@ -54,7 +54,18 @@ func (s *Source) Fetch(ctx context.Context) error {
 	s.fetchMu.Lock()
 	defer s.fetchMu.Unlock()
 	start := time.Now()
-	remote := gogit.NewRemote(s.locked, &gitconfig.RemoteConfig{Name: "origin", URLs: []string{s.url}})
+	var st storage.Storer = s.locked
+	if s.state.Load() == nil {
+		// A first clone into a cache directory: write the pack as it comes
+		// rather than an object at a time (4 s instead of 0.3 s for 10,000
+		// files). Later fetches may get thin packs, whose deltas name
+		// objects outside the pack, which go-git's pack writer cannot
+		// resolve, so they go through the parser.
+		if pw, ok := s.locked.Storer.(storer.PackfileWriter); ok {
+			st = &packStorer{lockedStorer: s.locked, pw: pw}
+		}
+	}
+	remote := gogit.NewRemote(st, &gitconfig.RemoteConfig{Name: "origin", URLs: []string{s.url}})
 	refs, err := remote.ListContext(ctx, &gogit.ListOptions{Auth: s.cfg.auth})
 	if err != nil {
 		if errors.Is(err, transport.ErrEmptyRemoteRepository) {
@@ -242,3 +253,27 @@ func (l *lockedStorer) Config() (c *gitconfig.Config, err error) {
 func (l *lockedStorer) SetConfig(c *gitconfig.Config) error {
 	return l.do(func() error { return l.Storer.SetConfig(c) })
 }
+
+// packStorer is a lockedStorer that writes fetched packs whole.
+type packStorer struct {
+	*lockedStorer
+	pw storer.PackfileWriter
+}
+
+func (p *packStorer) PackfileWriter() (io.WriteCloser, error) {
+	var w io.WriteCloser
+	err := p.do(func() (err error) { w, err = p.pw.PackfileWriter(); return err })
+	if err != nil {
+		return nil, err
+	}
+	return &lockedCloser{WriteCloser: w, do: p.do}, nil
+}
+
+// lockedCloser closes a pack writer under the store's lock: closing
+// indexes the pack into the storage.
+type lockedCloser struct {
+	io.WriteCloser
+	do func(func() error) error
+}
+
+func (c *lockedCloser) Close() error { return c.do(c.WriteCloser.Close) }
