@@ -161,6 +161,33 @@ type UpdateRequest struct {
 	IdempotencyKey string
 	// Fingerprint identifies the request; see IdempotencyKey.
 	Fingerprint string
+	// Resources names the API resources the change writes, for commit
+	// messages and proposals. Optional.
+	Resources []ResourceRef
+	// Requester names who asked for the change (an authenticated user),
+	// for proposals. Optional.
+	Requester string
+}
+
+// Signer signs commits: it returns an ASCII-armored detached signature
+// (OpenPGP, as git verify-commit checks) of a commit's content.
+type Signer interface {
+	Sign(payload []byte) ([]byte, error)
+}
+
+// ResourceRef names an API resource.
+type ResourceRef struct {
+	Group, Version, Kind, Plural string
+	Namespace, Name              string
+}
+
+// ProposalRef names a proposal (a pull or merge request) that an update
+// opened or added to.
+type ProposalRef struct {
+	// ID is the proposal's number on its host.
+	ID string
+	// URL is its web page.
+	URL string
 }
 
 // Operation says what happened to a file.
@@ -211,6 +238,9 @@ type UpdateResult struct {
 	// Replayed is true when the result is that of an earlier update with
 	// the same idempotency key; nothing was written this time.
 	Replayed bool
+	// Proposal is the proposal the change is under review in, for sources
+	// that propose changes (see scm/); nil otherwise.
+	Proposal *ProposalRef
 }
 
 // Source gives access to the trees of one repository.

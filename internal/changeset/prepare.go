@@ -34,10 +34,11 @@ type Prepared struct {
 // Prepare runs req.Apply on base and, unless req is a dry run or changes
 // nothing, writes the new tree and a commit on base to store: the step
 // every source takes before publishing. The committer is committer; the
-// author is req.Author where it is set. branch is the branch the update
-// will write ("" when not known yet). applyErr reports that err came from
-// req.Apply, which is returned as it is.
-func Prepare(ctx context.Context, store *gitfs.Store, base Base, req *source.UpdateRequest, branch string, committer source.Signature) (_ *Prepared, applyErr bool, _ error) {
+// author is req.Author where it is set; sign, when not nil, signs the
+// commit. branch is the branch the update will write ("" when not known
+// yet). applyErr reports that err came from req.Apply, which is returned
+// as it is.
+func Prepare(ctx context.Context, store *gitfs.Store, base Base, req *source.UpdateRequest, branch string, committer source.Signature, sign source.Signer) (_ *Prepared, applyErr bool, _ error) {
 	snap := &source.Snapshot{Revision: base.Revision, Commit: base.Commit.String(), FS: store.FS(base.Tree)}
 	ov := gitfs.NewOverlay(store.FS(base.Tree))
 	if err := req.Apply(ctx, snap, ov); err != nil {
@@ -71,6 +72,7 @@ func Prepare(ctx context.Context, store *gitfs.Store, base Base, req *source.Upd
 		Author:    Author(committer, req.Author),
 		Committer: committer,
 		Message:   Message(req.Message, req.IdempotencyKey, req.Fingerprint),
+		Signer:    sign,
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("write commit: %w", err)

@@ -1,6 +1,7 @@
 package gitfs
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -168,6 +169,8 @@ type Commit struct {
 	Committer source.Signature
 	// Message is stored as given.
 	Message string
+	// Signer, when set, signs the commit (a gpgsig header).
+	Signer source.Signer
 }
 
 // Encode returns the commit in Git's object format.
@@ -216,7 +219,37 @@ func SanitizeIdent(s string) string {
 	return strings.TrimSpace(s)
 }
 
-// WriteCommit writes c and returns its id.
+// EncodeSigned returns the commit in Git's object format, signed by
+// c.Signer (unsigned without one): the signature of the unsigned encoding
+// goes in a gpgsig header after the committer, each line after the first
+// indented by a space, as git commit -S writes it.
+func (c *Commit) EncodeSigned() ([]byte, error) {
+	payload := c.Encode()
+	if c.Signer == nil {
+		return payload, nil
+	}
+	sig, err := c.Signer.Sign(payload)
+	if err != nil {
+		return nil, fmt.Errorf("sign commit: %w", err)
+	}
+	header, body, _ := bytes.Cut(payload, []byte("\n\n"))
+	var b []byte
+	b = append(b, header...)
+	b = append(b, "\ngpgsig"...)
+	for _, line := range bytes.Split(bytes.TrimRight(sig, "\n"), []byte("\n")) {
+		b = append(b, ' ')
+		b = append(b, line...)
+		b = append(b, '\n')
+	}
+	b = append(b, '\n')
+	return append(b, body...), nil
+}
+
+// WriteCommit writes c, signed when it has a Signer, and returns its id.
 func (s *Store) WriteCommit(c *Commit) (plumbing.Hash, error) {
-	return s.WriteObject(plumbing.CommitObject, c.Encode())
+	data, err := c.EncodeSigned()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return s.WriteObject(plumbing.CommitObject, data)
 }

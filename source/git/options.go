@@ -28,6 +28,7 @@ type config struct {
 	treeCacheSize int
 	blobCacheSize int64
 	clock         func() time.Time
+	signer        source.Signer
 }
 
 func defaultConfig() config {
@@ -132,4 +133,10 @@ func WithBlobCacheSize(bytes int64) Option {
 // WithClock sets the clock that dates commits. The default is time.Now.
 func WithClock(now func() time.Time) Option {
 	return func(c *config) { c.clock = now }
+}
+
+// WithSigner signs every commit the source makes (see
+// internal/signing for OpenPGP keys). By default commits are not signed.
+func WithSigner(s source.Signer) Option {
+	return func(c *config) { c.signer = s }
 }

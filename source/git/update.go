@@ -171,7 +171,7 @@ func (s *Source) attempt(ctx context.Context, tg target, req *source.UpdateReque
 	}
 	committer := source.Signature{Name: s.cfg.authorName, Email: s.cfg.authorEmail, When: s.cfg.clock()}
 	prep, _, err := changeset.Prepare(ctx, s.store, changeset.Base{Revision: req.Revision, Commit: head, Tree: p.tree},
-		req, name, committer)
+		req, name, committer, s.cfg.signer)
 	if err != nil {
 		return nil, false, err // Apply's error as it is, or the store's
 	}

@@ -320,7 +320,7 @@ func (s *Source) attempt(ctx context.Context, r *repo, t target, req *source.Upd
 	head := res.commit
 	committer := source.Signature{Name: s.cfg.authorName, Email: s.cfg.authorEmail, When: s.cfg.clock()}
 	p, applyErr, err := changeset.Prepare(ctx, r.store, changeset.Base{Revision: t.rev, Commit: head, Tree: res.tree},
-		req, shortBranch(t.write), committer)
+		req, shortBranch(t.write), committer, s.cfg.signer)
 	if err != nil {
 		return nil, applyErr, err
 	}

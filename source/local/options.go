@@ -22,6 +22,7 @@ type config struct {
 	clock         func() time.Time
 	mode          source.WriteMode
 	branchPrefix  string
+	signer        source.Signer
 }
 
 func defaultConfig() config {
@@ -104,4 +105,10 @@ func WithWriteMode(mode source.WriteMode) Option {
 // source.DefaultBranchPrefix ("cup/").
 func WithBranchPrefix(prefix string) Option {
 	return func(c *config) { c.branchPrefix = prefix }
+}
+
+// WithSigner signs every commit the source makes (see
+// internal/signing for OpenPGP keys). By default commits are not signed.
+func WithSigner(s source.Signer) Option {
+	return func(c *config) { c.signer = s }
 }
