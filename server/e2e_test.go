@@ -25,8 +25,10 @@ import (
 // fixture is a cupd serving a fresh copy of the demo repository over HTTP/1.1
 // and h2c on 127.0.0.1.
 type fixture struct {
-	app *app.App
+	app *app.App // nil for a server wired without internal/app
 	url string
+	// proposing is the source of a fixture from newProposalFixture.
+	proposing *proposingSource
 }
 
 func newFixture(t *testing.T, opts ...func(*app.Options)) *fixture {
@@ -107,6 +109,12 @@ func (f *fixture) clients(p protocol) (cupv1alpha1connect.ResourceServiceClient,
 // eachProtocol runs test in parallel for each protocol, with a fixture of
 // its own.
 func eachProtocol(t *testing.T, test func(t *testing.T, f *fixture, p protocol)) {
+	t.Helper()
+	eachProtocolWith(t, func(t *testing.T) *fixture { return newFixture(t) }, test)
+}
+
+// eachProtocolWith is eachProtocol with fixtures from newFixture.
+func eachProtocolWith(t *testing.T, newFixture func(t *testing.T) *fixture, test func(t *testing.T, f *fixture, p protocol)) {
 	t.Helper()
 	for _, p := range protocols {
 		t.Run(p.name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
 	"github.com/cup-dev/cup/controller"
+	"github.com/cup-dev/cup/scm"
 	"github.com/cup-dev/cup/source"
 )
 
@@ -18,22 +19,60 @@ import (
 // error goes to the log.
 const internalMessage = "internal error: the server log has the details"
 
-// codeFor maps the contract packages' sentinel errors to Connect codes.
+// codeFor maps the contract packages' sentinel errors to Connect codes, in
+// order: the first sentinel an error wraps decides. A hint, when set, is
+// added to the message unless it says so already.
+//
+// The SCM's sentinels reach here from writes in proposal mode (the branch is
+// pushed, then the proposal opened) and from the ProposalService. Apart from
+// a proposal id that names nothing (NotFound) the caller did nothing wrong:
+// cupd's own credentials, the host or the host's rate limit failed. So they
+// are Unavailable (HTTP 503, which clients may retry), never Unauthenticated
+// or PermissionDenied, which would blame the caller's credentials, nor
+// ResourceExhausted, which would blame the caller's quota; the proposing
+// source's message names the branch it pushed, so nothing written goes
+// untold. A request the host finds invalid (a proposal for a branch it does
+// not have) is FailedPrecondition, with the host's words.
 var codeFor = []struct {
 	err  error
 	code connect.Code
+	hint string
 }{
-	{controller.ErrNotFound, connect.CodeNotFound},
-	{controller.ErrInvalid, connect.CodeInvalidArgument},
-	{controller.ErrMalformed, connect.CodeFailedPrecondition},
-	{source.ErrRevisionNotFound, connect.CodeNotFound},
-	{source.ErrInvalidRevision, connect.CodeInvalidArgument},
-	{source.ErrInvalidPath, connect.CodeInvalidArgument},
-	{source.ErrNotWritable, connect.CodeFailedPrecondition},
-	{source.ErrConflict, connect.CodeAborted},
-	{source.ErrUnavailable, connect.CodeUnavailable},
-	{source.ErrChangeSetNotFound, connect.CodeNotFound},
-	{source.ErrIdempotencyKeyReused, connect.CodeFailedPrecondition},
+	{controller.ErrNotFound, connect.CodeNotFound, ""},
+	{controller.ErrInvalid, connect.CodeInvalidArgument, ""},
+	{controller.ErrMalformed, connect.CodeFailedPrecondition, ""},
+	{source.ErrRevisionNotFound, connect.CodeNotFound, ""},
+	{source.ErrInvalidRevision, connect.CodeInvalidArgument, ""},
+	{source.ErrInvalidPath, connect.CodeInvalidArgument, ""},
+	{source.ErrNotWritable, connect.CodeFailedPrecondition, ""},
+	{source.ErrConflict, connect.CodeAborted, ""},
+	{source.ErrUnavailable, connect.CodeUnavailable, ""},
+	{source.ErrChangeSetNotFound, connect.CodeNotFound, ""},
+	{source.ErrIdempotencyKeyReused, connect.CodeFailedPrecondition, ""},
+	{source.ErrRejected, connect.CodeFailedPrecondition, ""},
+	{errSCMRepository, connect.CodeUnavailable, "the operator must check cupd's SCM repository and token"},
+	{scm.ErrNotFound, connect.CodeNotFound, ""},
+	{scm.ErrUnauthenticated, connect.CodeUnavailable,
+		"it refused cupd's credentials, not yours: the operator must renew cupd's SCM token; retry then"},
+	{scm.ErrPermissionDenied, connect.CodeUnavailable,
+		"cupd's credentials (not yours) may not do this: the operator must let cupd's SCM token read and open pull or merge requests; retry then"},
+	{scm.ErrRateLimited, connect.CodeUnavailable, "cupd's rate limit at the SCM is spent: retry in a few minutes"},
+	{scm.ErrUnavailable, connect.CodeUnavailable, "retry later"},
+	{scm.ErrInvalid, connect.CodeFailedPrecondition, ""},
+}
+
+// errSCMRepository marks an scm.ErrNotFound that is not about anything the
+// caller named: while proposing a write or listing proposals, the host did
+// not find cup's repository (or hid it from cupd's credentials).
+var errSCMRepository = errors.New("the SCM does not know cup's repository, or hides it from cupd's credentials")
+
+// notCallersNotFound marks err with errSCMRepository when it wraps
+// scm.ErrNotFound, so that it maps to Unavailable rather than NotFound.
+func notCallersNotFound(err error) error {
+	if errors.Is(err, scm.ErrNotFound) && !errors.Is(err, errSCMRepository) {
+		return fmt.Errorf("%w: %w", errSCMRepository, err)
+	}
+	return err
 }
 
 // toConnect turns any error into a *connect.Error: a *connect.Error passes
@@ -56,6 +95,9 @@ func toConnect(err error) *connect.Error {
 	}
 	for _, m := range codeFor {
 		if errors.Is(err, m.err) {
+			if m.hint != "" && !strings.Contains(err.Error(), m.hint) {
+				err = fmt.Errorf("%w: %s", err, m.hint)
+			}
 			return connect.NewError(m.code, err)
 		}
 	}

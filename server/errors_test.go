@@ -10,6 +10,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/cup-dev/cup/controller"
+	"github.com/cup-dev/cup/scm"
 	"github.com/cup-dev/cup/source"
 )
 
@@ -36,6 +37,17 @@ func TestToConnect(t *testing.T) {
 		{"unavailable", fmt.Errorf("%w: gone", source.ErrUnavailable), connect.CodeUnavailable, "gone"},
 		{"change set not found", fmt.Errorf(`change set "cup/x": %w`, source.ErrChangeSetNotFound), connect.CodeNotFound, `change set "cup/x"`},
 		{"idempotency key reused", fmt.Errorf(`idempotency key "k": %w`, source.ErrIdempotencyKeyReused), connect.CodeFailedPrecondition, `"k"`},
+		{"rejected push", fmt.Errorf("%w: push to main: main is protected", source.ErrRejected), connect.CodeFailedPrecondition, "main is protected"},
+		{"unknown proposal", fmt.Errorf(`proposal "9": %w`, scm.ErrNotFound), connect.CodeNotFound, `proposal "9"`},
+		{"SCM lacks the repository", notCallersNotFound(fmt.Errorf("pushed branch cup/a1, opening its proposal: %w", scm.ErrNotFound)),
+			connect.CodeUnavailable, "cup's repository, or hides it from cupd's credentials: pushed branch cup/a1"},
+		{"SCM refused cupd's credentials", fmt.Errorf("pushed branch cup/a1, opening its proposal: %w", scm.ErrUnauthenticated),
+			connect.CodeUnavailable, "cup/a1, opening its proposal: the SCM refused the credentials: it refused cupd's credentials, not yours"},
+		{"SCM denied cupd", fmt.Errorf("pushed branch cup/a1: %w", scm.ErrPermissionDenied), connect.CodeUnavailable, "cupd's credentials (not yours)"},
+		{"SCM rate limit", fmt.Errorf("pushed branch cup/a1: %w", scm.ErrRateLimited), connect.CodeUnavailable, "retry in a few minutes"},
+		{"SCM down", fmt.Errorf("listing proposals: %w", scm.ErrUnavailable), connect.CodeUnavailable, "listing proposals: the SCM is unavailable: retry later"},
+		{"SCM hint said already", fmt.Errorf("%w (HTTP 502): retry later", scm.ErrUnavailable), connect.CodeUnavailable, "(HTTP 502): retry later"},
+		{"SCM invalid", fmt.Errorf("pushed branch cup/a1: %w: base branch main does not exist", scm.ErrInvalid), connect.CodeFailedPrecondition, "base branch main"},
 		{"unknown", errors.New("secret detail"), connect.CodeInternal, internalMessage},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -53,10 +65,19 @@ func TestToConnect(t *testing.T) {
 			if !strings.Contains(ce.Message(), tc.message) {
 				t.Fatalf("message = %q, want it to mention %q", ce.Message(), tc.message)
 			}
+			for _, m := range codeFor {
+				if m.hint != "" && strings.Count(ce.Message(), m.hint) > 1 {
+					t.Fatalf("message = %q repeats %q", ce.Message(), m.hint)
+				}
+			}
 		})
 	}
 	if toConnect(nil) != nil {
 		t.Fatal("toConnect(nil) != nil")
+	}
+	twice := notCallersNotFound(notCallersNotFound(scm.ErrNotFound))
+	if strings.Count(twice.Error(), errSCMRepository.Error()) != 1 {
+		t.Errorf("notCallersNotFound twice = %q, want the mark once", twice)
 	}
 	for _, m := range codeFor {
 		if got := toConnect(fmt.Errorf("w: %w", m.err)).Code(); got != m.code {

@@ -23,7 +23,7 @@ func TestReflection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []protoreflect.FullName{"cup.v1alpha1.ResourceService", "cup.v1alpha1.DiscoveryService"} {
+	for _, want := range []protoreflect.FullName{"cup.v1alpha1.ResourceService", "cup.v1alpha1.DiscoveryService", "cup.v1alpha1.ProposalService"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("services %v lack %s", names, want)
 		}

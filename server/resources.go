@@ -710,6 +710,10 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 		Fingerprint:    fingerprint,
 		Message:        msg,
 		DryRun:         w.dryRun,
+		Resources: []source.ResourceRef{{
+			Group: w.t.Group, Version: w.t.Version, Kind: w.t.Names.Kind, Plural: w.t.Names.Plural,
+			Namespace: w.namespace, Name: w.name,
+		}},
 		Apply: func(ctx context.Context, base *source.Snapshot, fs source.Writer) error {
 			cur, err := s.getEntry(ctx, w.t, base, w.namespace, w.name)
 			switch {
@@ -743,6 +747,9 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 		return nil, w.explain(err)
 	}
 	out := &cupv1alpha1.WriteResult{BaseCommit: res.Base, Commit: res.Commit, Branch: res.Branch, Replayed: res.Replayed}
+	if res.Proposal != nil {
+		out.Proposal = writtenProposal(res, s.targetBranch(w))
+	}
 	switch {
 	case res.Unchanged:
 		out.Outcome = cupv1alpha1.WriteOutcome_WRITE_OUTCOME_UNCHANGED
@@ -768,7 +775,9 @@ func (w *writeTarget) explain(err error) error {
 	case errors.Is(err, source.ErrIdempotencyKeyReused):
 		return advise(err, "idempotency key", w.idempotencyKey, "use a new key for a new request")
 	}
-	return err
+	// Whatever the SCM did not find while proposing the write, it was not
+	// the resource the caller named.
+	return notCallersNotFound(err)
 }
 
 // advise wraps err with what it is about (what "name") unless its message
@@ -881,7 +890,11 @@ func (h *resourceService) Get(ctx context.Context, req *connect.Request[cupv1alp
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&cupv1alpha1.GetResponse{Resource: pb, Commit: commit}), nil
+	m := req.Msg
+	return connect.NewResponse(&cupv1alpha1.GetResponse{
+		Resource: pb, Commit: commit,
+		Proposals: h.s.openProposals(ctx, m.Group, m.Plural, m.Namespace, m.Name),
+	}), nil
 }
 
 func (h *resourceService) List(ctx context.Context, req *connect.Request[cupv1alpha1.ListRequest]) (*connect.Response[cupv1alpha1.ListResponse], error) {

@@ -24,6 +24,8 @@ import (
 //	GET    /apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}  get
 //	PUT    /apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}  put
 //	DELETE /apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}  delete
+//	GET    /apis/cup.dev/v1alpha1/proposals                                proposals (see proposals.go)
+//	GET    /apis/cup.dev/v1alpha1/proposals/{id}                           one proposal
 //
 // Errors answer the HTTP status Connect maps the code to, with a JSON body
 // {"code": "...", "message": "..."}.
@@ -50,6 +52,8 @@ func (s *Server) routeREST(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+itemPath, s.restGet)
 	mux.HandleFunc("PUT "+itemPath, s.restPut)
 	mux.HandleFunc("DELETE "+itemPath, s.restDelete)
+	mux.HandleFunc("GET "+proposalsPath, s.restListProposals)
+	mux.HandleFunc("GET "+proposalPath, s.restGetProposal)
 }
 
 func (s *Server) restDefinitions(w http.ResponseWriter, r *http.Request) {

@@ -68,6 +68,7 @@ type config struct {
 	logger      *slog.Logger
 	maxBody     int64
 	cacheBudget int64
+	proposals   Proposals
 }
 
 // Option configures a Server.
@@ -96,7 +97,8 @@ type Server struct {
 }
 
 // New returns a Server for src serving types. It fails when two types share a
-// group, version and plural, or a type lacks names or a controller.
+// group, version and plural, a type lacks names or a controller, or a type is
+// in the group cup.dev, which cup's own routes use.
 func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 	cfg := config{logger: slog.Default(), maxBody: 4 << 20, cacheBudget: 256 << 20}
 	for _, o := range opts {
@@ -116,6 +118,9 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 		}
 		if t.Controller == nil {
 			return nil, fmt.Errorf("server: type %s/%s/%s has no controller", t.Group, t.Version, t.Names.Plural)
+		}
+		if err := checkGroup(t); err != nil {
+			return nil, err
 		}
 		k := typeKey{t.Group, t.Version, t.Names.Plural}
 		if _, dup := s.types[k]; dup {
@@ -139,7 +144,7 @@ func (s *Server) lookup(group, version, plural string) (*Type, error) {
 }
 
 // Handler returns the HTTP handler serving every protocol on one port:
-// Connect, gRPC and gRPC-Web for both services, gRPC reflection, the REST
+// Connect, gRPC and gRPC-Web for every service, gRPC reflection, the REST
 // form under /apis, and /healthz and /readyz. Serve it with HTTP/1.1 and h2c
 // enabled (see NewHTTPServer).
 func (s *Server) Handler() http.Handler {
@@ -150,9 +155,11 @@ func (s *Server) Handler() http.Handler {
 	}
 	mux.Handle(cupv1alpha1connect.NewResourceServiceHandler(&resourceService{s}, opts...))
 	mux.Handle(cupv1alpha1connect.NewDiscoveryServiceHandler(&discoveryService{s}, opts...))
+	mux.Handle(cupv1alpha1connect.NewProposalServiceHandler(&proposalService{s}, opts...))
 	reflector := grpcreflect.NewStaticReflector(
 		cupv1alpha1connect.ResourceServiceName,
 		cupv1alpha1connect.DiscoveryServiceName,
+		cupv1alpha1connect.ProposalServiceName,
 	)
 	mux.Handle(grpcreflect.NewHandlerV1(reflector))
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))

@@ -14,6 +14,7 @@ import {
   Http2SessionManager,
 } from "@connectrpc/connect-node";
 import { DiscoveryService } from "@cup-dev/api/cup/v1alpha1/discovery_pb";
+import { ProposalService, ProposalState } from "@cup-dev/api/cup/v1alpha1/proposal_pb";
 import { ResourceSchema, ResourceService, WriteOutcome } from "@cup-dev/api/cup/v1alpha1/resource_pb";
 
 import { startCupd } from "./cupd.js";
@@ -45,11 +46,12 @@ describe("against cupd (go run ./cmd/cupd serve)", () => {
 
   for (const [name, newTransport] of Object.entries(transports)) {
     describe(`over ${name}`, () => {
-      let resources, discovery;
+      let resources, discovery, proposals;
       before(() => {
         const transport = newTransport(cupd.baseUrl);
         resources = createClient(ResourceService, transport);
         discovery = createClient(DiscoveryService, transport);
+        proposals = createClient(ProposalService, transport);
       });
 
       it("lists the definitions", async () => {
@@ -73,6 +75,19 @@ describe("against cupd (go run ./cmd/cupd serve)", () => {
         assert.notEqual(r?.metadata?.resourceVersion, "");
         assert.equal(r?.spec?.enabled, true);
         assert.equal(typeof r?.spec?.rollout, "number");
+        assert.deepEqual(res.proposals, [], "cupd without an SCM knows no proposals");
+      });
+
+      it("says that listing proposals needs an SCM", async () => {
+        // cupd here runs without --scm, so the ProposalService cannot answer.
+        const { group, plural, namespace } = flags;
+        const request = { state: ProposalState.OPEN, group, plural, namespace, name: "new-checkout" };
+        await assert.rejects(proposals.listProposals(request), (err) => {
+          assert.ok(err instanceof ConnectError, `not a ConnectError: ${err}`);
+          assert.equal(err.code, Code.FailedPrecondition, err.message);
+          assert.match(err.rawMessage, /no SCM is configured/);
+          return true;
+        });
       });
 
       it("lists flags by label selector", async () => {

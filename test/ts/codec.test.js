@@ -10,6 +10,7 @@ import {
   DiscoveryService,
   ListDefinitionsResponseSchema,
 } from "@cup-dev/api/cup/v1alpha1/discovery_pb";
+import { ProposalSchema, ProposalService } from "@cup-dev/api/cup/v1alpha1/proposal_pb";
 import {
   PutRequestSchema,
   ResourceSchema,
@@ -25,7 +26,11 @@ describe("generated package @cup-dev/api", () => {
     assert.equal(ResourceSchema.file.name, "cup/v1alpha1/resource");
     assert.deepEqual(
       ResourceSchema.file.dependencies.map((f) => f.name).sort(),
-      ["buf/validate/validate", "google/protobuf/struct"],
+      ["buf/validate/validate", "cup/v1alpha1/proposal", "google/protobuf/struct"],
+    );
+    assert.deepEqual(
+      ProposalSchema.file.dependencies.map((f) => f.name).sort(),
+      ["buf/validate/validate", "google/protobuf/timestamp"],
     );
   });
 
@@ -47,6 +52,14 @@ describe("generated package @cup-dev/api", () => {
     assert.deepEqual(
       DiscoveryService.methods.map((m) => m.localName),
       ["listDefinitions", "getDefinition"],
+    );
+    assert.equal(ProposalService.typeName, "cup.v1alpha1.ProposalService");
+    assert.deepEqual(
+      ProposalService.methods.map((m) => [m.localName, m.idempotency]),
+      [
+        ["listProposals", MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS],
+        ["getProposal", MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS],
+      ],
     );
   });
 

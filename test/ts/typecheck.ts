@@ -3,6 +3,7 @@
 import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
 import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import { DiscoveryService, type ResourceDefinition } from "@cup-dev/api/cup/v1alpha1/discovery_pb";
+import { type Proposal, ProposalService, ProposalState } from "@cup-dev/api/cup/v1alpha1/proposal_pb";
 import {
   type PutRequest,
   PutRequestSchema,
@@ -49,4 +50,15 @@ export async function putAndDescribe(transport: Transport): Promise<[WriteOutcom
   void resources.Get;
   void enabled, version;
   return [outcome, (await discovery.listDefinitions({})).definitions];
+}
+
+export async function openProposals(transport: Transport, name: string): Promise<Proposal[]> {
+  const proposals = createClient(ProposalService, transport);
+  const ref = { group: "flags.cup.dev", plural: "flags", namespace: "default", name };
+  const res = await proposals.listProposals({ state: ProposalState.OPEN, ...ref });
+  const got = await createClient(ResourceService, transport).get({ ...ref, version: "v1alpha1" });
+  // @ts-expect-error: a proposal's id is a string.
+  const id: number = res.proposals[0]?.id ?? 0;
+  void id;
+  return [...res.proposals, ...got.proposals];
 }

@@ -386,7 +386,11 @@ type GetResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Resource *Resource              `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
 	// The commit the resource was read from.
-	Commit        string `protobuf:"bytes,2,opt,name=commit,proto3" json:"commit,omitempty"`
+	Commit string `protobuf:"bytes,2,opt,name=commit,proto3" json:"commit,omitempty"`
+	// The open proposals cup made that change this resource (whatever
+	// revision was read), newest first; empty when no SCM is configured or
+	// the SCM could not be asked.
+	Proposals     []*Proposal `protobuf:"bytes,3,rep,name=proposals,proto3" json:"proposals,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -433,6 +437,13 @@ func (x *GetResponse) GetCommit() string {
 		return x.Commit
 	}
 	return ""
+}
+
+func (x *GetResponse) GetProposals() []*Proposal {
+	if x != nil {
+		return x.Proposals
+	}
+	return nil
 }
 
 // ListRequest names the resources of one type in one namespace.
@@ -1007,7 +1018,11 @@ type WriteResult struct {
 	Changes []*FileChange `protobuf:"bytes,5,rep,name=changes,proto3" json:"changes,omitempty"`
 	// This result repeats an earlier write with the same idempotency key;
 	// nothing was written now.
-	Replayed      bool `protobuf:"varint,6,opt,name=replayed,proto3" json:"replayed,omitempty"`
+	Replayed bool `protobuf:"varint,6,opt,name=replayed,proto3" json:"replayed,omitempty"`
+	// The proposal the write is under review in, when the server proposes
+	// writes (an SCM is configured and writes go to change sets): its id,
+	// url, state, branch and base. Unset otherwise.
+	Proposal      *Proposal `protobuf:"bytes,7,opt,name=proposal,proto3" json:"proposal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1084,6 +1099,13 @@ func (x *WriteResult) GetReplayed() bool {
 	return false
 }
 
+func (x *WriteResult) GetProposal() *Proposal {
+	if x != nil {
+		return x.Proposal
+	}
+	return nil
+}
+
 // FileChange is one changed file.
 type FileChange struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1151,7 +1173,7 @@ var File_cup_v1alpha1_resource_proto protoreflect.FileDescriptor
 
 const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"\n" +
-	"\x1bcup/v1alpha1/resource.proto\x12\fcup.v1alpha1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xd0\x01\n" +
+	"\x1bcup/v1alpha1/resource.proto\x12\fcup.v1alpha1\x1a\x1bbuf/validate/validate.proto\x1a\x1bcup/v1alpha1/proposal.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xd0\x01\n" +
 	"\bResource\x12,\n" +
 	"\vapi_version\x18\x01 \x01(\tB\v\xbaH\b\xd8\x01\x01r\x03\x18\xbd\x02R\n" +
 	"apiVersion\x123\n" +
@@ -1182,10 +1204,11 @@ const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"\tnamespace\x18\x04 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\tnamespace\x12a\n" +
 	"\x04name\x18\x05 \x01(\tBM\xbaHJrH\x10\x01\x18\xfd\x012A^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$R\x04name\x12\x84\x01\n" +
 	"\brevision\x18\x06 \x01(\tBh\xbaHe\xba\x017\n" +
-	"\brevision\x12\x15must not contain '..'\x1a\x14!this.contains('..')\xd8\x01\x01r&\x18\xff\x012!^[A-Za-z0-9][A-Za-z0-9._/+@~^-]*$R\brevision\"Y\n" +
+	"\brevision\x12\x15must not contain '..'\x1a\x14!this.contains('..')\xd8\x01\x01r&\x18\xff\x012!^[A-Za-z0-9][A-Za-z0-9._/+@~^-]*$R\brevision\"\x8f\x01\n" +
 	"\vGetResponse\x122\n" +
 	"\bresource\x18\x01 \x01(\v2\x16.cup.v1alpha1.ResourceR\bresource\x12\x16\n" +
-	"\x06commit\x18\x02 \x01(\tR\x06commit\"\xd1\x04\n" +
+	"\x06commit\x18\x02 \x01(\tR\x06commit\x124\n" +
+	"\tproposals\x18\x03 \x03(\v2\x16.cup.v1alpha1.ProposalR\tproposals\"\xd1\x04\n" +
 	"\vListRequest\x12c\n" +
 	"\x05group\x18\x01 \x01(\tBM\xbaHJrH\x10\x01\x18\xfd\x012A^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$R\x05group\x12D\n" +
 	"\aversion\x18\x02 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\aversion\x12B\n" +
@@ -1241,7 +1264,7 @@ const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"change_set\x12\x15must not contain '..'\x1a\x14!this.contains('..')\xd8\x01\x01r$\x18\xff\x012\x1f^[A-Za-z0-9][A-Za-z0-9._/+@-]*$R\tchangeSet\x12D\n" +
 	"\x0fidempotency_key\x18\v \x01(\tB\x1b\xbaH\x18\xd8\x01\x01r\x13\x18\x80\x012\x0e^[\\x21-\\x7e]+$R\x0eidempotencyKey\"C\n" +
 	"\x0eDeleteResponse\x121\n" +
-	"\x06result\x18\x01 \x01(\v2\x19.cup.v1alpha1.WriteResultR\x06result\"\xe4\x01\n" +
+	"\x06result\x18\x01 \x01(\v2\x19.cup.v1alpha1.WriteResultR\x06result\"\x98\x02\n" +
 	"\vWriteResult\x124\n" +
 	"\aoutcome\x18\x01 \x01(\x0e2\x1a.cup.v1alpha1.WriteOutcomeR\aoutcome\x12\x1f\n" +
 	"\vbase_commit\x18\x02 \x01(\tR\n" +
@@ -1249,7 +1272,8 @@ const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"\x06commit\x18\x03 \x01(\tR\x06commit\x12\x16\n" +
 	"\x06branch\x18\x04 \x01(\tR\x06branch\x122\n" +
 	"\achanges\x18\x05 \x03(\v2\x18.cup.v1alpha1.FileChangeR\achanges\x12\x1a\n" +
-	"\breplayed\x18\x06 \x01(\bR\breplayed\"o\n" +
+	"\breplayed\x18\x06 \x01(\bR\breplayed\x122\n" +
+	"\bproposal\x18\a \x01(\v2\x16.cup.v1alpha1.ProposalR\bproposal\"o\n" +
 	"\n" +
 	"FileChange\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x129\n" +
@@ -1304,6 +1328,7 @@ var file_cup_v1alpha1_resource_proto_goTypes = []any{
 	nil,                     // 14: cup.v1alpha1.ObjectMeta.LabelsEntry
 	nil,                     // 15: cup.v1alpha1.ObjectMeta.AnnotationsEntry
 	(*structpb.Struct)(nil), // 16: google.protobuf.Struct
+	(*Proposal)(nil),        // 17: cup.v1alpha1.Proposal
 }
 var file_cup_v1alpha1_resource_proto_depIdxs = []int32{
 	3,  // 0: cup.v1alpha1.Resource.metadata:type_name -> cup.v1alpha1.ObjectMeta
@@ -1311,27 +1336,29 @@ var file_cup_v1alpha1_resource_proto_depIdxs = []int32{
 	14, // 2: cup.v1alpha1.ObjectMeta.labels:type_name -> cup.v1alpha1.ObjectMeta.LabelsEntry
 	15, // 3: cup.v1alpha1.ObjectMeta.annotations:type_name -> cup.v1alpha1.ObjectMeta.AnnotationsEntry
 	2,  // 4: cup.v1alpha1.GetResponse.resource:type_name -> cup.v1alpha1.Resource
-	2,  // 5: cup.v1alpha1.ListResponse.items:type_name -> cup.v1alpha1.Resource
-	2,  // 6: cup.v1alpha1.PutRequest.resource:type_name -> cup.v1alpha1.Resource
-	12, // 7: cup.v1alpha1.PutResponse.result:type_name -> cup.v1alpha1.WriteResult
-	2,  // 8: cup.v1alpha1.PutResponse.resource:type_name -> cup.v1alpha1.Resource
-	12, // 9: cup.v1alpha1.DeleteResponse.result:type_name -> cup.v1alpha1.WriteResult
-	0,  // 10: cup.v1alpha1.WriteResult.outcome:type_name -> cup.v1alpha1.WriteOutcome
-	13, // 11: cup.v1alpha1.WriteResult.changes:type_name -> cup.v1alpha1.FileChange
-	1,  // 12: cup.v1alpha1.FileChange.operation:type_name -> cup.v1alpha1.FileOperation
-	4,  // 13: cup.v1alpha1.ResourceService.Get:input_type -> cup.v1alpha1.GetRequest
-	6,  // 14: cup.v1alpha1.ResourceService.List:input_type -> cup.v1alpha1.ListRequest
-	8,  // 15: cup.v1alpha1.ResourceService.Put:input_type -> cup.v1alpha1.PutRequest
-	10, // 16: cup.v1alpha1.ResourceService.Delete:input_type -> cup.v1alpha1.DeleteRequest
-	5,  // 17: cup.v1alpha1.ResourceService.Get:output_type -> cup.v1alpha1.GetResponse
-	7,  // 18: cup.v1alpha1.ResourceService.List:output_type -> cup.v1alpha1.ListResponse
-	9,  // 19: cup.v1alpha1.ResourceService.Put:output_type -> cup.v1alpha1.PutResponse
-	11, // 20: cup.v1alpha1.ResourceService.Delete:output_type -> cup.v1alpha1.DeleteResponse
-	17, // [17:21] is the sub-list for method output_type
-	13, // [13:17] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	17, // 5: cup.v1alpha1.GetResponse.proposals:type_name -> cup.v1alpha1.Proposal
+	2,  // 6: cup.v1alpha1.ListResponse.items:type_name -> cup.v1alpha1.Resource
+	2,  // 7: cup.v1alpha1.PutRequest.resource:type_name -> cup.v1alpha1.Resource
+	12, // 8: cup.v1alpha1.PutResponse.result:type_name -> cup.v1alpha1.WriteResult
+	2,  // 9: cup.v1alpha1.PutResponse.resource:type_name -> cup.v1alpha1.Resource
+	12, // 10: cup.v1alpha1.DeleteResponse.result:type_name -> cup.v1alpha1.WriteResult
+	0,  // 11: cup.v1alpha1.WriteResult.outcome:type_name -> cup.v1alpha1.WriteOutcome
+	13, // 12: cup.v1alpha1.WriteResult.changes:type_name -> cup.v1alpha1.FileChange
+	17, // 13: cup.v1alpha1.WriteResult.proposal:type_name -> cup.v1alpha1.Proposal
+	1,  // 14: cup.v1alpha1.FileChange.operation:type_name -> cup.v1alpha1.FileOperation
+	4,  // 15: cup.v1alpha1.ResourceService.Get:input_type -> cup.v1alpha1.GetRequest
+	6,  // 16: cup.v1alpha1.ResourceService.List:input_type -> cup.v1alpha1.ListRequest
+	8,  // 17: cup.v1alpha1.ResourceService.Put:input_type -> cup.v1alpha1.PutRequest
+	10, // 18: cup.v1alpha1.ResourceService.Delete:input_type -> cup.v1alpha1.DeleteRequest
+	5,  // 19: cup.v1alpha1.ResourceService.Get:output_type -> cup.v1alpha1.GetResponse
+	7,  // 20: cup.v1alpha1.ResourceService.List:output_type -> cup.v1alpha1.ListResponse
+	9,  // 21: cup.v1alpha1.ResourceService.Put:output_type -> cup.v1alpha1.PutResponse
+	11, // 22: cup.v1alpha1.ResourceService.Delete:output_type -> cup.v1alpha1.DeleteResponse
+	19, // [19:23] is the sub-list for method output_type
+	15, // [15:19] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_cup_v1alpha1_resource_proto_init() }
@@ -1339,6 +1366,7 @@ func file_cup_v1alpha1_resource_proto_init() {
 	if File_cup_v1alpha1_resource_proto != nil {
 		return
 	}
+	file_cup_v1alpha1_proposal_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

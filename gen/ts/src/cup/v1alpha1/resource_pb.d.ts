@@ -4,6 +4,7 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
+import type { Proposal } from "./proposal_pb.js";
 
 /**
  * Describes the file cup/v1alpha1/resource.proto.
@@ -174,6 +175,15 @@ export declare type GetResponse = Message<"cup.v1alpha1.GetResponse"> & {
    * @generated from field: string commit = 2;
    */
   commit: string;
+
+  /**
+   * The open proposals cup made that change this resource (whatever
+   * revision was read), newest first; empty when no SCM is configured or
+   * the SCM could not be asked.
+   *
+   * @generated from field: repeated cup.v1alpha1.Proposal proposals = 3;
+   */
+  proposals: Proposal[];
 };
 
 /**
@@ -551,6 +561,15 @@ export declare type WriteResult = Message<"cup.v1alpha1.WriteResult"> & {
    * @generated from field: bool replayed = 6;
    */
   replayed: boolean;
+
+  /**
+   * The proposal the write is under review in, when the server proposes
+   * writes (an SCM is configured and writes go to change sets): its id,
+   * url, state, branch and base. Unset otherwise.
+   *
+   * @generated from field: cup.v1alpha1.Proposal proposal = 7;
+   */
+  proposal?: Proposal | undefined;
 };
 
 /**
