@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -140,4 +141,39 @@ type Provider interface {
 	// SetBody replaces the description of a proposal, as when its change
 	// set grows.
 	SetBody(ctx context.Context, id, body string) error
+}
+
+// ForStatus returns the sentinel for an HTTP status a host (or a proxy in
+// front of it) answered an API call with, or nil for a status that is no
+// failure (below 400). Adapters refine it where their host says more,
+// such as GitHub's 403 for an exhausted rate limit.
+func ForStatus(code int) error {
+	switch {
+	case code < 400:
+		return nil
+	case code == http.StatusNotFound:
+		return ErrNotFound
+	case code == http.StatusUnauthorized:
+		return ErrUnauthenticated
+	case code == http.StatusForbidden:
+		return ErrPermissionDenied
+	case code == http.StatusTooManyRequests:
+		return ErrRateLimited
+	case code == http.StatusRequestTimeout, code >= 500:
+		return ErrUnavailable
+	default:
+		// 400, 409 (an open proposal for the same branch), 422 (a
+		// missing field, head equal to base), 412, 423 and the like.
+		return ErrInvalid
+	}
+}
+
+// IsSentinel reports whether err wraps one of the sentinels above.
+func IsSentinel(err error) bool {
+	for _, s := range []error{ErrNotFound, ErrUnauthenticated, ErrPermissionDenied, ErrRateLimited, ErrInvalid, ErrUnavailable} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
 }
