@@ -64,6 +64,21 @@ type serveFlags struct {
 	sshPassphrase string
 	knownHosts    []string
 	webhookSecret string
+
+	scm               string
+	scmURL            string
+	scmRepository     string
+	scmTokenFile      string
+	scmTokenEnv       string
+	githubAppID       int64
+	githubInstallID   int64
+	githubAppKeyFile  string
+	proposalLabels    []string
+	proposalDraft     bool
+	templateDir       string
+	proposalsRefresh  time.Duration
+	signingKeyFile    string
+	signingPassphrase string
 }
 
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -90,7 +105,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.Int64Var(&f.cacheBytes, "cache-bytes", 256<<20, "memory for resources memoised by commit, in bytes")
 	fl.StringVar(&f.debugAddress, "debug-address", "", "host:port for /debug/pprof (off when empty; never expose it publicly)")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to let calls in flight finish on SIGINT or SIGTERM")
-	fl.StringVar(&f.writeMode, "write-mode", "direct", "where writes go: direct (commit on the branch) or branch (a new branch cup/<id> per write: a change set)")
+	fl.StringVar(&f.writeMode, "write-mode", "", "where writes go: direct (commit on the branch), branch (a new branch cup/<id> per write: a change set) or proposal (a change set and its pull/merge request); default proposal with --scm, else direct")
 	fl.StringVar(&f.branchPrefix, "branch-prefix", "cup/", "prefix of the branches --write-mode=branch creates")
 	fl.StringVar(&f.authorName, "author-name", "cup", "name commits are made under")
 	fl.StringVar(&f.authorEmail, "author-email", "cup@localhost", "email commits are made under")
@@ -103,6 +118,20 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.StringVar(&f.sshKey, "ssh-key", "", "remote repositories over SSH: private key file")
 	fl.StringVar(&f.sshPassphrase, "ssh-key-passphrase", "", "remote repositories over SSH: passphrase of --ssh-key (prefer CUPD_SSH_KEY_PASSPHRASE)")
 	fl.StringSliceVar(&f.knownHosts, "known-hosts", nil, "remote repositories over SSH: known_hosts files (default: ~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts)")
+	fl.StringVar(&f.scm, "scm", "", "open proposals on this host: github, gitlab or gitea (off when empty)")
+	fl.StringVar(&f.scmURL, "scm-url", "", "the SCM's API base: GitHub Enterprise https://host/api/v3/, a self-hosted GitLab's or Gitea's web root (empty: github.com, gitlab.com)")
+	fl.StringVar(&f.scmRepository, "scm-repository", "", "owner/repo on GitHub or Gitea, the project path on GitLab (default: from the --repository URL)")
+	fl.StringVar(&f.scmTokenFile, "scm-token-file", "", "file holding the SCM token, read again when it changes (short-lived tokens)")
+	fl.StringVar(&f.scmTokenEnv, "scm-token-env", "CUPD_SCM_TOKEN", "environment variable holding the SCM token")
+	fl.Int64Var(&f.githubAppID, "github-app-id", 0, "authenticate to GitHub as this App (with --github-app-installation-id and --github-app-key-file)")
+	fl.Int64Var(&f.githubInstallID, "github-app-installation-id", 0, "the GitHub App's installation on the repository's account")
+	fl.StringVar(&f.githubAppKeyFile, "github-app-key-file", "", "the GitHub App's private key (PEM)")
+	fl.StringSliceVar(&f.proposalLabels, "proposal-labels", nil, "labels to add to every proposal")
+	fl.BoolVar(&f.proposalDraft, "proposal-draft", false, "open proposals as drafts")
+	fl.StringVar(&f.templateDir, "templates", "", "directory with commit.tmpl, title.tmpl and body.tmpl overriding the default commit message and proposal texts")
+	fl.DurationVar(&f.proposalsRefresh, "proposals-refresh", 30*time.Second, "how often to read the state of proposals from the SCM (POST /hooks/scm reads it at once)")
+	fl.StringVar(&f.signingKeyFile, "signing-key-file", "", "armored OpenPGP private key to sign commits with")
+	fl.StringVar(&f.signingPassphrase, "signing-key-passphrase", "", "passphrase of --signing-key-file (prefer CUPD_SIGNING_KEY_PASSPHRASE)")
 	fl.StringVar(&f.webhookSecret, "webhook-secret", "", "remote repositories: secret POST /hooks/fetch requires (GitHub/Gitea signature, GitLab token or Bearer); empty accepts any call")
 
 	root := &cobra.Command{
@@ -181,6 +210,14 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 		AuthorName:      f.authorName,
 		AuthorEmail:     f.authorEmail,
 		WebhookSecret:   f.webhookSecret,
+		SCM: app.SCM{
+			Provider: f.scm, URL: f.scmURL, Repository: f.scmRepository,
+			TokenFile: f.scmTokenFile, TokenEnv: f.scmTokenEnv,
+			GitHubAppID: f.githubAppID, GitHubAppInstallationID: f.githubInstallID, GitHubAppKeyFile: f.githubAppKeyFile,
+			Labels: f.proposalLabels, Draft: f.proposalDraft, TemplateDir: f.templateDir, RefreshInterval: f.proposalsRefresh,
+		},
+		SigningKeyFile:       f.signingKeyFile,
+		SigningKeyPassphrase: f.signingPassphrase,
 		Remote: app.Remote{
 			CacheDir:         f.cacheDir,
 			FetchInterval:    f.fetchInterval,

@@ -17,11 +17,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
 	"github.com/cup-dev/cup/controller"
 	"github.com/cup-dev/cup/controller/template"
 	"github.com/cup-dev/cup/examples"
 	"github.com/cup-dev/cup/internal/config"
 	"github.com/cup-dev/cup/internal/gitrepo"
+	"github.com/cup-dev/cup/internal/proposals"
+	"github.com/cup-dev/cup/internal/signing"
 	"github.com/cup-dev/cup/server"
 	"github.com/cup-dev/cup/source"
 	gitsource "github.com/cup-dev/cup/source/git"
@@ -52,8 +57,15 @@ type Options struct {
 	// AuthorName and AuthorEmail are the identity commits are made as;
 	// empty keeps the source's default ("cup <cup@localhost>").
 	AuthorName, AuthorEmail string
-	// WebhookSecret, when set, is required of calls to POST /hooks/fetch.
+	// WebhookSecret, when set, is required of calls to POST /hooks/fetch
+	// and POST /hooks/scm.
 	WebhookSecret string
+	// SCM configures proposals; with a provider the write mode defaults to
+	// "proposal".
+	SCM SCM
+	// SigningKeyFile is an armored OpenPGP private key to sign commits
+	// with; SigningKeyPassphrase decrypts it.
+	SigningKeyFile, SigningKeyPassphrase string
 }
 
 // Remote configures a repository reached over the network.
@@ -91,14 +103,15 @@ type repoSource interface {
 
 // App is a wired server.
 type App struct {
-	handler http.Handler
-	src     repoSource
-	remote  *gitsource.Source // nil for a local repository
-	repo    string
-	branch  string
-	demo    bool
-	example string
-	cleanup func()
+	handler   http.Handler
+	src       repoSource
+	remote    *gitsource.Source  // nil for a local repository
+	proposals *proposals.Manager // nil without an SCM
+	repo      string
+	branch    string
+	demo      bool
+	example   string
+	cleanup   func()
 }
 
 // configFolder is the folder inside a served repository that holds configuration.
@@ -122,11 +135,9 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		}
 	}
 
-	mode := source.ModeDirect
-	if opts.WriteMode != "" {
-		if mode, err = source.ParseWriteMode(opts.WriteMode); err != nil {
-			return nil, err
-		}
+	mode, propose, err := writeMode(opts)
+	if err != nil {
+		return nil, err
 	}
 	src, err := a.openSource(ctx, opts, mode)
 	if err != nil {
@@ -135,6 +146,34 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 	a.src = src
 	if a.branch, err = src.DefaultBranch(); err != nil {
 		return nil, fmt.Errorf("opening repository %s: %w", gitsource.Redact(a.repo), err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	var served source.Source = src
+	if propose {
+		if a.remote == nil {
+			return nil, errors.New("--write-mode=proposal needs a remote repository (an https://, ssh:// or git@ URL) that the SCM hosts")
+		}
+		provider, err := newProvider(opts.SCM, a.repo, reg, opts.Logger)
+		if err != nil {
+			return nil, err
+		}
+		tmpl := proposals.DefaultTemplates()
+		if opts.SCM.TemplateDir != "" {
+			if tmpl, err = proposals.LoadTemplates(opts.SCM.TemplateDir); err != nil {
+				return nil, err
+			}
+		}
+		a.proposals, err = proposals.New(proposals.Config{
+			Source: src, Provider: provider, DefaultBranch: a.branch,
+			BranchPrefix: or(opts.BranchPrefix, source.DefaultBranchPrefix),
+			Labels:       opts.SCM.Labels, Draft: opts.SCM.Draft, Templates: tmpl,
+			RefreshInterval: opts.SCM.RefreshInterval, Logger: opts.Logger,
+		})
+		if err != nil {
+			return nil, err
+		}
+		served = proposingSource{Manager: a.proposals, inner: src}
 	}
 
 	set, err := loadConfig(ctx, src, opts.ConfigDir)
@@ -153,14 +192,14 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 	if opts.CacheBytes > 0 {
 		sopts = append(sopts, server.WithCacheBytes(opts.CacheBytes))
 	}
-	srv, err := server.New(src, types, sopts...)
+	if a.proposals != nil {
+		sopts = append(sopts, server.WithProposals(proposalsAPI{a.proposals}))
+	}
+	srv, err := server.New(served, types, sopts...)
 	if err != nil {
 		return nil, err
 	}
-	a.handler = srv.Handler()
-	if a.remote != nil {
-		a.handler = withWebhook(a.handler, a.remote, opts.WebhookSecret, opts.Logger)
-	}
+	a.handler = withOperations(srv.Handler(), a.remote, a.proposals, reg, opts.WebhookSecret, opts.Logger)
 	if len(types) > 0 {
 		t := types[0]
 		a.example = fmt.Sprintf("/apis/%s/%s/namespaces/default/%s", t.Group, t.Version, t.Names.Plural)
@@ -170,12 +209,22 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 
 // openSource opens the local or remote source opts name.
 func (a *App) openSource(ctx context.Context, opts Options, mode source.WriteMode) (repoSource, error) {
-	prefix := opts.BranchPrefix
-	if prefix == "" {
-		prefix = source.DefaultBranchPrefix
+	prefix := or(opts.BranchPrefix, source.DefaultBranchPrefix)
+	var signer source.Signer
+	if opts.SigningKeyFile != "" {
+		key, err := os.ReadFile(opts.SigningKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("--signing-key-file: %w", err)
+		}
+		s, err := signing.NewOpenPGP(key, []byte(opts.SigningKeyPassphrase))
+		if err != nil {
+			return nil, fmt.Errorf("--signing-key-file %s: %w", opts.SigningKeyFile, err)
+		}
+		opts.Logger.Info("signing commits", "key", s.Fingerprint())
+		signer = s
 	}
 	if !IsURL(a.repo) {
-		lopts := []local.Option{local.WithLogger(opts.Logger), local.WithWriteMode(mode), local.WithBranchPrefix(prefix)}
+		lopts := []local.Option{local.WithLogger(opts.Logger), local.WithWriteMode(mode), local.WithBranchPrefix(prefix), local.WithSigner(signer)}
 		if opts.Branch != "" {
 			lopts = append(lopts, local.WithBranch(opts.Branch))
 		}
@@ -192,6 +241,7 @@ func (a *App) openSource(ctx context.Context, opts Options, mode source.WriteMod
 		gitsource.WithCacheDir(r.CacheDir),
 		gitsource.WithFetchInterval(r.FetchInterval),
 		gitsource.WithStrict(r.Strict),
+		gitsource.WithSigner(signer),
 	}
 	if opts.Branch != "" {
 		gopts = append(gopts, gitsource.WithBranch(opts.Branch))
@@ -230,9 +280,40 @@ func or(s, def string) string {
 	return s
 }
 
-// Run keeps a remote repository fresh until ctx is done; for a local one
-// it only waits.
+// writeMode works out the source's write mode and whether writes are
+// proposed: "proposal" (the default with an SCM) is a branch write plus a
+// proposal.
+func writeMode(opts Options) (source.WriteMode, bool, error) {
+	switch m := opts.WriteMode; {
+	case m == "proposal" || m == "" && opts.SCM.Provider != "":
+		if opts.SCM.Provider == "" {
+			return 0, false, errors.New("--write-mode=proposal needs --scm (github, gitlab or gitea)")
+		}
+		return source.ModeBranch, true, nil
+	case m == "":
+		return source.ModeDirect, false, nil
+	default:
+		mode, err := source.ParseWriteMode(m)
+		if err != nil {
+			return 0, false, fmt.Errorf("--write-mode: %w (or proposal)", err)
+		}
+		return mode, false, nil
+	}
+}
+
+// Run keeps a remote repository and the list of proposals fresh until ctx
+// is done.
 func (a *App) Run(ctx context.Context) error {
+	done := make(chan struct{})
+	if a.proposals != nil {
+		go func() {
+			defer close(done)
+			_ = a.proposals.Run(ctx)
+		}()
+	} else {
+		close(done)
+	}
+	defer func() { <-done }()
 	if a.remote == nil {
 		<-ctx.Done()
 		return nil

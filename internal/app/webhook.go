@@ -11,12 +11,13 @@ import (
 	"net/http"
 	"strings"
 	"time"
-)
 
-// fetcher is a source that can be told to fetch.
-type fetcher interface {
-	Fetch(ctx context.Context) error
-}
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/cup-dev/cup/internal/proposals"
+	gitsource "github.com/cup-dev/cup/source/git"
+)
 
 // maxWebhookBody bounds the body of a webhook call; push events of large
 // pushes run to a few hundred kilobytes.
@@ -25,17 +26,36 @@ const maxWebhookBody = 4 << 20
 // webhookTimeout bounds the fetch a webhook call makes.
 const webhookTimeout = time.Minute
 
-// withWebhook serves POST /hooks/fetch in front of h: it fetches the
-// remote at once, so that a push is visible without waiting for the next
-// poll. Point a repository's push webhook at it. With a secret, a call
-// must prove it knows it, in any of the ways the usual hosts sign their
-// webhooks: GitHub's X-Hub-Signature-256 and Gitea's X-Gitea-Signature
-// (HMAC-SHA256 of the body), GitLab's X-Gitlab-Token, or
-// "Authorization: Bearer <secret>".
-func withWebhook(h http.Handler, f fetcher, secret string, logger *slog.Logger) http.Handler {
+// withOperations serves, in front of h:
+//
+//   - GET /metrics: Prometheus metrics from reg (the SCM's rate-limit
+//     budget among them);
+//   - POST /hooks/fetch (remote repositories): fetch at once, so that a
+//     push is visible without waiting for the next poll; point a
+//     repository's push webhook at it;
+//   - POST /hooks/scm (with an SCM): read the proposals again, so that a
+//     merge or close shows at once; point pull/merge request webhooks at it.
+//
+// With a secret, a webhook call must prove it knows it, in any of the ways
+// the usual hosts sign their webhooks: GitHub's X-Hub-Signature-256 and
+// Gitea's X-Gitea-Signature (HMAC-SHA256 of the body), GitLab's
+// X-Gitlab-Token, or "Authorization: Bearer <secret>".
+func withOperations(h http.Handler, f *gitsource.Source, r *proposals.Manager, reg *prometheus.Registry, secret string, logger *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/", h)
-	mux.HandleFunc("POST /hooks/fetch", func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	if f != nil {
+		mux.Handle("POST /hooks/fetch", webhook(secret, logger, "fetch", f.Fetch))
+	}
+	if r != nil {
+		mux.Handle("POST /hooks/scm", webhook(secret, logger, "proposals refresh", r.Refresh))
+	}
+	return mux
+}
+
+// webhook answers a webhook call by running do.
+func webhook(secret string, logger *slog.Logger, what string, do func(context.Context) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWebhookBody))
 		if err != nil {
 			http.Error(w, "request body too large or unreadable", http.StatusRequestEntityTooLarge)
@@ -47,14 +67,13 @@ func withWebhook(h http.Handler, f fetcher, secret string, logger *slog.Logger) 
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), webhookTimeout)
 		defer cancel()
-		if err := f.Fetch(ctx); err != nil {
-			logger.WarnContext(ctx, "fetch on webhook failed", "error", err)
-			http.Error(w, "fetch failed: the remote repository is unreachable; reads are served from the last fetched state", http.StatusServiceUnavailable)
+		if err := do(ctx); err != nil {
+			logger.WarnContext(ctx, what+" on webhook failed", "error", err)
+			http.Error(w, what+" failed: the remote is unreachable; reads are served from the last known state", http.StatusServiceUnavailable)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
-	return mux
 }
 
 // signed reports whether r proves knowledge of secret.

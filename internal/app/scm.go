@@ -1,0 +1,166 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cup-dev/cup/internal/proposals"
+	"github.com/cup-dev/cup/scm"
+	"github.com/cup-dev/cup/scm/gitea"
+	"github.com/cup-dev/cup/scm/github"
+	"github.com/cup-dev/cup/scm/gitlab"
+	"github.com/cup-dev/cup/server"
+	"github.com/cup-dev/cup/source"
+	gitsource "github.com/cup-dev/cup/source/git"
+)
+
+// SCM configures proposals on a source-code host.
+type SCM struct {
+	// Provider is "github", "gitlab" or "gitea"; empty turns proposals off.
+	Provider string
+	// URL is the API's base URL: GitHub Enterprise's https://host/api/v3/,
+	// a self-hosted GitLab's or Gitea's web root. Empty for github.com and
+	// gitlab.com; required for Gitea.
+	URL string
+	// Repository is owner/repo (GitHub, Gitea) or the project's path
+	// (GitLab). Empty derives it from the repository URL's path.
+	Repository string
+	// TokenFile is a file holding the token, read again when it changes;
+	// TokenEnv the environment variable holding it (read at each call).
+	TokenFile, TokenEnv string
+	// GitHubAppID, GitHubAppInstallationID and GitHubAppKeyFile
+	// authenticate as a GitHub App installation instead of with a token.
+	GitHubAppID, GitHubAppInstallationID int64
+	GitHubAppKeyFile                     string
+	// Labels are added to every proposal; Draft opens them as drafts.
+	Labels []string
+	Draft  bool
+	// TemplateDir holds commit.tmpl, title.tmpl and body.tmpl overriding
+	// the defaults.
+	TemplateDir string
+	// RefreshInterval is how often the list of proposals is read again.
+	RefreshInterval time.Duration
+}
+
+// newProvider builds the scm.Provider cfg names, with an HTTP client that
+// authenticates, waits out rate limits and exports its budget to reg.
+func newProvider(cfg SCM, repoURL string, reg prometheus.Registerer, logger *slog.Logger) (scm.Provider, error) {
+	var token scm.TokenSource
+	switch {
+	case cfg.GitHubAppID != 0:
+		if cfg.Provider != "github" {
+			return nil, errors.New("--github-app-id needs --scm=github")
+		}
+		key, err := os.ReadFile(cfg.GitHubAppKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("--github-app-key-file: %w", err)
+		}
+		if token, err = scm.GitHubAppToken(scm.GitHubApp{BaseURL: cfg.URL, AppID: cfg.GitHubAppID,
+			InstallationID: cfg.GitHubAppInstallationID, PrivateKey: key}); err != nil {
+			return nil, err
+		}
+	case cfg.TokenFile != "":
+		if _, err := os.Stat(cfg.TokenFile); err != nil {
+			return nil, fmt.Errorf("--scm-token-file: %w", err)
+		}
+		token = scm.FileToken(cfg.TokenFile)
+	case cfg.TokenEnv != "":
+		token = scm.EnvToken(cfg.TokenEnv)
+	}
+	metrics, err := scm.NewMetrics(reg, cfg.Provider)
+	if err != nil {
+		return nil, err
+	}
+	client := scm.NewHTTPClient(scm.HTTPOptions{Token: token, Logger: logger, Metrics: metrics})
+	repo := cfg.Repository
+	if repo == "" {
+		if repo = repoPath(repoURL); repo == "" {
+			return nil, fmt.Errorf("--scm-repository is needed: %s does not name owner/repo", gitsource.Redact(repoURL))
+		}
+	}
+	switch cfg.Provider {
+	case "github":
+		owner, name, ok := strings.Cut(repo, "/")
+		if !ok || strings.Contains(name, "/") {
+			return nil, fmt.Errorf("--scm-repository %q: want owner/repo", repo)
+		}
+		return github.New(github.Config{BaseURL: cfg.URL, Owner: owner, Repo: name, HTTPClient: client})
+	case "gitlab":
+		return gitlab.New(gitlab.Config{BaseURL: cfg.URL, Project: repo, HTTPClient: client})
+	case "gitea":
+		owner, name, ok := strings.Cut(repo, "/")
+		if !ok || strings.Contains(name, "/") {
+			return nil, fmt.Errorf("--scm-repository %q: want owner/repo", repo)
+		}
+		return gitea.New(gitea.Config{BaseURL: cfg.URL, Owner: owner, Repo: name, HTTPClient: client})
+	default:
+		return nil, fmt.Errorf("--scm %q: want github, gitlab or gitea", cfg.Provider)
+	}
+}
+
+// repoPath derives owner/repo from a repository URL: the path without a
+// leading slash and a trailing ".git" (https://github.com/acme/config.git,
+// git@github.com:acme/config.git).
+func repoPath(repo string) string {
+	p := ""
+	if u, err := url.Parse(repo); err == nil && u.Scheme != "" && u.Host != "" {
+		p = u.Path
+	} else if _, after, ok := strings.Cut(repo, ":"); ok && IsURL(repo) {
+		p = after
+	}
+	p = strings.TrimSuffix(strings.Trim(p, "/"), ".git")
+	if !strings.Contains(p, "/") {
+		return ""
+	}
+	return p
+}
+
+// proposalsAPI adapts a proposals.Manager to the server.
+type proposalsAPI struct{ m *proposals.Manager }
+
+var _ server.Proposals = proposalsAPI{}
+
+func (a proposalsAPI) ListProposals(_ context.Context, f server.ProposalFilter) ([]*server.ProposalInfo, error) {
+	ps := a.m.List(proposals.Filter{State: f.State, Group: f.Group, Plural: f.Plural, Namespace: f.Namespace, Name: f.Name})
+	out := make([]*server.ProposalInfo, len(ps))
+	for i, p := range ps {
+		out[i] = info(p)
+	}
+	return out, nil
+}
+
+func (a proposalsAPI) GetProposal(ctx context.Context, id string) (*server.ProposalInfo, error) {
+	p, err := a.m.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return info(p), nil
+}
+
+func info(p *proposals.Info) *server.ProposalInfo {
+	return &server.ProposalInfo{
+		ID: p.ID, URL: p.URL, Title: p.Title, Branch: p.Head, Base: p.Base, Provider: p.Provider,
+		State: p.State, Draft: p.Draft, Resources: p.Resources, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt,
+	}
+}
+
+// proposingSource is the proposals manager with the wrapped source's
+// default branch, which the server reports as a proposal's base.
+type proposingSource struct {
+	*proposals.Manager
+	inner repoSource
+}
+
+func (p proposingSource) DefaultBranch() (string, error) { return p.inner.DefaultBranch() }
+func (p proposingSource) Close() error                   { return p.inner.Close() }
+
+var _ repoSource = proposingSource{}
+var _ source.Source = proposingSource{}

@@ -1,0 +1,402 @@
+// Package proposals turns branch writes into proposals (pull or merge
+// requests) and keeps track of them: the proposal write mode.
+//
+// A Manager wraps a source that writes change sets (source.ModeBranch) and
+// an scm.Provider. Each update is a branch write followed by one more step:
+// find the open proposal of the branch or open one. Adding to a change set
+// updates its proposal's description. Retries never open a second
+// proposal:
+//
+//   - a repeat with the same idempotency key is replayed by the source on
+//     the same branch, and the branch's proposal is found (or, if opening
+//     it failed the first time, opened now);
+//   - a write identical to an open proposal cup made for the same resource
+//     (or to a branch whose proposal could not be opened) answers with that
+//     proposal.
+//
+// The Manager also answers the API's questions about proposals from a
+// list of the proposals cup opened, refreshed from the SCM by Run and on
+// webhook calls (Refresh); reads never wait for the SCM.
+package proposals
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cup-dev/cup/scm"
+	"github.com/cup-dev/cup/source"
+)
+
+// Config configures a Manager.
+type Config struct {
+	// Source writes change sets: it must be in source.ModeBranch.
+	// Required.
+	Source source.Source
+	// Provider opens and reads proposals. Required.
+	Provider scm.Provider
+	// DefaultBranch is the branch proposals are for when an update names
+	// none. Required.
+	DefaultBranch string
+	// BranchPrefix is the source's change-set prefix; the proposals whose
+	// head starts with it are cup's. Default source.DefaultBranchPrefix.
+	BranchPrefix string
+	// Labels are added to every proposal; Draft opens them as drafts.
+	Labels []string
+	Draft  bool
+	// Templates render commit messages and proposals; nil uses
+	// DefaultTemplates.
+	Templates *Templates
+	// RefreshInterval is how often Run reads the proposals from the SCM.
+	// Default 30 seconds.
+	RefreshInterval time.Duration
+	// Logger receives refresh failures. Nil logs nothing.
+	Logger *slog.Logger
+}
+
+// Info is what the Manager knows of a proposal.
+type Info struct {
+	scm.Proposal
+	// Resources are the resources the proposal changes.
+	Resources []source.ResourceRef
+	// Provider is the SCM's name ("github", "gitlab", "gitea").
+	Provider string
+}
+
+// Manager is a source.Source that proposes every change, and the record of
+// the proposals it opened. It is safe for concurrent use.
+type Manager struct {
+	cfg Config
+
+	mu      sync.Mutex
+	list    []*Info               // cup's proposals, newest first
+	listed  time.Time             // when list was read from the SCM
+	pending map[string]pendingSet // pushed branches whose proposal could not be opened
+
+	refreshMu sync.Mutex
+}
+
+// pendingSet is a pushed change set without a proposal yet.
+type pendingSet struct {
+	base      string
+	resources []source.ResourceRef
+}
+
+var _ source.Source = (*Manager)(nil)
+
+// New returns a Manager. It does no I/O.
+func New(cfg Config) (*Manager, error) {
+	if cfg.Source == nil || cfg.Provider == nil {
+		return nil, errors.New("proposals: a source and a provider are required")
+	}
+	if cfg.DefaultBranch == "" {
+		return nil, errors.New("proposals: no default branch")
+	}
+	if cfg.BranchPrefix == "" {
+		cfg.BranchPrefix = source.DefaultBranchPrefix
+	}
+	if cfg.Templates == nil {
+		cfg.Templates = DefaultTemplates()
+	}
+	if cfg.RefreshInterval <= 0 {
+		cfg.RefreshInterval = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Manager{cfg: cfg, pending: make(map[string]pendingSet)}, nil
+}
+
+// View reads from the wrapped source.
+func (m *Manager) View(ctx context.Context, rev string) (*source.Snapshot, error) {
+	return m.cfg.Source.View(ctx, rev)
+}
+
+// Update writes the change as a change set and makes sure a proposal
+// reviews it. When the branch was pushed but the SCM failed, the error
+// wraps the SCM's sentinel and names the branch; repeating the request
+// (with the same idempotency key, or identical) opens the proposal then.
+func (m *Manager) Update(ctx context.Context, req *source.UpdateRequest) (*source.UpdateResult, error) {
+	if req == nil || req.DryRun {
+		return m.cfg.Source.Update(ctx, req)
+	}
+	base := req.Revision
+	if base == "" {
+		base = m.cfg.DefaultBranch
+	}
+	data := &TemplateData{Message: req.Message, Subject: subject(req.Message), Resources: req.Resources, Requester: req.Requester, Base: base}
+	msg, err := render(m.cfg.Templates.Commit, data)
+	if err != nil {
+		return nil, fmt.Errorf("proposals: commit message template: %w", err)
+	}
+	if req.ChangeSet == "" && req.IdempotencyKey == "" {
+		if res, err := m.identical(ctx, req); res != nil || err != nil {
+			return res, err
+		}
+	}
+	r := *req
+	r.Message = msg
+	res, err := m.cfg.Source.Update(ctx, &r)
+	if err != nil || res.Unchanged {
+		return res, err
+	}
+	prop, err := m.propose(ctx, res.Branch, base, req, data)
+	if err != nil {
+		m.mu.Lock()
+		p := m.pending[res.Branch]
+		m.pending[res.Branch] = pendingSet{base: base, resources: mergeRefs(p.resources, req.Resources)}
+		m.mu.Unlock()
+		return nil, fmt.Errorf("branch %s was pushed (commit %s), but its proposal could not be opened; repeat the request to open it: %w", res.Branch, short(res.Commit), err)
+	}
+	m.mu.Lock()
+	delete(m.pending, res.Branch)
+	m.mu.Unlock()
+	res.Proposal = &source.ProposalRef{ID: prop.ID, URL: prop.URL}
+	return res, nil
+}
+
+// propose finds the open proposal of branch, bringing its description up
+// to date, or opens one.
+func (m *Manager) propose(ctx context.Context, branch, base string, req *source.UpdateRequest, data *TemplateData) (*Info, error) {
+	open, err := m.cfg.Provider.List(ctx, &scm.ListRequest{Head: branch, State: scm.StateOpen})
+	if err != nil {
+		return nil, err
+	}
+	data.Branch = branch
+	if len(open) > 0 {
+		p := open[0]
+		have := resourcesOf(p.Body)
+		all := mergeRefs(have, req.Resources)
+		if len(all) != len(have) {
+			data.Resources, data.Base = all, p.Base
+			body, err := render(m.cfg.Templates.Body, data)
+			if err != nil {
+				return nil, fmt.Errorf("proposals: body template: %w", err)
+			}
+			body = withResources(body, all)
+			if err := m.cfg.Provider.SetBody(ctx, p.ID, body); err != nil {
+				return nil, err
+			}
+			p.Body = body
+		}
+		return m.remember(p), nil
+	}
+	m.mu.Lock()
+	if ps, ok := m.pending[branch]; ok {
+		data.Resources = mergeRefs(ps.resources, req.Resources)
+	}
+	m.mu.Unlock()
+	title, err := render(m.cfg.Templates.Title, data)
+	if err != nil {
+		return nil, fmt.Errorf("proposals: title template: %w", err)
+	}
+	body, err := render(m.cfg.Templates.Body, data)
+	if err != nil {
+		return nil, fmt.Errorf("proposals: body template: %w", err)
+	}
+	p, err := m.cfg.Provider.Open(ctx, &scm.OpenRequest{
+		Title:  strings.TrimSpace(title),
+		Body:   withResources(body, data.Resources),
+		Head:   branch,
+		Base:   base,
+		Labels: m.cfg.Labels,
+		Draft:  m.cfg.Draft,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return m.remember(p), nil
+}
+
+// identical answers a write that an open proposal (or a pushed change set
+// still without one) of the same resources already holds: applying it on
+// that branch changes nothing.
+func (m *Manager) identical(ctx context.Context, req *source.UpdateRequest) (*source.UpdateResult, error) {
+	if len(req.Resources) == 0 {
+		return nil, nil
+	}
+	type candidate struct {
+		branch, base string
+		prop         *Info
+	}
+	var cands []candidate
+	m.mu.Lock()
+	for _, p := range m.list {
+		if p.State == scm.StateOpen && touchesAll(p.Resources, req.Resources) {
+			cands = append(cands, candidate{branch: p.Head, base: p.Base, prop: p})
+		}
+	}
+	for branch, ps := range m.pending {
+		if touchesAll(ps.resources, req.Resources) {
+			cands = append(cands, candidate{branch: branch, base: ps.base})
+		}
+	}
+	m.mu.Unlock()
+	for _, c := range cands {
+		dry := *req
+		dry.DryRun, dry.ChangeSet = true, c.branch
+		res, err := m.cfg.Source.Update(ctx, &dry)
+		if err != nil || !res.Unchanged {
+			continue // gone, or different: not this one
+		}
+		prop := c.prop
+		if prop == nil {
+			data := &TemplateData{Message: req.Message, Subject: subject(req.Message), Resources: req.Resources, Requester: req.Requester}
+			if prop, err = m.propose(ctx, c.branch, c.base, req, data); err != nil {
+				return nil, fmt.Errorf("branch %s holds this change, but its proposal could not be opened; repeat the request to open it: %w", c.branch, err)
+			}
+			m.mu.Lock()
+			delete(m.pending, c.branch)
+			m.mu.Unlock()
+		}
+		snap, err := m.cfg.Source.View(ctx, c.branch)
+		if err != nil {
+			return nil, err
+		}
+		return &source.UpdateResult{
+			Branch:   c.branch,
+			Base:     res.Base,
+			Commit:   snap.Commit,
+			Replayed: true,
+			Proposal: &source.ProposalRef{ID: prop.ID, URL: prop.URL},
+		}, nil
+	}
+	return nil, nil
+}
+
+// touchesAll reports whether have holds every ref of want.
+func touchesAll(have, want []source.ResourceRef) bool {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// remember records p in the list, replacing an older copy.
+func (m *Manager) remember(p *scm.Proposal) *Info {
+	info := &Info{Proposal: *p, Resources: resourcesOf(p.Body), Provider: m.cfg.Provider.Name()}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, have := range m.list {
+		if have.ID == p.ID {
+			m.list[i] = info
+			return info
+		}
+	}
+	m.list = append([]*Info{info}, m.list...)
+	return info
+}
+
+// Run refreshes the list of proposals every RefreshInterval until ctx is
+// done, logging failures. It returns nil when ctx is done.
+func (m *Manager) Run(ctx context.Context) error {
+	t := time.NewTicker(m.cfg.RefreshInterval)
+	defer t.Stop()
+	for {
+		if err := m.Refresh(ctx); err != nil && ctx.Err() == nil {
+			m.cfg.Logger.WarnContext(ctx, "reading proposals from the SCM failed; serving the last list", "provider", m.cfg.Provider.Name(), "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Refresh reads cup's proposals from the SCM.
+func (m *Manager) Refresh(ctx context.Context) error {
+	m.refreshMu.Lock()
+	defer m.refreshMu.Unlock()
+	ps, err := m.cfg.Provider.List(ctx, &scm.ListRequest{HeadPrefix: m.cfg.BranchPrefix})
+	if err != nil {
+		return err
+	}
+	list := make([]*Info, len(ps))
+	for i, p := range ps {
+		list[i] = &Info{Proposal: *p, Resources: resourcesOf(p.Body), Provider: m.cfg.Provider.Name()}
+	}
+	m.mu.Lock()
+	m.list, m.listed = list, time.Now()
+	m.mu.Unlock()
+	return nil
+}
+
+// Filter selects proposals.
+type Filter struct {
+	State                          scm.State
+	Group, Plural, Namespace, Name string
+}
+
+func (f *Filter) match(p *Info) bool {
+	if f.State != scm.StateUnspecified && p.State != f.State {
+		return false
+	}
+	if f.Group == "" && f.Plural == "" && f.Namespace == "" && f.Name == "" {
+		return true
+	}
+	for _, r := range p.Resources {
+		if (f.Group == "" || r.Group == f.Group) && (f.Plural == "" || r.Plural == f.Plural) &&
+			(f.Namespace == "" || r.Namespace == f.Namespace) && (f.Name == "" || r.Name == f.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// List returns the proposals f selects from the last list read, newest
+// first.
+func (m *Manager) List(f Filter) []*Info {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []*Info
+	for _, p := range m.list {
+		if f.match(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Get returns a proposal, read from the SCM so that its state is current,
+// and falls back on the last list when the SCM cannot be reached. A
+// proposal that is not cup's is reported as scm.ErrNotFound.
+func (m *Manager) Get(ctx context.Context, id string) (*Info, error) {
+	p, err := m.cfg.Provider.Get(ctx, id)
+	if err == nil {
+		if !strings.HasPrefix(p.Head, m.cfg.BranchPrefix) {
+			return nil, fmt.Errorf("%w: proposal %s was not opened by cup", scm.ErrNotFound, id)
+		}
+		return m.remember(p), nil
+	}
+	if errors.Is(err, scm.ErrNotFound) || ctx.Err() != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, have := range m.list {
+		if have.ID == id {
+			return have, nil
+		}
+	}
+	return nil, err
+}
+
+func subject(msg string) string {
+	s, _, _ := strings.Cut(strings.TrimSpace(msg), "\n")
+	return strings.TrimSpace(s)
+}
+
+func short(commit string) string {
+	if len(commit) > 12 {
+		return commit[:12]
+	}
+	return commit
+}

@@ -1,0 +1,353 @@
+package proposals_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cup-dev/cup/internal/gitrepo"
+	"github.com/cup-dev/cup/internal/proposals"
+	"github.com/cup-dev/cup/scm"
+	"github.com/cup-dev/cup/source"
+	"github.com/cup-dev/cup/source/local"
+)
+
+// provider is an in-memory scm.Provider that records its calls and can
+// be made to fail.
+type provider struct {
+	mu    sync.Mutex
+	props []*scm.Proposal
+	calls []string
+	fail  map[string]error // by method
+}
+
+func (p *provider) Name() string { return "fake" }
+
+func (p *provider) call(method string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls = append(p.calls, method)
+	return p.fail[method]
+}
+
+func (p *provider) setFail(method string, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fail == nil {
+		p.fail = map[string]error{}
+	}
+	p.fail[method] = err
+}
+
+func (p *provider) count(method string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, c := range p.calls {
+		if c == method {
+			n++
+		}
+	}
+	return n
+}
+
+func (p *provider) Open(_ context.Context, req *scm.OpenRequest) (*scm.Proposal, error) {
+	if err := p.call("Open"); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	id := strconv.Itoa(len(p.props) + 1)
+	pr := &scm.Proposal{ID: id, URL: "https://scm.example/pr/" + id, Title: req.Title, Body: req.Body,
+		Head: req.Head, Base: req.Base, State: scm.StateOpen, Draft: req.Draft, Labels: req.Labels}
+	p.props = append(p.props, pr)
+	c := *pr
+	return &c, nil
+}
+
+func (p *provider) Get(_ context.Context, id string) (*scm.Proposal, error) {
+	if err := p.call("Get"); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pr := range p.props {
+		if pr.ID == id {
+			c := *pr
+			return &c, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: #%s", scm.ErrNotFound, id)
+}
+
+func (p *provider) List(_ context.Context, req *scm.ListRequest) ([]*scm.Proposal, error) {
+	if err := p.call("List"); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []*scm.Proposal
+	for i := len(p.props) - 1; i >= 0; i-- {
+		pr := p.props[i]
+		if (req.State == scm.StateUnspecified || pr.State == req.State) && (req.Head == "" || pr.Head == req.Head) &&
+			strings.HasPrefix(pr.Head, req.HeadPrefix) {
+			c := *pr
+			out = append(out, &c)
+		}
+	}
+	return out, nil
+}
+
+func (p *provider) SetBody(_ context.Context, id, body string) error {
+	if err := p.call("SetBody"); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pr := range p.props {
+		if pr.ID == id {
+			pr.Body = body
+			return nil
+		}
+	}
+	return scm.ErrNotFound
+}
+
+type fixture struct {
+	dir string
+	src *local.Source
+	scm *provider
+	m   *proposals.Manager
+}
+
+func newFixture(t *testing.T, opts ...func(*proposals.Config)) *fixture {
+	t.Helper()
+	f := &fixture{dir: t.TempDir(), scm: &provider{}}
+	if _, err := gitrepo.Init(f.dir, "main", map[string][]byte{"flags/default/a.yaml": []byte("a: 1\n")}, "initial\n"); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	if f.src, err = local.Open(f.dir, local.WithWriteMode(source.ModeBranch)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.src.Close() })
+	cfg := proposals.Config{Source: f.src, Provider: f.scm, DefaultBranch: "main", Labels: []string{"cup"}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if f.m, err = proposals.New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+var flagA = source.ResourceRef{Group: "flags.cup.dev", Version: "v1alpha1", Kind: "Flag", Plural: "flags", Namespace: "default", Name: "a"}
+var flagB = source.ResourceRef{Group: "flags.cup.dev", Version: "v1alpha1", Kind: "Flag", Plural: "flags", Namespace: "default", Name: "b"}
+
+func put(ref source.ResourceRef, content string) *source.UpdateRequest {
+	return &source.UpdateRequest{
+		Message:   "Update Flag " + ref.Namespace + "/" + ref.Name + "\n\nby the API\n",
+		Resources: []source.ResourceRef{ref},
+		Requester: "alice",
+		Apply: func(_ context.Context, _ *source.Snapshot, w source.Writer) error {
+			return w.WriteFile("flags/"+ref.Namespace+"/"+ref.Name+".yaml", []byte(content), 0o644)
+		},
+	}
+}
+
+func TestUpdateOpensProposal(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(c *proposals.Config) { c.Draft = true })
+	res, err := f.m.Update(t.Context(), put(flagA, "a: 2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Proposal == nil || res.Proposal.ID != "1" || !strings.HasPrefix(res.Branch, "cup/") || res.Commit == "" {
+		t.Fatalf("result %+v", res)
+	}
+	pr := f.scm.props[0]
+	if pr.Title != "Update Flag default/a" || pr.Head != res.Branch || pr.Base != "main" || !pr.Draft || len(pr.Labels) != 1 {
+		t.Errorf("proposal %+v", pr)
+	}
+	for _, want := range []string{"by alice", "| Flag (flags.cup.dev/v1alpha1) | default | a |", "<!-- cup:resources "} {
+		if !strings.Contains(pr.Body, want) {
+			t.Errorf("body lacks %q:\n%s", want, pr.Body)
+		}
+	}
+	if head, _ := gitrepo.Resolve(f.dir, "main"); head == res.Commit {
+		t.Error("main moved")
+	}
+	if got := f.m.List(proposals.Filter{State: scm.StateOpen, Name: "a"}); len(got) != 1 || len(got[0].Resources) != 1 || got[0].Resources[0] != flagA {
+		t.Errorf("List: %+v", got)
+	}
+}
+
+func TestChangeSetGrowsProposal(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	first, err := f.m.Update(t.Context(), put(flagA, "a: 2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := put(flagB, "b: 1\n")
+	req.ChangeSet = first.Branch
+	second, err := f.m.Update(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Proposal.ID != first.Proposal.ID || second.Branch != first.Branch || f.scm.count("Open") != 1 {
+		t.Fatalf("second write %+v, %d proposals opened", second, f.scm.count("Open"))
+	}
+	if body := f.scm.props[0].Body; !strings.Contains(body, "| default | a |") || !strings.Contains(body, "| default | b |") {
+		t.Errorf("body does not list both:\n%s", body)
+	}
+	if got := f.m.List(proposals.Filter{Name: "b"}); len(got) != 1 {
+		t.Errorf("List by b: %d", len(got))
+	}
+}
+
+func TestRetriesOpenNoDuplicate(t *testing.T) {
+	t.Parallel()
+	for _, keyed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("keyed=%v", keyed), func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			req := func() *source.UpdateRequest {
+				r := put(flagA, "a: 3\n")
+				if keyed {
+					r.IdempotencyKey, r.Fingerprint = "k-1", "fp"
+				}
+				return r
+			}
+			f.scm.setFail("Open", fmt.Errorf("%w: 502 Bad Gateway", scm.ErrUnavailable))
+			_, err := f.m.Update(t.Context(), req())
+			if !errors.Is(err, scm.ErrUnavailable) || !strings.Contains(err.Error(), "cup/") {
+				t.Fatalf("first: %v, want ErrUnavailable naming the pushed branch", err)
+			}
+			f.scm.setFail("Open", nil)
+			res, err := f.m.Update(t.Context(), req())
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := f.m.Update(t.Context(), req())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(f.scm.props) != 1 || res.Proposal == nil || again.Proposal.ID != res.Proposal.ID || again.Branch != res.Branch {
+				t.Fatalf("%d proposals; results %+v and %+v", len(f.scm.props), res, again)
+			}
+			if n := countBranches(t, f.dir); n != 1 {
+				t.Errorf("%d change-set branches, want 1", n)
+			}
+		})
+	}
+}
+
+func countBranches(t *testing.T, dir string) int {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(dir, "refs", "heads", "cup"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(entries)
+}
+
+func TestIdenticalWriteAnswersOpenProposal(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	first, err := f.m.Update(t.Context(), put(flagA, "a: 4\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := f.m.Update(t.Context(), put(flagA, "a: 4\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Replayed || again.Proposal.ID != first.Proposal.ID || again.Commit != first.Commit {
+		t.Fatalf("identical write: %+v, want the first proposal", again)
+	}
+	other, err := f.m.Update(t.Context(), put(flagA, "a: 5\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.Proposal.ID == first.Proposal.ID {
+		t.Error("a different write joined the first proposal")
+	}
+	if countBranches(t, f.dir) != 2 || f.scm.count("Open") != 2 {
+		t.Errorf("%d branches, %d proposals", countBranches(t, f.dir), f.scm.count("Open"))
+	}
+}
+
+func TestDryRunAndUnchangedOpenNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	req := put(flagA, "a: 9\n")
+	req.DryRun = true
+	if res, err := f.m.Update(t.Context(), req); err != nil || res.Proposal != nil {
+		t.Fatalf("dry run: %+v, %v", res, err)
+	}
+	if res, err := f.m.Update(t.Context(), put(flagA, "a: 1\n")); err != nil || !res.Unchanged || res.Proposal != nil {
+		t.Fatalf("unchanged: %+v, %v", res, err)
+	}
+	if len(f.scm.calls) != 0 {
+		t.Errorf("SCM calls %v", f.scm.calls)
+	}
+}
+
+func TestRefreshListGet(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	res, err := f.m.Update(t.Context(), put(flagA, "a: 2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.scm.props = append(f.scm.props, &scm.Proposal{ID: "2", Head: "feature/x", Base: "main", State: scm.StateOpen})
+	f.scm.props[0].State = scm.StateMerged
+	if err := f.m.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.m.List(proposals.Filter{}); len(got) != 1 || got[0].State != scm.StateMerged {
+		t.Fatalf("List after refresh: %+v", got)
+	}
+	if got := f.m.List(proposals.Filter{State: scm.StateOpen}); len(got) != 0 {
+		t.Errorf("open: %d", len(got))
+	}
+	if _, err := f.m.Get(t.Context(), "2"); !errors.Is(err, scm.ErrNotFound) {
+		t.Errorf("Get of a proposal cup did not open: %v", err)
+	}
+	f.scm.setFail("Get", scm.ErrUnavailable)
+	if got, err := f.m.Get(t.Context(), res.Proposal.ID); err != nil || got.State != scm.StateMerged {
+		t.Errorf("Get with the SCM down: %+v, %v", got, err)
+	}
+}
+
+func TestLoadTemplates(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, proposals.TitleFile), []byte("[cup] {{.Subject}}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := proposals.LoadTemplates(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, func(c *proposals.Config) { c.Templates = tmpl })
+	if _, err := f.m.Update(t.Context(), put(flagA, "a: 2\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.scm.props[0].Title; got != "[cup] Update Flag default/a" {
+		t.Errorf("title %q", got)
+	}
+	if err := os.WriteFile(filepath.Join(dir, proposals.BodyFile), []byte("{{.Nope}}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := proposals.LoadTemplates(dir); err == nil || !strings.Contains(err.Error(), proposals.BodyFile) {
+		t.Errorf("bad template: %v, want an error naming %s", err, proposals.BodyFile)
+	}
+}

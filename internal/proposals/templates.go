@@ -1,0 +1,187 @@
+package proposals
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/template"
+
+	"github.com/cup-dev/cup/source"
+)
+
+// Templates render commit messages and proposals. Each is a text/template
+// executed with a TemplateData.
+type Templates struct {
+	// Commit renders the commit message. The default keeps the message the
+	// request carries (.Message).
+	Commit *template.Template
+	// Title renders the proposal's title. The default is the commit
+	// message's first line.
+	Title *template.Template
+	// Body renders the proposal's description. The default lists each
+	// changed resource and who asked for the change.
+	Body *template.Template
+}
+
+// TemplateData is what the templates see.
+type TemplateData struct {
+	// Message is the commit message the request carries (the API's
+	// default names the resource and the operation).
+	Message string
+	// Subject is Message's first line.
+	Subject string
+	// Resources are the resources the proposal changes (for Commit: the
+	// ones this write changes).
+	Resources []source.ResourceRef
+	// Requester is who asked for the change; empty when unknown.
+	Requester string
+	// Branch is the change set's branch, Base the branch it proposes to
+	// change.
+	Branch, Base string
+}
+
+const (
+	defaultCommit = `{{.Message}}`
+	defaultTitle  = `{{.Subject}}`
+	defaultBody   = `This change was proposed through cup{{with .Requester}} by {{.}}{{end}}.
+
+| type | namespace | name |
+|---|---|---|
+{{range .Resources}}| {{.Kind}} ({{.Group}}/{{.Version}}) | {{.Namespace}} | {{.Name}} |
+{{end}}
+Branch ` + "`{{.Branch}}`" + ` into ` + "`{{.Base}}`" + `.
+`
+)
+
+// Template file names LoadTemplates reads.
+const (
+	CommitFile = "commit.tmpl"
+	TitleFile  = "title.tmpl"
+	BodyFile   = "body.tmpl"
+)
+
+// DefaultTemplates returns the built-in templates.
+func DefaultTemplates() *Templates {
+	return &Templates{
+		Commit: template.Must(template.New(CommitFile).Parse(defaultCommit)),
+		Title:  template.Must(template.New(TitleFile).Parse(defaultTitle)),
+		Body:   template.Must(template.New(BodyFile).Parse(defaultBody)),
+	}
+}
+
+// LoadTemplates reads commit.tmpl, title.tmpl and body.tmpl from dir,
+// keeping the default for each file that is missing. A template that does
+// not parse, or that fails on sample data, is an error naming its file.
+func LoadTemplates(dir string) (*Templates, error) {
+	t := DefaultTemplates()
+	for _, f := range []struct {
+		name string
+		dst  **template.Template
+	}{{CommitFile, &t.Commit}, {TitleFile, &t.Title}, {BodyFile, &t.Body}} {
+		path := filepath.Join(dir, f.name)
+		b, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("templates: %w", err)
+		}
+		tmpl, err := template.New(f.name).Option("missingkey=error").Parse(string(b))
+		if err != nil {
+			return nil, fmt.Errorf("templates: %s: %w", path, err)
+		}
+		if _, err := render(tmpl, sampleData); err != nil {
+			return nil, fmt.Errorf("templates: %s: %w", path, err)
+		}
+		*f.dst = tmpl
+	}
+	return t, nil
+}
+
+var sampleData = &TemplateData{
+	Message: "Update Flag default/new-checkout\n", Subject: "Update Flag default/new-checkout",
+	Resources: []source.ResourceRef{{Group: "flags.cup.dev", Version: "v1alpha1", Kind: "Flag", Plural: "flags", Namespace: "default", Name: "new-checkout"}},
+	Requester: "alice", Branch: "cup/0123456789", Base: "main",
+}
+
+func render(t *template.Template, d *TemplateData) (string, error) {
+	var b bytes.Buffer
+	if err := t.Execute(&b, d); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// resourcesMarker opens the block of a proposal's description that lists
+// its resources for cup to read back: an HTML comment, which the hosts
+// do not show.
+const resourcesMarker = "<!-- cup:resources "
+
+// withResources appends the machine-readable list of resources to body.
+func withResources(body string, rs []source.ResourceRef) string {
+	b, _ := json.Marshal(refsJSON(rs))
+	return strings.TrimRight(body, "\n") + "\n\n" + resourcesMarker + string(b) + " -->\n"
+}
+
+// resourcesOf reads back the list withResources appended.
+func resourcesOf(body string) []source.ResourceRef {
+	i := strings.LastIndex(body, resourcesMarker)
+	if i < 0 {
+		return nil
+	}
+	rest := body[i+len(resourcesMarker):]
+	j := strings.Index(rest, " -->")
+	if j < 0 {
+		return nil
+	}
+	var rs []refJSON
+	if json.Unmarshal([]byte(rest[:j]), &rs) != nil {
+		return nil
+	}
+	out := make([]source.ResourceRef, len(rs))
+	for i, r := range rs {
+		out[i] = source.ResourceRef(r)
+	}
+	return out
+}
+
+// refJSON is source.ResourceRef with JSON names.
+type refJSON struct {
+	Group     string `json:"group"`
+	Version   string `json:"version"`
+	Kind      string `json:"kind"`
+	Plural    string `json:"plural"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+func refsJSON(rs []source.ResourceRef) []refJSON {
+	out := make([]refJSON, len(rs))
+	for i, r := range rs {
+		out[i] = refJSON(r)
+	}
+	return out
+}
+
+// mergeRefs adds the refs of add missing from rs.
+func mergeRefs(rs, add []source.ResourceRef) []source.ResourceRef {
+	out := append([]source.ResourceRef(nil), rs...)
+	for _, r := range add {
+		found := false
+		for _, have := range out {
+			if have == r {
+				found = true
+				break
+			}
+		}
+		if !found {
+			out = append(out, r)
+		}
+	}
+	return out
+}
