@@ -13,25 +13,36 @@ import (
 	"github.com/cup-dev/cup/internal/app"
 	"github.com/cup-dev/cup/internal/benchrepo"
 	"github.com/cup-dev/cup/internal/gittest"
+	"github.com/cup-dev/cup/scm/github/githubtest"
 	"github.com/cup-dev/cup/server"
 )
 
 // benchServer serves a generated repository of n resources of about 500
 // bytes in one namespace, over loopback, and returns the items' REST URL.
-// With remote, cupd serves a clone of the repository, which a smart-HTTP
-// server on 127.0.0.1 serves, and writes are pushed to it.
-func benchServer(b *testing.B, n int, remote bool) string {
+// With src "remote", cupd serves a clone of the repository, which a
+// smart-HTTP server on 127.0.0.1 serves, and writes are pushed to it; with
+// "proposal", each write is also a pull request on a fake GitHub.
+func benchServer(b *testing.B, n int, src string) string {
+	return benchServerLayout(b, n, src, benchrepo.Flat)
+}
+
+func benchServerLayout(b *testing.B, n int, src string, layout benchrepo.Layout) string {
 	b.Helper()
 	dir := b.TempDir()
-	if _, err := benchrepo.Generate(dir, n, benchrepo.Flat); err != nil {
+	if _, err := benchrepo.Generate(dir, n, layout); err != nil {
 		b.Fatal(err)
 	}
 	opts := app.Options{
 		Repository: filepath.Join(dir, "repo.git"), ConfigDir: filepath.Join(dir, "config"),
 		Logger: slog.New(slog.DiscardHandler),
 	}
-	if remote {
+	if src != "local" {
 		opts.Repository = gittest.NewServer(b, gittest.WithRoot(dir)).URL("repo.git")
+	}
+	if src == "proposal" {
+		fake := githubtest.NewFake(b, "acme", "config")
+		fake.LinkRepository(filepath.Join(dir, "repo.git"))
+		opts.SCM = app.SCM{Provider: "github", URL: fake.URL(), Repository: "acme/config"}
 	}
 	a, err := app.Open(b.Context(), opts)
 	if err != nil {
@@ -64,13 +75,15 @@ func call(b *testing.B, c *http.Client, method, url, body string, want int) {
 // BenchmarkREST measures the REST form end to end over loopback: a get of
 // one resource from 8 keep-alive clients, a list of the whole namespace, and
 // a put that commits, at 1,000 and 10,000 resources, over a local
-// repository and over a clone of a remote one (where the put pushes). make
+// repository, over a clone of a remote one (where the put pushes), and
+// with proposals (where the put pushes a branch and opens a pull request
+// on a fake GitHub). make
 // load measures the cupd binary the same way, with percentiles and
 // resident memory.
 func BenchmarkREST(b *testing.B) {
-	for _, src := range []string{"local", "remote"} {
+	for _, src := range []string{"local", "remote", "proposal"} {
 		for _, n := range []int{1000, 10000} {
-			url := benchServer(b, n, src == "remote")
+			url := benchServer(b, n, src)
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 			call(b, client, "GET", url, "", 200) // the first listing of the commit
 			b.Run(fmt.Sprintf("source=%s/get/resources=%d", src, n), func(b *testing.B) {
@@ -87,6 +100,29 @@ func BenchmarkREST(b *testing.B) {
 				}
 			})
 			b.Run(fmt.Sprintf("source=%s/put/resources=%d", src, n), func(b *testing.B) {
+				i := 0
+				for b.Loop() {
+					i++
+					call(b, client, "PUT", url+"/"+benchrepo.Name(i*7919%n),
+						fmt.Sprintf(`{"spec": {"owner": "write %d", "replicas": 1}}`, i), 202)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkProposalPut measures a write in proposal mode (push a branch,
+// open a pull request on a fake GitHub) at 1,000 and 10,000 resources, in
+// one directory (flat) and spread over 256 directories with the template
+// function shard (sharded). Most of the time is the Git server's own
+// (git receive-pack, which checks the trees it receives: a 430 KB tree for
+// a flat directory of 10,000 files).
+func BenchmarkProposalPut(b *testing.B) {
+	for _, layout := range []benchrepo.Layout{benchrepo.Flat, benchrepo.Sharded} {
+		for _, n := range []int{1000, 10000} {
+			b.Run(fmt.Sprintf("layout=%s/resources=%d", layout, n), func(b *testing.B) {
+				url := benchServerLayout(b, n, "proposal", layout)
+				client := &http.Client{}
 				i := 0
 				for b.Loop() {
 					i++
