@@ -6,9 +6,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cup-dev/cup/internal/gitrepo"
+	"github.com/cup-dev/cup/scm/gitea/giteatest"
 	"github.com/cup-dev/cup/scm/github/githubtest"
+	"github.com/cup-dev/cup/scm/gitlab/gitlabtest"
 	"github.com/cup-dev/cup/scm/scmtest"
 )
 
@@ -19,29 +22,55 @@ type proposalJSON struct {
 	Resources                           []struct{ Group, Plural, Namespace, Name string }
 }
 
-// startWithGitHub runs cupd over the demo remote with proposals on a fake
-// GitHub, and returns cupd's URL, the remote's directory and the fake.
-func startWithGitHub(t *testing.T, extra ...string) (string, string, *githubtest.Fake) {
-	t.Helper()
-	dir, remote := serveDemoRemote(t)
-	fake := githubtest.NewFake(t, "acme", "config")
-	fake.LinkRepository(dir)
-	t.Setenv("CUPD_GIT_TOKEN", "s3cret")
-	t.Setenv("CUPD_SCM_TOKEN", "gh-token")
-	url, _, _ := start(t, append([]string{"--address", "127.0.0.1:0", "--repository", remote, "--git-user", "alice",
-		"--fetch-interval", "0", "--scm", "github", "--scm-url", fake.URL(), "--scm-repository", "acme/config",
-		"--proposal-labels", "cup,config", "--webhook-secret", "hook"}, extra...)...)
-	return url, dir, fake
+// host is a fake SCM and how to recognise its "open a proposal" calls.
+type host struct {
+	name string
+	fake scmtest.Fake
+	// opens reports whether a recorded call opens a proposal.
+	opens func(r scmtest.Request) bool
 }
 
-func pullRequests(fake *githubtest.Fake) []scmtest.Request {
+func newHost(t *testing.T, name string) host {
+	t.Helper()
+	switch name {
+	case "github":
+		return host{name, githubtest.NewFake(t, "acme", "config"), func(r scmtest.Request) bool {
+			return r.Method == "POST" && strings.HasSuffix(r.Path, "/repos/acme/config/pulls")
+		}}
+	case "gitlab":
+		return host{name, gitlabtest.NewFake(t, "acme/config"), func(r scmtest.Request) bool {
+			return r.Method == "POST" && strings.HasSuffix(r.Path, "/merge_requests")
+		}}
+	default:
+		return host{name, giteatest.NewFake(t, "acme", "config"), func(r scmtest.Request) bool {
+			return r.Method == "POST" && strings.HasSuffix(r.Path, "/repos/acme/config/pulls")
+		}}
+	}
+}
+
+// opened returns the calls that opened proposals.
+func (h host) opened() []scmtest.Request {
 	var out []scmtest.Request
-	for _, r := range fake.Requests() {
-		if r.Method == "POST" && strings.HasSuffix(r.Path, "/repos/acme/config/pulls") {
+	for _, r := range h.fake.Requests() {
+		if h.opens(r) {
 			out = append(out, r)
 		}
 	}
 	return out
+}
+
+// startWithSCM runs cupd over the demo remote with proposals on a fake
+// host, and returns cupd's URL and the remote's directory.
+func startWithSCM(t *testing.T, h host, extra ...string) (string, string) {
+	t.Helper()
+	dir, remote := serveDemoRemote(t)
+	h.fake.LinkRepository(dir)
+	t.Setenv("CUPD_GIT_TOKEN", "s3cret")
+	t.Setenv("CUPD_SCM_TOKEN", "scm-token")
+	url, _, _ := start(t, append([]string{"--address", "127.0.0.1:0", "--repository", remote, "--git-user", "alice",
+		"--fetch-interval", "0", "--scm", h.name, "--scm-url", h.fake.URL(), "--scm-repository", "acme/config",
+		"--proposal-labels", "cup,config", "--webhook-secret", "hook"}, extra...)...)
+	return url, dir
 }
 
 func putFlagKeyed(t *testing.T, url, key string, rollout int) (int, map[string]any) {
@@ -55,11 +84,18 @@ func putFlagKeyed(t *testing.T, url, key string, rollout int) (int, map[string]a
 	return code, out
 }
 
-// TestProposalsEndToEnd: a Put becomes a branch on the remote and a pull
-// request on GitHub; the API lists it; a retry opens no second one; a
-// merge on GitHub shows as merged once the webhook arrives.
+// TestProposalsEndToEnd, on each host: a Put becomes a branch on the
+// remote and a proposal on the host; the API lists it; a retry opens no
+// second one; a merge on the host shows as merged once the webhook
+// arrives.
 func TestProposalsEndToEnd(t *testing.T) {
-	url, dir, fake := startWithGitHub(t)
+	for _, name := range []string{"github", "gitlab", "gitea"} {
+		t.Run(name, func(t *testing.T) { testProposalsEndToEnd(t, newHost(t, name)) })
+	}
+}
+
+func testProposalsEndToEnd(t *testing.T, h host) {
+	url, dir := startWithSCM(t, h)
 	main, _ := gitrepo.Resolve(dir, "main")
 
 	code, res := putFlagKeyed(t, url, "e2e-1", 60)
@@ -68,7 +104,7 @@ func TestProposalsEndToEnd(t *testing.T) {
 	}
 	result := res["result"].(map[string]any)
 	prop, _ := result["proposal"].(map[string]any)
-	if prop == nil || prop["id"] != "1" || !strings.Contains(prop["url"].(string), "/acme/config/pull/1") {
+	if prop == nil || prop["id"] != "1" || !strings.Contains(fmt.Sprint(prop["url"]), "acme/config") {
 		t.Fatalf("write result %v", result)
 	}
 	branch := result["branch"].(string)
@@ -78,17 +114,18 @@ func TestProposalsEndToEnd(t *testing.T) {
 	if now, _ := gitrepo.Resolve(dir, "main"); now != main {
 		t.Error("main moved")
 	}
-	pulls := pullRequests(fake)
-	if len(pulls) != 1 {
-		t.Fatalf("%d pull requests opened", len(pulls))
+	opened := h.opened()
+	if len(opened) != 1 {
+		t.Fatalf("%d proposals opened", len(opened))
 	}
-	var sent struct{ Title, Head, Base, Body string }
-	if err := json.Unmarshal(pulls[0].Body, &sent); err != nil {
-		t.Fatal(err)
+	sent := string(opened[0].Body)
+	for _, want := range []string{branch, `"main"`, "new-checkout", `| default | new-checkout |`} {
+		if !strings.Contains(sent, want) {
+			t.Errorf("the call opening the proposal lacks %q: %s", want, sent)
+		}
 	}
-	if sent.Head != branch || sent.Base != "main" || !strings.Contains(sent.Title, "new-checkout") ||
-		!strings.Contains(sent.Body, "| default | new-checkout |") || pulls[0].Header.Get("Authorization") != "Bearer gh-token" {
-		t.Errorf("pull request sent %+v with %q", sent, pulls[0].Header.Get("Authorization"))
+	if got := opened[0].Header.Get("Authorization"); got != "Bearer scm-token" {
+		t.Errorf("Authorization %q", got)
 	}
 
 	// The same write again, with the same key: the same proposal.
@@ -96,8 +133,8 @@ func TestProposalsEndToEnd(t *testing.T) {
 	if code != http.StatusAccepted || again["result"].(map[string]any)["proposal"].(map[string]any)["id"] != "1" {
 		t.Fatalf("retry = %d %v", code, again)
 	}
-	if n := len(pullRequests(fake)); n != 1 {
-		t.Errorf("%d pull requests after a retry", n)
+	if n := len(h.opened()); n != 1 {
+		t.Errorf("%d proposals after a retry", n)
 	}
 
 	var list struct{ Proposals []proposalJSON }
@@ -114,7 +151,7 @@ func TestProposalsEndToEnd(t *testing.T) {
 		t.Errorf("Get of the resource = %d %s, want it to name proposal 1", code, body)
 	}
 
-	fake.Merge(t, "1")
+	h.fake.Merge(t, "1")
 	if code, _ := do(t, "POST", url+"/hooks/scm", "{}", "Authorization", "Bearer hook"); code != http.StatusNoContent {
 		t.Fatalf("SCM webhook = %d", code)
 	}
@@ -125,41 +162,53 @@ func TestProposalsEndToEnd(t *testing.T) {
 	if code, body := get(t, url+proposalsPath+"?state=open"); code != 200 || strings.Contains(body, `"id"`) {
 		t.Errorf("open proposals after the merge = %d %s", code, body)
 	}
-	if code, body := get(t, url+"/metrics"); code != 200 || !strings.Contains(body, `cup_scm_rate_limit_remaining{provider="github"}`) {
-		t.Errorf("metrics = %d, lack the rate-limit budget", code)
+	if code, body := get(t, url+"/metrics"); code != 200 || !strings.Contains(body, `cup_scm_requests_total{code="201",provider="`+h.name+`"}`) {
+		t.Errorf("metrics = %d, lack the SCM's requests", code)
 	}
 }
 
 // TestProposalsSCMFailsAfterPush: the SCM fails after the branch was
-// pushed; the answer is UNAVAILABLE naming the branch, and the retry opens
-// the proposal for that same branch.
+// pushed; the answer has the fault's code and names the branch, and the
+// retry opens the proposal for that same branch, once.
 func TestProposalsSCMFailsAfterPush(t *testing.T) {
-	url, dir, fake := startWithGitHub(t)
-	fake.SetFault(scmtest.FaultServerError, -1, 0)
-	code, res := putFlagKeyed(t, url, "e2e-2", 70)
-	if code != http.StatusServiceUnavailable || !strings.Contains(fmt.Sprint(res["message"]), "cup/") {
-		t.Fatalf("PUT with the SCM failing = %d %v, want 503 naming the pushed branch", code, res)
-	}
-	fake.SetFault(scmtest.FaultNone, 0, 0)
-	code, res = putFlagKeyed(t, url, "e2e-2", 70)
-	if code != http.StatusAccepted {
-		t.Fatalf("retry = %d %v", code, res)
-	}
-	branch := res["result"].(map[string]any)["branch"].(string)
-	if n := len(pullRequests(fake)); n != 1 {
-		t.Errorf("%d pull requests opened, want 1", n)
-	}
-	out, err := gitrepo.Log(dir, branch)
-	if err != nil || len(out) < 2 {
-		t.Fatalf("branch %s: %v", branch, err)
-	}
-	heads := 0
-	files, _ := gitrepo.Files(dir, branch)
-	if strings.Contains(string(files["flags/default/new-checkout.yaml"]), "rollout: 70") {
-		heads++
-	}
-	if heads != 1 {
-		t.Error("the change set lacks the write")
+	for _, tc := range []struct {
+		name  string
+		fault scmtest.Fault
+		code  int
+	}{
+		{"5xx", scmtest.FaultServerError, http.StatusServiceUnavailable},
+		{"401", scmtest.FaultUnauthorized, http.StatusServiceUnavailable},
+		{"403", scmtest.FaultForbidden, http.StatusServiceUnavailable},
+		{"rate-limited", scmtest.FaultRateLimited, http.StatusServiceUnavailable},
+		{"422", scmtest.FaultInvalid, http.StatusBadRequest},
+		{"timeout", scmtest.FaultTimeout, http.StatusServiceUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHost(t, "github")
+			url, dir := startWithSCM(t, h, "--scm-timeout", "300ms")
+			key := "e2e-" + tc.name
+			h.fake.SetFault(tc.fault, -1, time.Hour) // a rate limit resetting in an hour is not waited for
+			code, res := putFlagKeyed(t, url, key, 70)
+			if code != tc.code || !strings.Contains(fmt.Sprint(res["message"]), "cup/") {
+				t.Fatalf("PUT with the SCM failing = %d %v, want %d naming the pushed branch", code, res, tc.code)
+			}
+			if strings.Contains(fmt.Sprint(res), "scm-token") {
+				t.Error("the answer shows the token")
+			}
+			h.fake.SetFault(scmtest.FaultNone, 0, 0)
+			code, res = putFlagKeyed(t, url, key, 70)
+			if code != http.StatusAccepted {
+				t.Fatalf("retry = %d %v", code, res)
+			}
+			branch := res["result"].(map[string]any)["branch"].(string)
+			if n := len(h.opened()); n != 1 {
+				t.Errorf("%d proposals opened, want 1", n)
+			}
+			files, _ := gitrepo.Files(dir, branch)
+			if !strings.Contains(string(files["flags/default/new-checkout.yaml"]), "rollout: 70") {
+				t.Error("the change set lacks the write")
+			}
+		})
 	}
 }
 

@@ -48,6 +48,8 @@ type SCM struct {
 	TemplateDir string
 	// RefreshInterval is how often the list of proposals is read again.
 	RefreshInterval time.Duration
+	// Timeout bounds each call to the SCM; zero keeps scm's default.
+	Timeout time.Duration
 }
 
 // newProvider builds the scm.Provider cfg names, with an HTTP client that
@@ -79,7 +81,7 @@ func newProvider(cfg SCM, repoURL string, reg prometheus.Registerer, logger *slo
 	if err != nil {
 		return nil, err
 	}
-	client := scm.NewHTTPClient(scm.HTTPOptions{Token: token, Logger: logger, Metrics: metrics})
+	client := scm.NewHTTPClient(scm.HTTPOptions{Token: token, Logger: logger, Metrics: metrics, Timeout: cfg.Timeout})
 	repo := cfg.Repository
 	if repo == "" {
 		if repo = repoPath(repoURL); repo == "" {

@@ -66,6 +66,10 @@ type Fake interface {
 	// AddBranch makes a branch exist; hosts refuse proposals whose head or
 	// base does not exist.
 	AddBranch(name string)
+	// LinkRepository makes the branches of the bare Git repository at dir
+	// exist too, as pushing a branch does on a host: for end-to-end tests
+	// that push to a real repository.
+	LinkRepository(dir string)
 	// Merge marks a proposal merged and Close closes it, as a reviewer
 	// would on the host's web pages.
 	Merge(t testing.TB, id string)

@@ -58,6 +58,7 @@ type Fake struct {
 
 	mu         sync.Mutex
 	branches   map[string]bool
+	gitDir     string  // see LinkRepository
 	pulls      []*pull // pulls[i] has index i+1
 	labels     []*label
 	fault      scmtest.Fault
@@ -351,7 +352,7 @@ func (f *Fake) createPull(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !f.branches[opt.Head] || !f.branches[opt.Base] {
+	if !f.hasBranch(opt.Head) || !f.hasBranch(opt.Base) {
 		// Gitea's parseCompareInfo: an unknown head or base is a 404.
 		f.apiError(w, http.StatusNotFound, "not found")
 		return
@@ -708,7 +709,7 @@ func (f *Fake) apiPull(pr *pull) *apiPull {
 		UpdatedAt:           &updated,
 		ClosedAt:            pr.closedAt,
 	}
-	if !f.branches[pr.head] {
+	if !f.hasBranch(pr.head) {
 		out.Head.Ref = fmt.Sprintf("refs/pull/%d/head", pr.index)
 	}
 	if pr.closed {
@@ -733,4 +734,17 @@ func wip(title string) bool {
 		}
 	}
 	return false
+}
+
+// LinkRepository makes the branches of the bare Git repository at dir
+// exist too, as pushing a branch does on the host.
+func (f *Fake) LinkRepository(dir string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gitDir = dir
+}
+
+// hasBranch reports whether a branch exists. f.mu must be held.
+func (f *Fake) hasBranch(name string) bool {
+	return f.branches[name] || scmtest.HasBranch(f.gitDir, name)
 }

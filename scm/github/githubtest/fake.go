@@ -131,7 +131,7 @@ func (f *Fake) branch(name string) (string, bool) {
 	if sha, ok := f.branches[name]; ok {
 		return sha, true
 	}
-	if f.gitDir == "" {
+	if !scmtest.HasBranch(f.gitDir, name) {
 		return "", false
 	}
 	sha, err := gitrepo.Resolve(f.gitDir, "refs/heads/"+name)

@@ -68,6 +68,7 @@ type Fake struct {
 
 	mu         sync.Mutex
 	branches   map[string]bool
+	gitDir     string          // see LinkRepository
 	mrs        []*mergeRequest // mrs[i] has IID i+1
 	requests   []scmtest.Request
 	fault      scmtest.Fault
@@ -547,10 +548,10 @@ func (f *Fake) create(w http.ResponseWriter, r *http.Request, body []byte) {
 		}
 	}
 	invalid := map[string][]string{}
-	if !f.branches[src] {
+	if !f.hasBranch(src) {
 		invalid["source_branch"] = []string{"does not exist"}
 	}
-	if !f.branches[dst] {
+	if !f.hasBranch(dst) {
 		invalid["target_branch"] = []string{"does not exist"}
 	}
 	if len(invalid) > 0 {
@@ -663,4 +664,17 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(v)
+}
+
+// LinkRepository makes the branches of the bare Git repository at dir
+// exist too, as pushing a branch does on the host.
+func (f *Fake) LinkRepository(dir string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gitDir = dir
+}
+
+// hasBranch reports whether a branch exists. f.mu must be held.
+func (f *Fake) hasBranch(name string) bool {
+	return f.branches[name] || scmtest.HasBranch(f.gitDir, name)
 }
