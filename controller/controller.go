@@ -26,6 +26,9 @@ var (
 	// ErrMalformed reports a file in the tree that does not hold a valid resource.
 	// The message names the file.
 	ErrMalformed = errors.New("malformed resource file")
+	// ErrLimit reports a controller call stopped by a limit on its memory or
+	// output.
+	ErrLimit = errors.New("controller limit exceeded")
 )
 
 // Type identifies the kind of resource a request is about.

@@ -41,6 +41,7 @@ var codeFor = []struct {
 	{controller.ErrNotFound, connect.CodeNotFound, ""},
 	{controller.ErrInvalid, connect.CodeInvalidArgument, ""},
 	{controller.ErrMalformed, connect.CodeFailedPrecondition, ""},
+	{controller.ErrLimit, connect.CodeResourceExhausted, ""},
 	{source.ErrRevisionNotFound, connect.CodeNotFound, ""},
 	{source.ErrInvalidRevision, connect.CodeInvalidArgument, ""},
 	{source.ErrInvalidPath, connect.CodeInvalidArgument, ""},

@@ -29,6 +29,7 @@ func TestToConnect(t *testing.T) {
 		{"controller not found", fmt.Errorf("x: %w", controller.ErrNotFound), connect.CodeNotFound, "x"},
 		{"controller invalid", fmt.Errorf("x: %w", controller.ErrInvalid), connect.CodeInvalidArgument, "x"},
 		{"controller malformed", fmt.Errorf("flags/a.yaml: %w", controller.ErrMalformed), connect.CodeFailedPrecondition, "flags/a.yaml"},
+		{"controller limit", fmt.Errorf(`module "flags": get default/a: %w: memory`, controller.ErrLimit), connect.CodeResourceExhausted, `module "flags"`},
 		{"revision not found", fmt.Errorf("%w: nope", source.ErrRevisionNotFound), connect.CodeNotFound, "nope"},
 		{"invalid revision", fmt.Errorf("%w: a..b", source.ErrInvalidRevision), connect.CodeInvalidArgument, "a..b"},
 		{"invalid path", fmt.Errorf("%w: ../x", source.ErrInvalidPath), connect.CodeInvalidArgument, "../x"},

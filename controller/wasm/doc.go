@@ -1,0 +1,83 @@
+// Package wasm implements the controller that delegates each call to a
+// WebAssembly module: a WASI preview 1 command, such as a Go program built
+// with GOOS=wasip1 GOARCH=wasm, run by wazero.
+//
+// # Protocol
+//
+// The protocol is the original Cup's, so modules written for it run
+// unchanged. Every call instantiates the module afresh (it is compiled once,
+// by [New]) and runs it as a command, with argv[0] the controller's name and
+// then
+//
+//	get <kind> <namespace> <name>            print the resource as JSON
+//	list <kind> <namespace> [key=value ...]  print the namespace's resources
+//	put <kind> <namespace> <name>            store the resource read from stdin
+//	delete <kind> <namespace> <name>         remove the resource
+//
+// Exit code 0 means success, 1 failure and 2 not found (for list: the
+// namespace holds nothing; put gives it no meaning). list prints a JSON array of resources, or JSON
+// resources one after another; its key=value arguments are label
+// equalities the result must satisfy, which the module may use to skip work
+// (the controller filters the result again). put receives the resource as
+// [controller.Resource.MarshalFile] writes it.
+//
+// Since <kind> alone does not tell two kinds of the same name in different
+// groups apart, the environment names the request's type, and holds nothing
+// else (the host's environment never reaches a module):
+//
+//	CUP_API_VERSION  group/version, as in the resources' apiVersion
+//	CUP_GROUP        the API group
+//	CUP_VERSION      the API version
+//	CUP_KIND         the kind, as in argv
+//	CUP_PLURAL       the lower-case plural name of the kind, as in URLs
+//
+// The repository tree is mounted at "/": read-only for get and list (writes
+// fail with "read-only file system"), writable for put and delete. A module
+// writes through an overlay kept in memory: it reads its own writes, may
+// make directories, rename and remove files and directories, and its
+// changes reach the caller's [controller.WriteFS] only when it exits 0, so a
+// failed call changes nothing. Paths cannot leave the tree, nor enter .git.
+//
+// # Errors
+//
+// A module reports failure on stderr, as text or as one JSON message
+//
+//	{"code": "invalid_argument", "message": "spec.rollout must be a percentage"}
+//
+// The code "invalid_argument" (or "invalid") gives an error wrapping
+// [controller.ErrInvalid], which callers report as the caller's mistake;
+// "not_found" wraps [controller.ErrNotFound], as exit code 2 does. Anything
+// else is a plain error. Errors carry what the module wrote to stderr, up to
+// about 1 KiB. Output that does not parse as the resources asked for wraps
+// [controller.ErrMalformed] and names the module.
+//
+// A Go program that panics also exits 2; a controller tells it from "not
+// found" by the Go runtime's report on stderr, and returns a plain error
+// holding the panic.
+//
+// # Limits and determinism
+//
+// Each call is bounded by the [Spec]: in wall time (Timeout, or the caller's
+// earlier deadline; the module is stopped, and the error wraps
+// [context.DeadlineExceeded]), in linear memory (MemoryLimitPages) and in
+// what it writes to stdout and to stderr (MaxOutputBytes); the files a put
+// or delete opens and writes are held in memory, up to 256 MiB. Exceeding a
+// limit of memory or output gives an error wrapping [controller.ErrLimit].
+//
+// A module has no network (WASI preview 1 has none, and no other host
+// functions are offered) and no host environment. Its clocks are fake ones
+// that start at the same instant and advance a millisecond per reading,
+// sleeping returns at once, and its random source is a ChaCha8 stream with a
+// fixed seed, so that the same tree and request give the same result, as
+// [controller.Controller] requires.
+//
+// # Costs
+//
+// Compiling is the expensive part (about a second for a 3.6 MB Go module),
+// done once per module by New and kept in the [Runtime]'s cache (on disk
+// with [WithCacheDir], which makes it about 25 times faster after a
+// restart). Each call then costs an instantiation: for a Go module about
+// 1.5ms, mostly wazero copying the module's data and the Go runtime
+// starting, plus what the program does. The checks that let a timeout stop
+// a module make its loops several times slower than they would be without.
+package wasm

@@ -1,0 +1,4 @@
+// Command empty exits at once: the fixed cost of a call.
+package main
+
+func main() {}

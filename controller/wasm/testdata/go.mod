@@ -1,0 +1,3 @@
+module cup.test/wasmcontrollers
+
+go 1.26
