@@ -8,6 +8,8 @@ TOOLS := $(CURDIR)/.tools
 BUF := tools/node_modules/.bin/buf
 PROTOVALIDATE_VERSION := v1.2.2
 GO_TEST_FLAGS ?= -race -count=1
+# Go modules beside the main one: the WASM controller SDK and the example controllers.
+GO_MODULES := sdk/go examples/controllers/flagfile
 
 .PHONY: help
 help: ## Describe the targets
@@ -42,18 +44,27 @@ checkgenerate: generate ## Fail when `make generate` changes any file
 lint: tools ## Run buf lint, go vet and gofmt checks
 	$(BUF) lint
 	go vet ./...
+	for m in $(GO_MODULES); do go -C $$m vet ./...; done
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/')); if [ -n "$$out" ]; then echo "gofmt: $$out" >&2; exit 1; fi
 
 .PHONY: build
-build: ## Build cupd and cup into bin/
+build: examples ## Build cupd and cup into bin/
 	go build -o bin/ ./cmd/...
 
+.PHONY: examples
+examples: ## Build the example WASM controllers into examples/demo/.cup/
+	GOOS=wasip1 GOARCH=wasm go -C examples/controllers/flagfile build -trimpath -ldflags='-s -w' -o $(CURDIR)/examples/demo/.cup/flagfile.wasm ./
+
 .PHONY: test
-test: test-go test-ts ## Run every test: Go (race detector on) and the TypeScript client
+test: test-go test-sdk test-ts ## Run every test: Go (race detector on) and the TypeScript client
 
 .PHONY: test-go
 test-go: ## Run the Go tests with the race detector
 	go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: test-sdk
+test-sdk: ## Run the Go tests of the WASM controller SDK and the example controllers
+	for m in $(GO_MODULES); do go -C $$m test $(GO_TEST_FLAGS) ./...; done
 
 .PHONY: test-ts
 test-ts: ## Test the generated TypeScript package against a real cupd
