@@ -33,7 +33,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, opts ...func(*app.Options)) *fixture {
 	t.Helper()
-	o := app.Options{Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	o := app.Options{Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug})), WASMRuntime: testWASM}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -193,7 +193,7 @@ func TestProtocols(t *testing.T) {
 		for _, d := range defs.Msg.Definitions {
 			defNames = append(defNames, d.Name)
 		}
-		if got, want := strings.Join(defNames, ","), "flags.flags.cup.dev,services.apps.cup.dev"; got != want {
+		if got, want := strings.Join(defNames, ","), "flags.flags.cup.dev,segments.flags.cup.dev,services.apps.cup.dev"; got != want {
 			t.Fatalf("definitions = %s, want %s", got, want)
 		}
 		def, err := ds.GetDefinition(ctx, connect.NewRequest(&cupv1alpha1.GetDefinitionRequest{Group: "flags.cup.dev", Name: "fl"}))

@@ -19,7 +19,6 @@ import (
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
 	"github.com/cup-dev/cup/internal/app"
-	"github.com/cup-dev/cup/internal/config"
 	"github.com/cup-dev/cup/internal/gitrepo"
 	"github.com/cup-dev/cup/scm"
 	"github.com/cup-dev/cup/server"
@@ -117,11 +116,7 @@ func demo(t *testing.T) (fs.FS, []*server.Type) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := config.Load(fsys, ".cup")
-	if err != nil {
-		t.Fatal(err)
-	}
-	types, err := app.Types(set)
+	types, err := app.LoadTypes(t.Context(), fsys, ".cup", testWASM)
 	if err != nil {
 		t.Fatal(err)
 	}

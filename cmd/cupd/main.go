@@ -78,6 +78,7 @@ type serveFlags struct {
 	templateDir       string
 	proposalsRefresh  time.Duration
 	scmTimeout        time.Duration
+	wasmCacheDir      string
 	signingKeyFile    string
 	signingPassphrase string
 }
@@ -132,6 +133,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.StringVar(&f.templateDir, "templates", "", "directory with commit.tmpl, title.tmpl and body.tmpl overriding the default commit message and proposal texts")
 	fl.DurationVar(&f.proposalsRefresh, "proposals-refresh", 30*time.Second, "how often to read the state of proposals from the SCM (POST /hooks/scm reads it at once)")
 	fl.DurationVar(&f.scmTimeout, "scm-timeout", 30*time.Second, "how long one call to the SCM may take (waits for its rate limit excepted)")
+	fl.StringVar(&f.wasmCacheDir, "wasm-cache-dir", "", "keep compiled WASM controllers in this directory, so that a restart does not compile them again (default: in memory)")
 	fl.StringVar(&f.signingKeyFile, "signing-key-file", "", "armored OpenPGP private key to sign commits with")
 	fl.StringVar(&f.signingPassphrase, "signing-key-passphrase", "", "passphrase of --signing-key-file (prefer CUPD_SIGNING_KEY_PASSPHRASE)")
 	fl.StringVar(&f.webhookSecret, "webhook-secret", "", "remote repositories: secret POST /hooks/fetch requires (GitHub/Gitea signature, GitLab token or Bearer); empty accepts any call")
@@ -218,6 +220,7 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 			GitHubAppID: f.githubAppID, GitHubAppInstallationID: f.githubInstallID, GitHubAppKeyFile: f.githubAppKeyFile,
 			Labels: f.proposalLabels, Draft: f.proposalDraft, TemplateDir: f.templateDir, RefreshInterval: f.proposalsRefresh, Timeout: f.scmTimeout,
 		},
+		WASMCacheDir:         f.wasmCacheDir,
 		SigningKeyFile:       f.signingKeyFile,
 		SigningKeyPassphrase: f.signingPassphrase,
 		Remote: app.Remote{

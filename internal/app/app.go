@@ -22,6 +22,7 @@ import (
 
 	"github.com/cup-dev/cup/controller"
 	"github.com/cup-dev/cup/controller/template"
+	"github.com/cup-dev/cup/controller/wasm"
 	"github.com/cup-dev/cup/examples"
 	"github.com/cup-dev/cup/internal/config"
 	"github.com/cup-dev/cup/internal/gitrepo"
@@ -66,6 +67,13 @@ type Options struct {
 	// SigningKeyFile is an armored OpenPGP private key to sign commits
 	// with; SigningKeyPassphrase decrypts it.
 	SigningKeyFile, SigningKeyPassphrase string
+	// WASMCacheDir keeps compiled WASM modules, so that a restart does not
+	// compile them again; empty keeps them in memory.
+	WASMCacheDir string
+	// WASMRuntime, when set, runs the WASM controllers instead of a runtime
+	// of the App's own (WASMCacheDir is then ignored); the caller closes
+	// it. Apps sharing one compile a module once.
+	WASMRuntime *wasm.Runtime
 }
 
 // Remote configures a repository reached over the network.
@@ -107,6 +115,7 @@ type App struct {
 	src       repoSource
 	remote    *gitsource.Source  // nil for a local repository
 	proposals *proposals.Manager // nil without an SCM
+	wasm      *wasm.Runtime      // runs the WASM controllers, when the App made it
 	repo      string
 	branch    string
 	demo      bool
@@ -176,11 +185,22 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		served = proposingSource{Manager: a.proposals, inner: src}
 	}
 
-	set, err := loadConfig(ctx, src, opts.ConfigDir)
+	set, modules, err := loadConfig(ctx, src, opts.ConfigDir)
 	if err != nil {
 		return nil, err
 	}
-	types, err := Types(set)
+	rt := opts.WASMRuntime
+	if rt == nil {
+		ropts := []wasm.RuntimeOption{wasm.WithLogger(opts.Logger)}
+		if opts.WASMCacheDir != "" {
+			ropts = append(ropts, wasm.WithCacheDir(opts.WASMCacheDir))
+		}
+		if a.wasm, err = wasm.NewRuntime(ropts...); err != nil {
+			return nil, err
+		}
+		rt = a.wasm
+	}
+	types, err := BuildTypes(ctx, set, &Modules{Runtime: rt, Bytes: modules})
 	if err != nil {
 		return nil, err
 	}
@@ -358,40 +378,108 @@ func readTree(fsys fs.FS, root string) (map[string][]byte, error) {
 }
 
 // loadConfig reads the configuration directory and the .cup/ folder of the
-// default branch, and merges them.
-func loadConfig(ctx context.Context, src source.Source, dir string) (*config.Set, error) {
+// default branch, and merges them. It also reads the modules of WASM
+// controllers, by controller name: a module's path is relative to the
+// file declaring its controller, in the repository's commit for .cup/ and
+// on disk for the configuration directory.
+func loadConfig(ctx context.Context, src source.Source, dir string) (*config.Set, map[string][]byte, error) {
 	snap, err := src.View(ctx, "")
 	if err != nil {
-		return nil, fmt.Errorf("reading the default branch: %w", err)
+		return nil, nil, fmt.Errorf("reading the default branch: %w", err)
 	}
+	modules := map[string][]byte{}
 	set := &config.Set{}
 	if _, err := fs.Stat(snap.FS, configFolder); err == nil {
 		if set, err = config.Parse(snap.FS, configFolder); err != nil {
-			return nil, fmt.Errorf("configuration in the repository (commit %s): %w", snap.Commit[:12], err)
+			return nil, nil, fmt.Errorf("configuration in the repository (commit %s): %w", snap.Commit[:12], err)
+		}
+		if err := readModules(set, snap.FS, modules); err != nil {
+			return nil, nil, fmt.Errorf("configuration in the repository (commit %s): %w", snap.Commit[:12], err)
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("reading %s/ in the repository: %w", configFolder, err)
+		return nil, nil, fmt.Errorf("reading %s/ in the repository: %w", configFolder, err)
 	}
 	if dir != "" {
 		fromDir, err := config.Parse(os.DirFS(dir), ".")
 		if err != nil {
-			return nil, fmt.Errorf("configuration in %s: %w", dir, err)
+			return nil, nil, fmt.Errorf("configuration in %s: %w", dir, err)
+		}
+		if err := readModules(fromDir, os.DirFS(dir), modules); err != nil {
+			return nil, nil, fmt.Errorf("configuration in %s: %w", dir, err)
 		}
 		if set, err = set.Merge(fromDir); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	} else if set, err = set.Merge(&config.Set{}); err != nil {
-		return nil, fmt.Errorf("configuration in the repository (commit %s): %w", snap.Commit[:12], err)
+		return nil, nil, fmt.Errorf("configuration in the repository (commit %s): %w", snap.Commit[:12], err)
 	}
 	if len(set.Bindings) == 0 {
-		return nil, fmt.Errorf("no APIBinding configured: add configuration to --config or to %s/ in the repository", configFolder)
+		return nil, nil, fmt.Errorf("no APIBinding configured: add configuration to --config or to %s/ in the repository", configFolder)
 	}
-	return set, nil
+	return set, modules, nil
 }
 
-// Types builds the served types of a configuration: a controller per
-// Controller resource, a type per bound definition version.
-func Types(set *config.Set) ([]*server.Type, error) {
+// maxModuleBytes bounds the size of a WASM module file.
+const maxModuleBytes = 256 << 20
+
+// readModules reads into modules the module of each WASM controller of
+// set, from fsys, where the set was loaded from.
+func readModules(set *config.Set, fsys fs.FS, modules map[string][]byte) error {
+	for _, c := range set.Controllers {
+		if c.Type != config.ControllerWASM {
+			continue
+		}
+		spec, err := wasm.ParseSpec(c.Spec)
+		if err != nil {
+			return fmt.Errorf("%s: controller %q: %w", c.Location, c.Name, err)
+		}
+		p := path.Join(path.Dir(c.Location.File), spec.Path)
+		if !fs.ValidPath(p) {
+			return fmt.Errorf("%s: controller %q: module path %q leaves the configuration's tree", c.Location, c.Name, spec.Path)
+		}
+		fi, err := fs.Stat(fsys, p)
+		if err == nil && fi.Size() > maxModuleBytes {
+			err = fmt.Errorf("%d bytes, more than %d", fi.Size(), maxModuleBytes)
+		}
+		var b []byte
+		if err == nil {
+			b, err = fs.ReadFile(fsys, p)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: controller %q: reading module %s: %w", c.Location, c.Name, p, err)
+		}
+		modules[c.Name] = b
+	}
+	return nil
+}
+
+// Modules are the WASM modules of a configuration and the runtime that runs
+// them.
+type Modules struct {
+	Runtime *wasm.Runtime
+	// Bytes holds each WASM controller's module, by controller name.
+	Bytes map[string][]byte
+}
+
+// LoadTypes reads the configuration in directory dir of fsys (and the
+// modules of its WASM controllers, which rt runs) and builds its served
+// types, as cupd does for a repository's .cup/ folder.
+func LoadTypes(ctx context.Context, fsys fs.FS, dir string, rt *wasm.Runtime) ([]*server.Type, error) {
+	set, err := config.Load(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	modules := map[string][]byte{}
+	if err := readModules(set, fsys, modules); err != nil {
+		return nil, err
+	}
+	return BuildTypes(ctx, set, &Modules{Runtime: rt, Bytes: modules})
+}
+
+// BuildTypes builds the served types of a configuration: a controller per
+// Controller resource (WASM modules are compiled now, with mods), a type
+// per bound definition version.
+func BuildTypes(ctx context.Context, set *config.Set, mods *Modules) ([]*server.Type, error) {
 	ctrls := map[string]controller.Controller{}
 	for _, c := range set.Controllers {
 		switch c.Type {
@@ -408,6 +496,19 @@ func Types(set *config.Set) ([]*server.Type, error) {
 				return nil, fmt.Errorf("%s: controller %q: %w", c.Location, c.Name, err)
 			}
 			ctrls[c.Name] = tc
+		case config.ControllerWASM:
+			if mods == nil || mods.Runtime == nil || mods.Bytes[c.Name] == nil {
+				return nil, fmt.Errorf("%s: controller %q: no WASM module loaded", c.Location, c.Name)
+			}
+			spec, err := wasm.ParseSpec(c.Spec)
+			if err != nil {
+				return nil, fmt.Errorf("%s: controller %q: %w", c.Location, c.Name, err)
+			}
+			wc, err := wasm.New(ctx, mods.Runtime, c.Name, mods.Bytes[c.Name], spec)
+			if err != nil {
+				return nil, fmt.Errorf("%s: controller %q: %w", c.Location, c.Name, err)
+			}
+			ctrls[c.Name] = wc
 		default:
 			return nil, fmt.Errorf("%s: controller %q: type %q is not supported by this build", c.Location, c.Name, c.Type)
 		}
@@ -466,12 +567,15 @@ func (a *App) Example() string { return a.example }
 
 // Close releases what Open created: open files and the demo repository.
 func (a *App) Close() error {
-	var err error
+	var errs []error
 	if a.src != nil {
-		err = a.src.Close()
+		errs = append(errs, a.src.Close())
+	}
+	if a.wasm != nil {
+		errs = append(errs, a.wasm.Close(context.Background()))
 	}
 	a.cleanup()
-	return err
+	return errors.Join(errs...)
 }
 
 // validator adapts a definition version's JSON Schema to the server.

@@ -56,7 +56,7 @@ describe("against cupd (go run ./cmd/cupd serve)", () => {
 
       it("lists the definitions", async () => {
         const res = await discovery.listDefinitions({});
-        assert.deepEqual(res.definitions.map((d) => d.name).sort(), ["flags.flags.cup.dev", "services.apps.cup.dev"]);
+        assert.deepEqual(res.definitions.map((d) => d.name).sort(), ["flags.flags.cup.dev", "segments.flags.cup.dev", "services.apps.cup.dev"]);
         const flag = res.definitions.find((d) => d.name === "flags.flags.cup.dev");
         assert.equal(flag?.names?.kind, "Flag");
         assert.equal(flag?.versions[0]?.name, "v1alpha1");
