@@ -1,0 +1,212 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+)
+
+// config is the configuration file: named contexts and the current one.
+type config struct {
+	CurrentContext string          `json:"currentContext,omitempty"`
+	Contexts       []configContext `json:"contexts,omitempty"`
+}
+
+// configContext is one named server with its namespace, token and protocol.
+type configContext struct {
+	Name      string `json:"name"`
+	Server    string `json:"server,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Token     string `json:"token,omitempty"`
+	Protocol  string `json:"protocol,omitempty"`
+}
+
+func (c *config) find(name string) *configContext {
+	for i := range c.Contexts {
+		if c.Contexts[i].Name == name {
+			return &c.Contexts[i]
+		}
+	}
+	return nil
+}
+
+// configPath is $CUP_CONFIG, or cup/config.yaml in the user configuration directory.
+func configPath() (string, error) {
+	if p := os.Getenv("CUP_CONFIG"); p != "" {
+		return p, nil
+	}
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("finding the configuration file (set CUP_CONFIG): %w", err)
+	}
+	return filepath.Join(dir, "cup", "config.yaml"), nil
+}
+
+// loadConfig reads the configuration file; a missing file is an empty configuration.
+func loadConfig() (*config, string, error) {
+	p, err := configPath()
+	if err != nil {
+		return nil, "", err
+	}
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &config{}, p, nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	var cfg config
+	if err := yaml.UnmarshalStrict(b, &cfg); err != nil {
+		return nil, "", fmt.Errorf("%s: %w", p, err)
+	}
+	return &cfg, p, nil
+}
+
+func saveConfig(cfg *config, p string) error {
+	b, err := yaml.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(p, b, 0o600)
+}
+
+func (c *cli) newConfigCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "config",
+		Short: "View and change the contexts of the configuration file",
+		Long: `View and change the contexts of the configuration file, a YAML file at
+$CUP_CONFIG or cup/config.yaml in the user configuration directory (mode 0600).
+
+A context names a server with its namespace, token and protocol. The global
+flags --server, --namespace, --token and --protocol, and the environment
+(CUP_SERVER, CUP_NAMESPACE, CUP_TOKEN, CUP_CONTEXT), override the context.`,
+	}
+	var raw bool
+	view := &cobra.Command{
+		Use:   "view",
+		Short: "Print the configuration (tokens redacted unless --raw)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, _, err := loadConfig()
+			if err != nil {
+				return err
+			}
+			if !raw {
+				for i := range cfg.Contexts {
+					if cfg.Contexts[i].Token != "" {
+						cfg.Contexts[i].Token = "REDACTED"
+					}
+				}
+			}
+			b, err := yaml.Marshal(cfg)
+			if err != nil {
+				return err
+			}
+			_, err = c.stdout.Write(b)
+			return err
+		},
+	}
+	view.Flags().BoolVar(&raw, "raw", false, "print tokens")
+	current := &cobra.Command{
+		Use:   "current-context",
+		Short: "Print the current context's name",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, _, err := loadConfig()
+			if err != nil {
+				return err
+			}
+			if cfg.CurrentContext == "" {
+				return errors.New("no current context is set (see cup config use-context)")
+			}
+			_, err = fmt.Fprintln(c.stdout, cfg.CurrentContext)
+			return err
+		},
+	}
+	use := &cobra.Command{
+		Use:   "use-context NAME",
+		Short: "Make NAME the current context",
+		Args:  cobra.ExactArgs(1),
+		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+			cfg, _, err := loadConfig()
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveError
+			}
+			var names []string
+			for _, x := range cfg.Contexts {
+				names = append(names, x.Name)
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, p, err := loadConfig()
+			if err != nil {
+				return err
+			}
+			if cfg.find(args[0]) == nil {
+				return fmt.Errorf("context %q is not in the configuration (see cup config set-context)", args[0])
+			}
+			cfg.CurrentContext = args[0]
+			if err := saveConfig(cfg, p); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(c.stdout, "Switched to context %q.\n", args[0])
+			return err
+		},
+	}
+	set := &cobra.Command{
+		Use:   "set-context NAME [--server URL] [--namespace NS] [--token TOKEN] [--protocol connect|grpc]",
+		Short: "Create or change a context",
+		Long: `Create the context NAME, or change the fields of it that the global flags
+--server, --namespace, --token and --protocol name. The first context made
+becomes the current one.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, p, err := loadConfig()
+			if err != nil {
+				return err
+			}
+			x := cfg.find(args[0])
+			verb := "Modified"
+			if x == nil {
+				cfg.Contexts = append(cfg.Contexts, configContext{Name: args[0]})
+				x = &cfg.Contexts[len(cfg.Contexts)-1]
+				verb = "Created"
+			}
+			f := cmd.Flags()
+			if f.Changed("server") {
+				x.Server = c.server
+			}
+			if f.Changed("namespace") {
+				x.Namespace = c.namespace
+			}
+			if f.Changed("token") {
+				x.Token = c.token
+			}
+			if f.Changed("protocol") {
+				if c.protocol != "connect" && c.protocol != "grpc" {
+					return fmt.Errorf("--protocol: %q is neither connect nor grpc", c.protocol)
+				}
+				x.Protocol = c.protocol
+			}
+			if cfg.CurrentContext == "" {
+				cfg.CurrentContext = args[0]
+			}
+			if err := saveConfig(cfg, p); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(c.stdout, "%s context %q.\n", verb, args[0])
+			return err
+		},
+	}
+	cmd.AddCommand(view, current, use, set)
+	return cmd
+}

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"connectrpc.com/connect"
+	"github.com/spf13/cobra"
+
+	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
+)
+
+func (c *cli) newGetCommand() *cobra.Command {
+	var (
+		selector, revision, output string
+		allNamespaces              bool
+		limit                      int32
+	)
+	cmd := &cobra.Command{
+		Use:   "get TYPE [NAME...] | TYPE/NAME...",
+		Short: "Print resources",
+		Long: `Print one resource, several, or every resource of a type in the namespace.
+
+TYPE is a plural, singular, kind or short name (case-insensitive), or
+plural.group where several types share a name (see cup api-resources).
+
+Output formats (-o):
+  table  NAME and RESOURCE VERSION (its first 7 characters), the default;
+         NAME is plural.group/name when TYPE/NAME arguments name several types
+  wide   NAME, RESOURCE VERSION, NAMESPACE and LABELS (key=value, sorted)
+  json   the resource's file form; several as {"apiVersion": "v1", "kind": "List", "items": [...]}
+  yaml   the same as YAML
+  name   plural.group/name
+
+Listing pages through the whole result, --limit resources per request.
+--all-namespaces is not supported: the API lists one namespace at a time.`,
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: c.completeTypes,
+		Example: `  cup get flags
+  cup get fl new-checkout -o yaml
+  cup get flag/new-checkout flag/dark-mode -n staging
+  cup get flags -l 'team in (payments,web)' -o wide`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch output {
+			case "table", "wide", "json", "yaml", "name":
+			default:
+				return fmt.Errorf("-o: %q is not one of table, wide, json, yaml, name", output)
+			}
+			if allNamespaces {
+				return errors.New("--all-namespaces is not supported: the API lists one namespace at a time; name one with -n")
+			}
+			ctx := cmd.Context()
+			conn, err := c.connect()
+			if err != nil {
+				return err
+			}
+			type item struct {
+				t typeRef
+				r *cupv1alpha1.Resource
+			}
+			var items []item
+			single := false
+			switch {
+			case strings.Contains(args[0], "/"):
+				if selector != "" {
+					return errors.New("-l cannot be used with named resources")
+				}
+				single = len(args) == 1
+				for _, a := range args {
+					typ, name, ok := strings.Cut(a, "/")
+					if !ok || name == "" {
+						return fmt.Errorf("%q: write TYPE/NAME for every argument, or TYPE NAME...", a)
+					}
+					t, err := c.resolveType(ctx, typ)
+					if err != nil {
+						return err
+					}
+					r, err := c.getResource(ctx, t, conn.namespace, name, revision)
+					if err != nil {
+						return err
+					}
+					items = append(items, item{t, r})
+				}
+			default:
+				t, err := c.resolveType(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				if len(args) > 1 {
+					if selector != "" {
+						return errors.New("-l cannot be used with named resources")
+					}
+					single = len(args) == 2
+					for _, name := range args[1:] {
+						r, err := c.getResource(ctx, t, conn.namespace, name, revision)
+						if err != nil {
+							return err
+						}
+						items = append(items, item{t, r})
+					}
+					break
+				}
+				req := &cupv1alpha1.ListRequest{
+					Group: t.group(), Version: t.version, Plural: t.plural(), Namespace: conn.namespace,
+					Revision: revision, LabelSelector: selector, PageSize: limit,
+				}
+				for {
+					res, err := conn.resources.List(ctx, connect.NewRequest(req))
+					if err != nil {
+						return err
+					}
+					for _, r := range res.Msg.GetItems() {
+						items = append(items, item{t, r})
+					}
+					if res.Msg.GetNextPageToken() == "" {
+						break
+					}
+					req.PageToken = res.Msg.GetNextPageToken()
+				}
+				if len(items) == 0 && (output == "table" || output == "wide") {
+					_, err := fmt.Fprintf(c.stderr, "No resources found in namespace %s.\n", conn.namespace)
+					return err
+				}
+			}
+			switch output {
+			case "name":
+				for _, it := range items {
+					fmt.Fprintf(c.stdout, "%s/%s\n", it.t.qualified(), it.r.GetMetadata().GetName())
+				}
+				return nil
+			case "json", "yaml":
+				if single {
+					m, err := resourceObject(items[0].r)
+					if err != nil {
+						return err
+					}
+					return encode(c.stdout, m, output)
+				}
+				list := []any{}
+				for _, it := range items {
+					m, err := resourceObject(it.r)
+					if err != nil {
+						return err
+					}
+					list = append(list, m)
+				}
+				return encode(c.stdout, map[string]any{"apiVersion": "v1", "kind": "List", "items": list}, output)
+			}
+			tw := tabwriter.NewWriter(c.stdout, 0, 8, 3, ' ', 0)
+			if output == "wide" {
+				fmt.Fprintln(tw, "NAME\tRESOURCE VERSION\tNAMESPACE\tLABELS")
+			} else {
+				fmt.Fprintln(tw, "NAME\tRESOURCE VERSION")
+			}
+			mixed := false // several types: NAME is plural.group/name
+			for _, it := range items {
+				mixed = mixed || it.t.def != items[0].t.def
+			}
+			for _, it := range items {
+				md := it.r.GetMetadata()
+				name := md.GetName()
+				if mixed {
+					name = it.t.qualified() + "/" + name
+				}
+				if output == "wide" {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, short(md.GetResourceVersion()), md.GetNamespace(), formatLabels(md.GetLabels()))
+				} else {
+					fmt.Fprintf(tw, "%s\t%s\n", name, short(md.GetResourceVersion()))
+				}
+			}
+			return tw.Flush()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&selector, "selector", "l", "", "a Kubernetes label selector (team=payments, 'tier in (web,api)', !beta)")
+	f.StringVar(&revision, "revision", "", "read at a branch, tag or commit (default: the server's branch)")
+	f.BoolVarP(&allNamespaces, "all-namespaces", "A", false, "not supported by the API: fails with an explanation")
+	f.StringVarP(&output, "output", "o", "table", "table, wide, json, yaml or name")
+	f.Int32Var(&limit, "limit", 0, "resources per request when listing (0: the server's default); every page is printed")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "wide", "json", "yaml", "name"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+func (c *cli) getResource(ctx context.Context, t typeRef, namespace, name, revision string) (*cupv1alpha1.Resource, error) {
+	conn, err := c.connect()
+	if err != nil {
+		return nil, err
+	}
+	res, err := conn.resources.Get(ctx, connect.NewRequest(&cupv1alpha1.GetRequest{
+		Group: t.group(), Version: t.version, Plural: t.plural(), Namespace: namespace, Name: name, Revision: revision,
+	}))
+	if err != nil {
+		return nil, err
+	}
+	return res.Msg.GetResource(), nil
+}
+
+func formatLabels(labels map[string]string) string {
+	if len(labels) == 0 {
+		return "<none>"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		parts = append(parts, k+"="+labels[k])
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestGet(t *testing.T) {
+	t.Parallel()
+	url := newServer(t)
+	t.Run("golden", func(t *testing.T) {
+		t.Parallel()
+		for _, tc := range []struct{ name, golden string }{
+			{"table", "get_table.golden"},
+			{"wide", "get_wide.golden"},
+			{"yaml", "get_yaml.golden"},
+			{"json", "get_json.golden"},
+			{"name", "get_name.golden"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				golden(t, tc.golden, ok(t, url, "get", "flags", "-o", tc.name))
+			})
+		}
+	})
+	t.Run("one resource as yaml", func(t *testing.T) {
+		t.Parallel()
+		golden(t, "get_one_yaml.golden", ok(t, url, "get", "fl", "new-checkout", "-o", "yaml"))
+	})
+	t.Run("type names", func(t *testing.T) {
+		t.Parallel()
+		want := ok(t, url, "get", "flags", "new-checkout", "-o", "name")
+		if want != "flags.flags.cup.dev/new-checkout\n" {
+			t.Fatalf("got %q", want)
+		}
+		for _, typ := range []string{"flag", "Flag", "FLAGS", "fl", "flags.flags.cup.dev", "Flag.flags.cup.dev"} {
+			if got := ok(t, url, "get", typ, "new-checkout", "-o", "name"); got != want {
+				t.Errorf("get %s: %q, want %q", typ, got, want)
+			}
+		}
+		if got := ok(t, url, "get", "flag/new-checkout", "fl/dark-mode", "-o", "name"); got != want+"flags.flags.cup.dev/dark-mode\n" {
+			t.Errorf("TYPE/NAME: %q", got)
+		}
+	})
+	t.Run("several types", func(t *testing.T) {
+		t.Parallel()
+		got := ok(t, url, "get", "flag/new-checkout", "svc/api")
+		if !strings.Contains(got, "flags.flags.cup.dev/new-checkout ") || !strings.Contains(got, "services.apps.cup.dev/api ") {
+			t.Fatalf("got %q", got)
+		}
+	})
+	t.Run("several names are a List", func(t *testing.T) {
+		t.Parallel()
+		var list struct {
+			APIVersion, Kind string
+			Items            []struct{ Metadata struct{ Name string } }
+		}
+		if err := json.Unmarshal([]byte(ok(t, url, "get", "flags", "new-checkout", "dark-mode", "-o", "json")), &list); err != nil {
+			t.Fatal(err)
+		}
+		if list.APIVersion != "v1" || list.Kind != "List" || len(list.Items) != 2 || list.Items[1].Metadata.Name != "dark-mode" {
+			t.Fatalf("%+v", list)
+		}
+	})
+	t.Run("selector", func(t *testing.T) {
+		t.Parallel()
+		if got := ok(t, url, "get", "flags", "-l", "team in (payments,web)", "-o", "name"); got != "flags.flags.cup.dev/dark-mode\nflags.flags.cup.dev/new-checkout\n" {
+			t.Fatalf("got %q", got)
+		}
+	})
+	t.Run("paging", func(t *testing.T) {
+		t.Parallel()
+		if got, want := ok(t, url, "get", "flags", "--limit", "1", "-o", "name"), ok(t, url, "get", "flags", "-o", "name"); got != want || strings.Count(got, "\n") != 3 {
+			t.Fatalf("paged %q, unpaged %q", got, want)
+		}
+	})
+	t.Run("namespace", func(t *testing.T) {
+		t.Parallel()
+		got := ok(t, url, "get", "flags", "-n", "production", "-o", "wide")
+		if !strings.Contains(got, "new-checkout") || !strings.Contains(got, "production") || strings.Contains(got, "dark-mode") {
+			t.Fatalf("got %q", got)
+		}
+	})
+	t.Run("grpc", func(t *testing.T) {
+		t.Parallel()
+		if got := ok(t, url, "--protocol", "grpc", "get", "services", "api", "-o", "name"); got != "services.apps.cup.dev/api\n" {
+			t.Fatalf("got %q", got)
+		}
+	})
+	t.Run("segments through the wasm controller", func(t *testing.T) {
+		t.Parallel()
+		if got := ok(t, url, "get", "segments", "-o", "name"); !strings.Contains(got, "segments.flags.cup.dev/beta-testers") {
+			t.Fatalf("got %q", got)
+		}
+	})
+	t.Run("revision", func(t *testing.T) {
+		t.Parallel()
+		if got := ok(t, url, "get", "flags", "new-checkout", "--revision", "HEAD", "-o", "name"); got != "flags.flags.cup.dev/new-checkout\n" {
+			t.Fatalf("got %q", got)
+		}
+	})
+	t.Run("errors", func(t *testing.T) {
+		t.Parallel()
+		fails(t, url, `the server has no resource type "widgets"`, "get", "widgets")
+		fails(t, url, "not found", "get", "flags", "nope")
+		fails(t, url, "--all-namespaces is not supported", "get", "flags", "-A")
+		fails(t, url, `-o: "xml"`, "get", "flags", "-o", "xml")
+		fails(t, url, "revision", "get", "flags", "--revision", "no-such-branch")
+		fails(t, url, "--protocol", "--protocol", "http3", "get", "flags")
+	})
+	t.Run("unreachable server", func(t *testing.T) {
+		t.Parallel()
+		fails(t, "http://127.0.0.1:1", "", "get", "flags")
+	})
+}
+
+func TestAmbiguousType(t *testing.T) {
+	t.Parallel()
+	// Two definitions that share a name: the error lists both.
+	defs := testDefs("flags.cup.dev", "other.example")
+	if got := lookupType(defs, "flag"); len(got) != 2 {
+		t.Fatalf("lookupType: %d matches", len(got))
+	}
+	c := &cli{defs: defs}
+	_, err := c.resolveType(t.Context(), "fl")
+	if err == nil || !strings.Contains(err.Error(), "flags.flags.cup.dev, flags.other.example") {
+		t.Fatalf("err = %v", err)
+	}
+	tr, err := c.resolveType(t.Context(), "flags.other.example")
+	if err != nil || tr.qualified() != "flags.other.example" || tr.version != "v1" {
+		t.Fatalf("%+v, %v", tr, err)
+	}
+}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/cup-dev/cup/controller/wasm"
+	"github.com/cup-dev/cup/internal/app"
+	"github.com/cup-dev/cup/server"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// testWASM runs the demo's WASM controller for every fixture, so that the
+// module is compiled once per test binary rather than once per fixture.
+var testWASM *wasm.Runtime
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	// No test reads the user's configuration or environment.
+	dir, err := os.MkdirTemp("", "cup-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("CUP_CONFIG", filepath.Join(dir, "config.yaml"))
+	for _, k := range []string{"CUP_SERVER", "CUP_NAMESPACE", "CUP_TOKEN", "CUP_CONTEXT"} {
+		os.Unsetenv(k)
+	}
+	os.Setenv(scmTokenEnv, "scm-token")
+	rt, err := wasm.NewRuntime()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	testWASM = rt
+	code := m.Run()
+	if err := rt.Close(context.Background()); err != nil && code == 0 {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	os.RemoveAll(dir)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// newServer starts a cupd on a fresh copy of the demo repository and
+// returns its URL.
+func newServer(t *testing.T, opts ...func(*app.Options)) string {
+	t.Helper()
+	o := app.Options{Logger: slog.New(slog.NewTextHandler(t.Output(), nil)), WASMRuntime: testWASM}
+	for _, f := range opts {
+		f(&o)
+	}
+	a, err := app.Open(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	ts := httptest.NewUnstartedServer(a.Handler())
+	ts.Config = server.NewHTTPServer("", a.Handler())
+	ts.Start()
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// result is what one run of cup printed and exited with.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// cup runs the command line in-process against url with stdin.
+func cup(t *testing.T, url, stdin string, args ...string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	if url != "" {
+		args = append([]string{"--server", url}, args...)
+	}
+	code := run(t.Context(), args, strings.NewReader(stdin), &stdout, &stderr)
+	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+}
+
+// ok runs cup and fails the test unless it succeeds; it returns stdout.
+func ok(t *testing.T, url string, args ...string) string {
+	t.Helper()
+	r := cup(t, url, "", args...)
+	if r.code != 0 {
+		t.Fatalf("cup %s: exit %d\nstderr: %s", strings.Join(args, " "), r.code, r.stderr)
+	}
+	return r.stdout
+}
+
+// fails runs cup, expects exit 1 and an error line containing want.
+func fails(t *testing.T, url, want string, args ...string) {
+	t.Helper()
+	r := cup(t, url, "", args...)
+	if r.code != 1 {
+		t.Fatalf("cup %s: exit %d, want 1\nstdout: %s", strings.Join(args, " "), r.code, r.stdout)
+	}
+	if !strings.HasPrefix(r.stderr, "error: ") || !strings.Contains(r.stderr, want) {
+		t.Fatalf("cup %s: stderr %q, want error: ...%s...", strings.Join(args, " "), r.stderr, want)
+	}
+}
+
+// golden compares got with testdata/name, rewriting it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	p := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (go test -update rewrites it)\ngot:\n%s\nwant:\n%s", p, got, want)
+	}
+}

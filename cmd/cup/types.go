@@ -1,0 +1,361 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"connectrpc.com/connect"
+	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"sigs.k8s.io/yaml"
+
+	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
+)
+
+// typeRef is a resolved type: its definition and the version used.
+type typeRef struct {
+	def     *cupv1alpha1.ResourceDefinition
+	version string
+}
+
+func (t typeRef) group() string  { return t.def.GetGroup() }
+func (t typeRef) plural() string { return t.def.GetNames().GetPlural() }
+
+// qualified is plural.group, the form -o name and write results print.
+func (t typeRef) qualified() string { return t.plural() + "." + t.group() }
+
+func (t typeRef) apiVersion() string { return t.group() + "/" + t.version }
+
+// definitions lists the served types, once per invocation.
+func (c *cli) definitions(ctx context.Context) ([]*cupv1alpha1.ResourceDefinition, error) {
+	if c.defs != nil {
+		return c.defs, nil
+	}
+	conn, err := c.connect()
+	if err != nil {
+		return nil, err
+	}
+	res, err := conn.discovery.ListDefinitions(ctx, connect.NewRequest(&cupv1alpha1.ListDefinitionsRequest{}))
+	if err != nil {
+		return nil, err
+	}
+	c.defs = res.Msg.GetDefinitions()
+	return c.defs, nil
+}
+
+// matches reports whether name (lower case) names def: its plural, singular,
+// kind or a short name, alone or followed by "." and the group.
+func matches(def *cupv1alpha1.ResourceDefinition, name string) bool {
+	n := def.GetNames()
+	forms := append([]string{n.GetPlural(), n.GetSingular(), strings.ToLower(n.GetKind())}, n.GetShortNames()...)
+	for _, f := range forms {
+		f = strings.ToLower(f)
+		if f != "" && (name == f || name == f+"."+def.GetGroup()) {
+			return true
+		}
+	}
+	return false
+}
+
+// lookupType finds the types name may mean.
+func lookupType(defs []*cupv1alpha1.ResourceDefinition, name string) []*cupv1alpha1.ResourceDefinition {
+	name = strings.ToLower(name)
+	var out []*cupv1alpha1.ResourceDefinition
+	for _, d := range defs {
+		if matches(d, name) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// resolveType resolves TYPE by plural, singular, kind or short name,
+// optionally qualified by group.
+func (c *cli) resolveType(ctx context.Context, name string) (typeRef, error) {
+	defs, err := c.definitions(ctx)
+	if err != nil {
+		return typeRef{}, err
+	}
+	found := lookupType(defs, name)
+	switch len(found) {
+	case 0:
+		return typeRef{}, fmt.Errorf("the server has no resource type %q (see cup api-resources)", name)
+	case 1:
+		return newTypeRef(found[0], "")
+	}
+	var names []string
+	for _, d := range found {
+		names = append(names, d.GetNames().GetPlural()+"."+d.GetGroup())
+	}
+	return typeRef{}, fmt.Errorf("resource type %q is ambiguous: it may be %s; name one with its group", name, strings.Join(names, ", "))
+}
+
+// newTypeRef picks version, or the definition's first one when empty.
+func newTypeRef(def *cupv1alpha1.ResourceDefinition, version string) (typeRef, error) {
+	for _, v := range def.GetVersions() {
+		if version == "" || v.GetName() == version {
+			return typeRef{def: def, version: v.GetName()}, nil
+		}
+	}
+	if version == "" {
+		return typeRef{}, fmt.Errorf("resource type %s.%s has no version", def.GetNames().GetPlural(), def.GetGroup())
+	}
+	return typeRef{}, fmt.Errorf("resource type %s.%s has no version %q", def.GetNames().GetPlural(), def.GetGroup(), version)
+}
+
+// typeOf resolves a resource's apiVersion and kind.
+func (c *cli) typeOf(ctx context.Context, r *cupv1alpha1.Resource) (typeRef, error) {
+	group, version, ok := strings.Cut(r.GetApiVersion(), "/")
+	if !ok || group == "" || version == "" || r.GetKind() == "" {
+		return typeRef{}, fmt.Errorf("resource %q: apiVersion must be group/version and kind must be set", r.GetMetadata().GetName())
+	}
+	defs, err := c.definitions(ctx)
+	if err != nil {
+		return typeRef{}, err
+	}
+	for _, d := range defs {
+		if d.GetGroup() == group && d.GetNames().GetKind() == r.GetKind() {
+			return newTypeRef(d, version)
+		}
+	}
+	return typeRef{}, fmt.Errorf("the server has no kind %s in %s (see cup api-resources)", r.GetKind(), r.GetApiVersion())
+}
+
+// completeTypes completes TYPE with the plurals the server serves, then
+// NAME with the names of that type in the namespace.
+func (c *cli) completeTypes(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return c.completeNames(cmd.Context(), args[0])
+	}
+	defs, err := c.definitions(cmd.Context())
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	var out []string
+	for _, d := range defs {
+		out = append(out, d.GetNames().GetPlural())
+	}
+	slices.Sort(out)
+	return slices.Compact(out), cobra.ShellCompDirectiveNoFileComp
+}
+
+// resourceObject is a resource's file form as a generic JSON value.
+func resourceObject(r proto.Message) (map[string]any, error) {
+	b, err := protojson.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// encode writes v as indented JSON or as YAML.
+func encode(w io.Writer, v any, format string) error {
+	b, err := json.MarshalIndent(v, "", "    ")
+	if err != nil {
+		return err
+	}
+	if format == "yaml" {
+		if b, err = yaml.JSONToYAML(b); err != nil {
+			return err
+		}
+	} else {
+		b = append(b, '\n')
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// readResources reads the resources of -f: a file, a directory (recursively,
+// .json, .yaml and .yml files) or "-" for stdin.
+func (c *cli) readResources(paths []string) ([]*cupv1alpha1.Resource, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("-f is required: a file, a directory or - for stdin")
+	}
+	var out []*cupv1alpha1.Resource
+	for _, p := range paths {
+		if p == "-" {
+			b, err := io.ReadAll(c.stdin)
+			if err != nil {
+				return nil, err
+			}
+			rs, err := parseResources("stdin", b)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, rs...)
+			continue
+		}
+		info, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !info.IsDir() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return nil, err
+			}
+			rs, err := parseResources(p, b)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, rs...)
+			continue
+		}
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			switch filepath.Ext(path) {
+			case ".json", ".yaml", ".yml":
+			default:
+				return nil
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			rs, err := parseResources(path, b)
+			out = append(out, rs...)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no resources found in " + strings.Join(paths, ", "))
+	}
+	return out, nil
+}
+
+// parseResources reads JSON (one resource or an array) or YAML (documents
+// separated by ---; a kind: List's items are read too).
+func parseResources(name string, b []byte) ([]*cupv1alpha1.Resource, error) {
+	var docs [][]byte
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '[' {
+		var items []json.RawMessage
+		if err := json.Unmarshal(t, &items); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		for _, it := range items {
+			docs = append(docs, it)
+		}
+	} else {
+		for _, doc := range splitYAML(b) {
+			j, err := yaml.YAMLToJSON(doc)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			if t := bytes.TrimSpace(j); len(t) == 0 || string(t) == "null" {
+				continue
+			}
+			docs = append(docs, j)
+		}
+	}
+	var out []*cupv1alpha1.Resource
+	for i, d := range docs {
+		var list struct {
+			Kind  string            `json:"kind"`
+			Items []json.RawMessage `json:"items"`
+		}
+		if err := json.Unmarshal(d, &list); err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", name, i+1, err)
+		}
+		items := []json.RawMessage{d}
+		if list.Kind == "List" {
+			items = list.Items
+		}
+		for _, it := range items {
+			var r cupv1alpha1.Resource
+			if err := protojson.Unmarshal(it, &r); err != nil {
+				return nil, fmt.Errorf("%s: document %d: %w", name, i+1, err)
+			}
+			out = append(out, &r)
+		}
+	}
+	return out, nil
+}
+
+// describeResult is one line about a write: unchanged, committed <commit>,
+// proposed <url> or dry run: N files.
+func describeResult(res *cupv1alpha1.WriteResult) string {
+	switch res.GetOutcome() {
+	case cupv1alpha1.WriteOutcome_WRITE_OUTCOME_UNCHANGED:
+		return "unchanged"
+	case cupv1alpha1.WriteOutcome_WRITE_OUTCOME_DRY_RUN:
+		if n := len(res.GetChanges()); n != 1 {
+			return fmt.Sprintf("dry run: %d files", n)
+		}
+		return "dry run: 1 file"
+	}
+	if p := res.GetProposal(); p != nil {
+		return "proposed " + p.GetUrl()
+	}
+	if res.GetOutcome() == cupv1alpha1.WriteOutcome_WRITE_OUTCOME_COMMITTED {
+		s := "committed " + short(res.GetCommit())
+		if res.GetReplayed() {
+			s += " (replayed)"
+		}
+		return s
+	}
+	return res.GetOutcome().String()
+}
+
+func short(commit string) string {
+	if len(commit) > 7 {
+		return commit[:7]
+	}
+	return commit
+}
+
+// splitYAML splits a YAML stream into its documents, at lines starting
+// with "---".
+func splitYAML(b []byte) [][]byte {
+	var docs [][]byte
+	var cur []byte
+	for line := range bytes.Lines(b) {
+		if bytes.HasPrefix(line, []byte("---")) && (len(line) == 3 || line[3] == ' ' || line[3] == '\n' || line[3] == '\r' || line[3] == '\t') {
+			docs = append(docs, cur)
+			cur = nil
+			continue
+		}
+		cur = append(cur, line...)
+	}
+	return append(docs, cur)
+}
+
+func (c *cli) completeNames(ctx context.Context, typ string) ([]string, cobra.ShellCompDirective) {
+	t, err := c.resolveType(ctx, typ)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	conn, err := c.connect()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	res, err := conn.resources.List(ctx, connect.NewRequest(&cupv1alpha1.ListRequest{
+		Group: t.group(), Version: t.version, Plural: t.plural(), Namespace: conn.namespace,
+	}))
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	var out []string
+	for _, r := range res.Msg.GetItems() {
+		out = append(out, r.GetMetadata().GetName())
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
