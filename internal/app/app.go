@@ -91,17 +91,6 @@ type Remote struct {
 	KnownHosts               []string
 }
 
-// IsURL reports whether repo names a remote repository rather than a
-// path on this machine: it has a scheme (https://, ssh://, file://) or is
-// an scp-like address (git@host:path).
-func IsURL(repo string) bool {
-	if strings.Contains(repo, "://") {
-		return true
-	}
-	at, colon := strings.Index(repo, "@"), strings.Index(repo, ":")
-	return at > 0 && colon > at && !strings.Contains(repo[:colon], "/")
-}
-
 // repoSource is what App needs of a source beyond source.Source.
 type repoSource interface {
 	source.Source
@@ -243,7 +232,7 @@ func (a *App) openSource(ctx context.Context, opts Options, mode source.WriteMod
 		opts.Logger.Info("signing commits", "key", s.Fingerprint())
 		signer = s
 	}
-	if !IsURL(a.repo) {
+	if !gitsource.IsURL(a.repo) {
 		lopts := []local.Option{local.WithLogger(opts.Logger), local.WithWriteMode(mode), local.WithBranchPrefix(prefix), local.WithSigner(signer)}
 		if opts.Branch != "" {
 			lopts = append(lopts, local.WithBranch(opts.Branch))

@@ -115,7 +115,7 @@ func repoPath(repo string) string {
 	p := ""
 	if u, err := url.Parse(repo); err == nil && u.Scheme != "" && u.Host != "" {
 		p = u.Path
-	} else if _, after, ok := strings.Cut(repo, ":"); ok && IsURL(repo) {
+	} else if _, after, ok := strings.Cut(repo, ":"); ok && gitsource.IsURL(repo) {
 		p = after
 	}
 	p = strings.TrimSuffix(strings.Trim(p, "/"), ".git")

@@ -41,7 +41,16 @@ type Store struct {
 	commits lru[*CommitInfo]
 	writer  ObjectWriter
 	refresh func() bool
+
+	peelMu sync.Mutex
+	peeled map[plumbing.Hash]peeled // commits and tags, which never change
 }
+
+// peeled is what Peel found for an object.
+type peeled struct{ commit, tree plumbing.Hash }
+
+// maxPeeled bounds the memo of Peel; it is emptied when full.
+const maxPeeled = 1 << 14
 
 type storeConfig struct {
 	trees     *TreeCache
@@ -229,7 +238,28 @@ func (s *Store) tree(h plumbing.Hash) (*tree, error) {
 // Peel follows h through annotated tags to a commit and returns the commit
 // and its tree. An object other than a commit or tag gives an error wrapping
 // [ErrNotCommit]; a missing one, an error wrapping plumbing.ErrObjectNotFound.
+// Results are memoised: commits and tags never change, and every read of a
+// revision peels one.
 func (s *Store) Peel(h plumbing.Hash) (commit, tree plumbing.Hash, err error) {
+	s.peelMu.Lock()
+	p, ok := s.peeled[h]
+	s.peelMu.Unlock()
+	if ok {
+		return p.commit, p.tree, nil
+	}
+	if commit, tree, err = s.peel(h); err != nil {
+		return plumbing.ZeroHash, plumbing.ZeroHash, err
+	}
+	s.peelMu.Lock()
+	if s.peeled == nil || len(s.peeled) >= maxPeeled {
+		s.peeled = make(map[plumbing.Hash]peeled)
+	}
+	s.peeled[h] = peeled{commit, tree}
+	s.peelMu.Unlock()
+	return commit, tree, nil
+}
+
+func (s *Store) peel(h plumbing.Hash) (commit, tree plumbing.Hash, err error) {
 	const maxDepth = 16
 	for range maxDepth {
 		typ, data, err := s.readObject(plumbing.AnyObject, h)

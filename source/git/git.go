@@ -69,9 +69,6 @@ type Source struct {
 
 	fetchMu sync.Mutex // one fetch at a time
 
-	peelMu sync.Mutex
-	peeled map[plumbing.Hash]peeled
-
 	locks changeset.Locks // one update of a branch at a time
 }
 
@@ -89,8 +86,6 @@ type peeled struct {
 	commit, tree plumbing.Hash
 }
 
-const maxPeeled = 1 << 14
-
 // Open returns a source over the repository at url: an http(s)://, ssh://
 // or scp-like (git@host:path) URL, a file:// URL or a local path. It
 // checks its arguments but does no I/O.
@@ -98,7 +93,7 @@ func Open(url string, opts ...Option) (*Source, error) {
 	if url == "" {
 		return nil, errors.New("git: empty repository URL")
 	}
-	if !strings.Contains(url, "://") && !looksLikeSCP(url) {
+	if !IsURL(url) {
 		abs, err := filepath.Abs(url)
 		if err != nil {
 			return nil, fmt.Errorf("git: %w", err)
@@ -136,13 +131,18 @@ func Open(url string, opts ...Option) (*Source, error) {
 		url:      url,
 		endpoint: ep,
 		cfg:      cfg,
-		peeled:   make(map[plumbing.Hash]peeled),
 	}, nil
 }
 
-func looksLikeSCP(url string) bool {
-	at, colon := strings.Index(url, "@"), strings.Index(url, ":")
-	return at > 0 && colon > at && !strings.Contains(url[:colon], "/")
+// IsURL reports whether repo names a repository by URL rather than by a
+// path on this machine: it has a scheme (https://, ssh://, git://,
+// file://) or is an scp-like address (git@host:path).
+func IsURL(repo string) bool {
+	if strings.Contains(repo, "://") {
+		return true
+	}
+	at, colon := strings.Index(repo, "@"), strings.Index(repo, ":")
+	return at > 0 && colon > at && !strings.Contains(repo[:colon], "/")
 }
 
 // Start opens the object store (creating the cache directory's repository
@@ -381,24 +381,8 @@ func (s *Source) peelAs(rev string, h plumbing.Hash, branch string) (resolved, e
 }
 
 func (s *Source) peel(h plumbing.Hash) (peeled, error) {
-	s.peelMu.Lock()
-	p, ok := s.peeled[h]
-	s.peelMu.Unlock()
-	if ok {
-		return p, nil
-	}
 	commit, tree, err := s.store.Peel(h)
-	if err != nil {
-		return peeled{}, err
-	}
-	p = peeled{commit: commit, tree: tree}
-	s.peelMu.Lock()
-	if len(s.peeled) >= maxPeeled {
-		clear(s.peeled)
-	}
-	s.peeled[h] = p
-	s.peelMu.Unlock()
-	return p, nil
+	return peeled{commit: commit, tree: tree}, err
 }
 
 // resolveOther resolves revision syntax beyond names and full ids with

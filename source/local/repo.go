@@ -30,9 +30,6 @@ type repo struct {
 	store   *gitfs.Store
 	refs    *gitfs.Refs
 
-	peelMu sync.Mutex
-	peeled map[plumbing.Hash]peeled // commits and tags, which never change
-
 	packMu   sync.Mutex // guards packStat; held under the store's lock
 	packStat fs.FileInfo
 
@@ -44,9 +41,6 @@ type repo struct {
 type peeled struct {
 	commit, tree plumbing.Hash
 }
-
-// maxPeeled bounds the peel cache; it is emptied when full.
-const maxPeeled = 1 << 14
 
 // findGitDir finds the Git directory of the repository at path: path
 // itself for a bare repository or a .git directory, else path/.git (a
@@ -135,7 +129,6 @@ func openRepo(path string, cfg *config) (*repo, error) {
 		commonDir: commonDir,
 		storage:   storage,
 		refs:      gitfs.NewRefs(gitDir, commonDir),
-		peeled:    make(map[plumbing.Hash]peeled),
 	}
 	r.store = gitfs.NewStore(storage,
 		gitfs.WithTreeCache(gitfs.NewTreeCache(cfg.treeCacheSize)),
@@ -172,24 +165,8 @@ func (r *repo) refreshPacks(cfg *config) bool {
 
 // peel returns the commit h names (following tags) and its tree.
 func (r *repo) peel(h plumbing.Hash) (peeled, error) {
-	r.peelMu.Lock()
-	p, ok := r.peeled[h]
-	r.peelMu.Unlock()
-	if ok {
-		return p, nil
-	}
 	commit, tree, err := r.store.Peel(h)
-	if err != nil {
-		return peeled{}, err
-	}
-	p = peeled{commit: commit, tree: tree}
-	r.peelMu.Lock()
-	if len(r.peeled) >= maxPeeled {
-		clear(r.peeled)
-	}
-	r.peeled[h] = p
-	r.peelMu.Unlock()
-	return p, nil
+	return peeled{commit: commit, tree: tree}, err
 }
 
 // goGit returns a go-git repository over the storage, opening it on first
