@@ -131,10 +131,11 @@ type proposalsAPI struct{ m *proposals.Manager }
 var _ server.Proposals = proposalsAPI{}
 
 func (a proposalsAPI) ListProposals(_ context.Context, f server.ProposalFilter) ([]*server.ProposalInfo, error) {
-	ps := a.m.List(proposals.Filter{State: f.State, Group: f.Group, Plural: f.Plural, Namespace: f.Namespace, Name: f.Name})
-	out := make([]*server.ProposalInfo, len(ps))
-	for i, p := range ps {
-		out[i] = info(p)
+	var out []*server.ProposalInfo
+	for _, p := range a.m.List(nil) {
+		if pi := info(p); f.Matches(pi) {
+			out = append(out, pi)
+		}
 	}
 	return out, nil
 }

@@ -75,7 +75,6 @@ type Manager struct {
 
 	mu      sync.Mutex
 	list    []*Info               // cup's proposals, newest first
-	listed  time.Time             // when list was read from the SCM
 	pending map[string]pendingSet // pushed branches whose proposal could not be opened
 
 	refreshMu sync.Mutex
@@ -324,41 +323,19 @@ func (m *Manager) Refresh(ctx context.Context) error {
 		list[i] = &Info{Proposal: *p, Resources: resourcesOf(p.Body), Provider: m.cfg.Provider.Name()}
 	}
 	m.mu.Lock()
-	m.list, m.listed = list, time.Now()
+	m.list = list
 	m.mu.Unlock()
 	return nil
 }
 
-// Filter selects proposals.
-type Filter struct {
-	State                          scm.State
-	Group, Plural, Namespace, Name string
-}
-
-func (f *Filter) match(p *Info) bool {
-	if f.State != scm.StateUnspecified && p.State != f.State {
-		return false
-	}
-	if f.Group == "" && f.Plural == "" && f.Namespace == "" && f.Name == "" {
-		return true
-	}
-	for _, r := range p.Resources {
-		if (f.Group == "" || r.Group == f.Group) && (f.Plural == "" || r.Plural == f.Plural) &&
-			(f.Namespace == "" || r.Namespace == f.Namespace) && (f.Name == "" || r.Name == f.Name) {
-			return true
-		}
-	}
-	return false
-}
-
-// List returns the proposals f selects from the last list read, newest
-// first.
-func (m *Manager) List(f Filter) []*Info {
+// List returns the proposals keep selects from the last list read, newest
+// first; a nil keep selects all.
+func (m *Manager) List(keep func(*Info) bool) []*Info {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []*Info
 	for _, p := range m.list {
-		if f.match(p) {
+		if keep == nil || keep(p) {
 			out = append(out, p)
 		}
 	}

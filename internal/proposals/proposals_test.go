@@ -183,7 +183,7 @@ func TestUpdateOpensProposal(t *testing.T) {
 	if head, _ := gitrepo.Resolve(f.dir, "main"); head == res.Commit {
 		t.Error("main moved")
 	}
-	if got := f.m.List(proposals.Filter{State: scm.StateOpen, Name: "a"}); len(got) != 1 || len(got[0].Resources) != 1 || got[0].Resources[0] != flagA {
+	if got := f.m.List(where(scm.StateOpen, "a")); len(got) != 1 || len(got[0].Resources) != 1 || got[0].Resources[0] != flagA {
 		t.Errorf("List: %+v", got)
 	}
 }
@@ -207,7 +207,7 @@ func TestChangeSetGrowsProposal(t *testing.T) {
 	if body := f.scm.props[0].Body; !strings.Contains(body, "| default | a |") || !strings.Contains(body, "| default | b |") {
 		t.Errorf("body does not list both:\n%s", body)
 	}
-	if got := f.m.List(proposals.Filter{Name: "b"}); len(got) != 1 {
+	if got := f.m.List(where(scm.StateUnspecified, "b")); len(got) != 1 {
 		t.Errorf("List by b: %d", len(got))
 	}
 }
@@ -312,10 +312,10 @@ func TestRefreshListGet(t *testing.T) {
 	if err := f.m.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.m.List(proposals.Filter{}); len(got) != 1 || got[0].State != scm.StateMerged {
+	if got := f.m.List(nil); len(got) != 1 || got[0].State != scm.StateMerged {
 		t.Fatalf("List after refresh: %+v", got)
 	}
-	if got := f.m.List(proposals.Filter{State: scm.StateOpen}); len(got) != 0 {
+	if got := f.m.List(where(scm.StateOpen, "")); len(got) != 0 {
 		t.Errorf("open: %d", len(got))
 	}
 	if _, err := f.m.Get(t.Context(), "2"); !errors.Is(err, scm.ErrNotFound) {
@@ -349,5 +349,24 @@ func TestLoadTemplates(t *testing.T) {
 	}
 	if _, err := proposals.LoadTemplates(dir); err == nil || !strings.Contains(err.Error(), proposals.BodyFile) {
 		t.Errorf("bad template: %v, want an error naming %s", err, proposals.BodyFile)
+	}
+}
+
+// where selects the proposals in state (any, for scm.StateUnspecified)
+// that change the resource named name (any, for "").
+func where(state scm.State, name string) func(*proposals.Info) bool {
+	return func(p *proposals.Info) bool {
+		if state != scm.StateUnspecified && p.State != state {
+			return false
+		}
+		if name == "" {
+			return true
+		}
+		for _, r := range p.Resources {
+			if r.Name == name {
+				return true
+			}
+		}
+		return false
 	}
 }
