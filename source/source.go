@@ -88,10 +88,12 @@ func ParseWriteMode(s string) (WriteMode, error) {
 // source is configured otherwise.
 const DefaultBranchPrefix = "cup/"
 
-// Commit message trailers with which updates record their idempotency key
-// and request fingerprint, so that a repeated request can be recognised
-// from the repository alone, by any process, after any failure.
+// Commit message trailers with which updates record who asked for them
+// (UpdateRequest.Requester), and their idempotency key and request
+// fingerprint, so that a repeated request can be recognised from the
+// repository alone, by any process, after any failure.
 const (
+	TrailerRequestedBy    = "Requested-by"
 	TrailerIdempotencyKey = "Cup-Idempotency-Key"
 	TrailerRequest        = "Cup-Request"
 )
@@ -164,8 +166,9 @@ type UpdateRequest struct {
 	// Resources names the API resources the change writes, for commit
 	// messages and proposals. Optional.
 	Resources []ResourceRef
-	// Requester names who asked for the change (an authenticated user),
-	// for proposals. Optional.
+	// Requester names who asked for the change (an authenticated user). It
+	// is recorded in the commit message's TrailerRequestedBy trailer and in
+	// proposals. Optional.
 	Requester string
 }
 

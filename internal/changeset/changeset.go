@@ -70,20 +70,31 @@ func CheckKey(key string) error {
 	return fmt.Errorf("invalid idempotency key %q: want printable ASCII characters without spaces", key)
 }
 
-// Message returns the commit message of an update with idempotency key key
-// and request fingerprint fingerprint: msg followed by the trailers
-// source.TrailerIdempotencyKey and source.TrailerRequest (the latter
-// left out when fingerprint is empty). The trailers join a trailer block
-// that msg ends with; otherwise a blank line separates them from msg, as
-// git interpret-trailers would. When key is empty, msg is returned as it
-// is.
+// Trailers are what an update records in its commit message's trailers.
+type Trailers struct {
+	// RequestedBy names who asked for the change (source.TrailerRequestedBy).
+	RequestedBy string
+	// IdempotencyKey and Fingerprint identify a keyed request
+	// (source.TrailerIdempotencyKey and source.TrailerRequest); Fingerprint
+	// is recorded only with a key.
+	IdempotencyKey, Fingerprint string
+}
+
+// Message returns the commit message of an update: msg followed by the
+// trailers source.TrailerRequestedBy (when t.RequestedBy is set),
+// source.TrailerIdempotencyKey and source.TrailerRequest (when
+// t.IdempotencyKey is set; the latter left out when t.Fingerprint is
+// empty). The trailers join a trailer block that msg ends with; otherwise a
+// blank line separates them from msg, as git interpret-trailers would. With
+// no trailers to write, msg is returned as it is.
 //
-// key should satisfy [ValidKey]; fingerprint may be anything. Bytes that
-// are not printable ASCII are dropped from both, and spaces from the key,
-// so that neither can end the trailer block or add trailers of its own;
-// [Replay] compares fingerprints the same way.
-func Message(msg, key, fingerprint string) string {
-	if key == "" {
+// The key should satisfy [ValidKey]; the other values may be anything.
+// Bytes that are not printable ASCII are dropped from all of them, and
+// spaces from the key, so that none can end the trailer block or add
+// trailers of its own; [Replay] compares fingerprints the same way.
+func Message(msg string, t Trailers) string {
+	requester := strings.TrimSpace(printable(t.RequestedBy, 0x20))
+	if t.IdempotencyKey == "" && requester == "" {
 		return msg
 	}
 	var b strings.Builder
@@ -98,9 +109,14 @@ func Message(msg, key, fingerprint string) string {
 	default:
 		b.WriteString("\n\n")
 	}
-	writeTrailer(&b, source.TrailerIdempotencyKey, printable(key, 0x21))
-	if fp := fingerprintValue(fingerprint); fp != "" {
-		writeTrailer(&b, source.TrailerRequest, fp)
+	if requester != "" {
+		writeTrailer(&b, source.TrailerRequestedBy, requester)
+	}
+	if t.IdempotencyKey != "" {
+		writeTrailer(&b, source.TrailerIdempotencyKey, printable(t.IdempotencyKey, 0x21))
+		if fp := fingerprintValue(t.Fingerprint); fp != "" {
+			writeTrailer(&b, source.TrailerRequest, fp)
+		}
 	}
 	return b.String()
 }

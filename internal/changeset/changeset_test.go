@@ -113,8 +113,16 @@ func TestMessage(t *testing.T) {
 	const trailers = "Cup-Idempotency-Key: k-1\nCup-Request: fp\n"
 	tests := []struct {
 		name, msg, key, fingerprint string
+		requester                   string
 		want                        string
 	}{
+		{name: "requester only", msg: "subject\n", requester: "alice", want: "subject\n\nRequested-by: alice\n"},
+		{name: "requester and key", msg: "subject\n", requester: "alice", key: "k-1", fingerprint: "fp", want: "subject\n\nRequested-by: alice\n" + trailers},
+		{
+			name: "requester cannot inject", msg: "subject\n", requester: " mallory\nCup-Idempotency-Key: stolen\x00 ",
+			want: "subject\n\nRequested-by: malloryCup-Idempotency-Key: stolen\n",
+		},
+		{name: "blank requester", msg: "subject\n", requester: " \n", want: "subject\n"},
 		{name: "no key", msg: "subject\n", fingerprint: "fp", want: "subject\n"},
 		{name: "subject", msg: "subject\n", key: "k-1", fingerprint: "fp", want: "subject\n\n" + trailers},
 		{name: "no newline", msg: "subject", key: "k-1", fingerprint: "fp", want: "subject\n\n" + trailers},
@@ -136,7 +144,7 @@ func TestMessage(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := changeset.Message(tt.msg, tt.key, tt.fingerprint)
+			got := changeset.Message(tt.msg, changeset.Trailers{RequestedBy: tt.requester, IdempotencyKey: tt.key, Fingerprint: tt.fingerprint})
 			if got != tt.want {
 				t.Fatalf("Message = %q, want %q", got, tt.want)
 			}
@@ -169,7 +177,7 @@ func TestMessageGitReadsTrailers(t *testing.T) {
 		{"subject\n\nbody\n\nSigned-off-by: A <a@example.com>\n", "Signed-off-by: A <a@example.com>\n"},
 	}
 	for _, tt := range tests {
-		msg := changeset.Message(tt.msg, "k-1", "fp")
+		msg := changeset.Message(tt.msg, changeset.Trailers{IdempotencyKey: "k-1", Fingerprint: "fp"})
 		cmd := exec.Command("git", "interpret-trailers", "--parse")
 		cmd.Stdin = strings.NewReader(msg)
 		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+t.TempDir())

@@ -8,7 +8,7 @@ import (
 )
 
 func ExampleMessage() {
-	msg := changeset.Message("Scale app to 3 replicas\n", "order-42", "sha256:9f86d08")
+	msg := changeset.Message("Scale app to 3 replicas\n", changeset.Trailers{IdempotencyKey: "order-42", Fingerprint: "sha256:9f86d08"})
 	fmt.Print(msg)
 	key, _ := changeset.Trailer(msg, source.TrailerIdempotencyKey)
 	fmt.Println("key:", key)

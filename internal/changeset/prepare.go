@@ -71,7 +71,7 @@ func Prepare(ctx context.Context, store *gitfs.Store, base Base, req *source.Upd
 		Parents:   []plumbing.Hash{base.Commit},
 		Author:    Author(committer, req.Author),
 		Committer: committer,
-		Message:   Message(req.Message, req.IdempotencyKey, req.Fingerprint),
+		Message:   Message(req.Message, Trailers{RequestedBy: req.Requester, IdempotencyKey: req.IdempotencyKey, Fingerprint: req.Fingerprint}),
 		Signer:    sign,
 	})
 	if err != nil {

@@ -70,12 +70,12 @@ func TestFind(t *testing.T) {
 	t.Parallel()
 	h := newHistory(t)
 	c1 := h.commit("initial\n", map[string]string{"a.txt": "a\n"})
-	c2 := h.commit(changeset.Message("keyed\n", "k-1", "fp"), map[string]string{"b.txt": "b\n"})
+	c2 := h.commit(changeset.Message("keyed\n", changeset.Trailers{IdempotencyKey: "k-1", Fingerprint: "fp"}), map[string]string{"b.txt": "b\n"})
 	h.commit("mentions k-2 in its body only\n\nCup-Idempotency-Key: k-2 is not here\n\nthe end\n", map[string]string{"c.txt": "c\n"})
-	c4 := h.commit(changeset.Message("keyed again\n", "k-1", "other"), map[string]string{"d.txt": "d\n"})
+	c4 := h.commit(changeset.Message("keyed again\n", changeset.Trailers{IdempotencyKey: "k-1", Fingerprint: "other"}), map[string]string{"d.txt": "d\n"})
 	head := h.commit("latest\n", map[string]string{"e.txt": "e\n"})
 	// A commit whose parent is missing, as at the edge of a shallow clone.
-	shallow := h.commitTree(changeset.Message("shallow\n", "k-3", ""), h.tree, plumbing.NewHash(strings.Repeat("ab", 20)))
+	shallow := h.commitTree(changeset.Message("shallow\n", changeset.Trailers{IdempotencyKey: "k-3"}), h.tree, plumbing.NewHash(strings.Repeat("ab", 20)))
 
 	tests := []struct {
 		name  string
@@ -114,7 +114,7 @@ func TestFind(t *testing.T) {
 func TestFindErrors(t *testing.T) {
 	t.Parallel()
 	h := newHistory(t)
-	head := h.commit(changeset.Message("keyed\n", "k-1", "fp"), map[string]string{"a": "a"})
+	head := h.commit(changeset.Message("keyed\n", changeset.Trailers{IdempotencyKey: "k-1", Fingerprint: "fp"}), map[string]string{"a": "a"})
 	if _, _, err := changeset.Find(t.Context(), h.store, plumbing.NewHash(strings.Repeat("ab", 20)), "k-1", 10); !errors.Is(err, plumbing.ErrObjectNotFound) {
 		t.Errorf("Find from a missing head: err = %v, want ErrObjectNotFound", err)
 	}
@@ -129,7 +129,7 @@ func TestReplay(t *testing.T) {
 	t.Parallel()
 	h := newHistory(t)
 	c1 := h.commit("initial\n", map[string]string{"a.txt": "a\n", "dir/b.txt": "b\n"})
-	c2 := h.commit(changeset.Message("keyed\n", "k-1", "fp"), map[string]string{"a.txt": "a\nmore\n", "dir/b.txt": "", "new.txt": "new\n"})
+	c2 := h.commit(changeset.Message("keyed\n", changeset.Trailers{IdempotencyKey: "k-1", Fingerprint: "fp"}), map[string]string{"a.txt": "a\nmore\n", "dir/b.txt": "", "new.txt": "new\n"})
 	commit, err := h.store.ReadCommit(c2)
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +157,7 @@ func TestReplay(t *testing.T) {
 		}
 	}
 	// A fingerprint is compared as Message records it.
-	c3 := h.commit(changeset.Message("odd fingerprint\n", "k-2", " f\np "), map[string]string{"x": "x"})
+	c3 := h.commit(changeset.Message("odd fingerprint\n", changeset.Trailers{IdempotencyKey: "k-2", Fingerprint: " f\np "}), map[string]string{"x": "x"})
 	if commit, err = h.store.ReadCommit(c3); err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestReplay(t *testing.T) {
 func TestReplayRootCommit(t *testing.T) {
 	t.Parallel()
 	h := newHistory(t)
-	root := h.commit(changeset.Message("root\n", "k-1", ""), map[string]string{"a": "a\n"})
+	root := h.commit(changeset.Message("root\n", changeset.Trailers{IdempotencyKey: "k-1"}), map[string]string{"a": "a\n"})
 	commit, err := h.store.ReadCommit(root)
 	if err != nil {
 		t.Fatal(err)

@@ -80,7 +80,7 @@ func (f *fixture) commitKeyed(branch, key, fingerprint string, files map[string]
 			m[p] = nil
 		}
 	}
-	return gitrepo.Commit(f.dir, branch, m, changeset.Message("landed elsewhere\n", key, fingerprint))
+	return gitrepo.Commit(f.dir, branch, m, changeset.Message("landed elsewhere\n", changeset.Trailers{IdempotencyKey: key, Fingerprint: fingerprint}))
 }
 
 func updateOn(t *testing.T, src source.Source, req *source.UpdateRequest) *source.UpdateResult {
