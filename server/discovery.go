@@ -16,12 +16,12 @@ type discoveryService struct{ s *Server }
 
 var _ cupv1alpha1connect.DiscoveryServiceHandler = (*discoveryService)(nil)
 
-func (h *discoveryService) ListDefinitions(context.Context, *connect.Request[cupv1alpha1.ListDefinitionsRequest]) (*connect.Response[cupv1alpha1.ListDefinitionsResponse], error) {
-	return connect.NewResponse(&cupv1alpha1.ListDefinitionsResponse{Definitions: h.s.defs}), nil
+func (h *discoveryService) ListDefinitions(ctx context.Context, _ *connect.Request[cupv1alpha1.ListDefinitionsRequest]) (*connect.Response[cupv1alpha1.ListDefinitionsResponse], error) {
+	return connect.NewResponse(&cupv1alpha1.ListDefinitionsResponse{Definitions: h.s.visibleDefinitions(ctx)}), nil
 }
 
-func (h *discoveryService) GetDefinition(_ context.Context, req *connect.Request[cupv1alpha1.GetDefinitionRequest]) (*connect.Response[cupv1alpha1.GetDefinitionResponse], error) {
-	d, err := h.s.definition(req.Msg.Group, req.Msg.Name)
+func (h *discoveryService) GetDefinition(ctx context.Context, req *connect.Request[cupv1alpha1.GetDefinitionRequest]) (*connect.Response[cupv1alpha1.GetDefinitionResponse], error) {
+	d, err := h.s.definition(ctx, req.Msg.Group, req.Msg.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -29,9 +29,10 @@ func (h *discoveryService) GetDefinition(_ context.Context, req *connect.Request
 }
 
 // definition finds a definition by group and any of its names: plural,
-// singular, kind (case-insensitive) or a short name.
-func (s *Server) definition(group, name string) (*cupv1alpha1.ResourceDefinition, error) {
-	for _, d := range s.defs {
+// singular, kind (case-insensitive) or a short name, among those the caller
+// may see; one it may not see is not found, as if it were not served.
+func (s *Server) definition(ctx context.Context, group, name string) (*cupv1alpha1.ResourceDefinition, error) {
+	for _, d := range s.visibleDefinitions(ctx) {
 		if d.Group != group {
 			continue
 		}

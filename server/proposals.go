@@ -13,6 +13,7 @@ import (
 
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
+	"github.com/cup-dev/cup/internal/auth"
 	"github.com/cup-dev/cup/scm"
 	"github.com/cup-dev/cup/source"
 )
@@ -107,6 +108,13 @@ const (
 	proposalPath  = proposalsPath + "/{id}"
 )
 
+// proposalAttributes describe a call of the ProposalService: proposals are
+// cup's own resources, in the group cup.dev and in no namespace, so only a
+// cluster-wide binding grants them.
+func proposalAttributes(verb, id string) auth.Attributes {
+	return auth.Attributes{Verb: verb, Group: reservedGroup, Plural: "proposals", Name: id}
+}
+
 func (s *Server) proposals() (Proposals, error) {
 	if s.cfg.proposals == nil {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New(noSCM))
@@ -116,6 +124,9 @@ func (s *Server) proposals() (Proposals, error) {
 
 // listProposals serves ListProposalsRequest for both forms.
 func (s *Server) listProposals(ctx context.Context, req *cupv1alpha1.ListProposalsRequest) (*cupv1alpha1.ListProposalsResponse, error) {
+	if err := s.authorize(ctx, proposalAttributes(auth.VerbList, "")); err != nil {
+		return nil, err
+	}
 	p, err := s.proposals()
 	if err != nil {
 		return nil, err
@@ -131,6 +142,9 @@ func (s *Server) listProposals(ctx context.Context, req *cupv1alpha1.ListProposa
 
 // getProposal serves GetProposalRequest for both forms.
 func (s *Server) getProposal(ctx context.Context, req *cupv1alpha1.GetProposalRequest) (*cupv1alpha1.Proposal, error) {
+	if err := s.authorize(ctx, proposalAttributes(auth.VerbGet, req.Id)); err != nil {
+		return nil, err
+	}
 	p, err := s.proposals()
 	if err != nil {
 		return nil, err
@@ -150,9 +164,10 @@ func (s *Server) getProposal(ctx context.Context, req *cupv1alpha1.GetProposalRe
 
 // openProposals lists the open proposals changing one resource, for a Get.
 // It never fails: without Proposals, or when they fail, it logs and returns
-// none, and it waits at most proposalsOnGetTimeout.
+// none, and it waits at most proposalsOnGetTimeout. Callers who may not
+// list proposals get none.
 func (s *Server) openProposals(ctx context.Context, group, plural, namespace, name string) []*cupv1alpha1.Proposal {
-	if s.cfg.proposals == nil {
+	if s.cfg.proposals == nil || !s.allowed(ctx, proposalAttributes(auth.VerbList, "")) {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, proposalsOnGetTimeout)

@@ -123,9 +123,9 @@ func demo(t *testing.T) (fs.FS, []*server.Type) {
 	return fsys, types
 }
 
-// newProposalFixture serves a copy of the demo repository in branch mode,
-// through a proposingSource, with p as the server's proposals.
-func newProposalFixture(t *testing.T, p server.Proposals) *fixture {
+// demoRepository makes a copy of the demo repository (branch main) and
+// returns its directory and the demo's types.
+func demoRepository(t *testing.T) (string, []*server.Type) {
 	t.Helper()
 	demoFS, types := demo(t)
 	files := map[string][]byte{}
@@ -142,7 +142,30 @@ func newProposalFixture(t *testing.T, p server.Proposals) *fixture {
 	if _, err := gitrepo.Init(dir, "main", files, "demo"); err != nil {
 		t.Fatal(err)
 	}
-	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return dir, types
+}
+
+// serve serves srv on 127.0.0.1 for the test's duration and returns its URL.
+func serve(t *testing.T, srv *server.Server) string {
+	t.Helper()
+	ts := httptest.NewUnstartedServer(nil)
+	ts.Config = server.NewHTTPServer("", srv.Handler())
+	ts.Start()
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// testLogger sends logs to the test's output.
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// newProposalFixture serves a copy of the demo repository in branch mode,
+// through a proposingSource, with p as the server's proposals.
+func newProposalFixture(t *testing.T, p server.Proposals) *fixture {
+	t.Helper()
+	dir, types := demoRepository(t)
+	logger := testLogger(t)
 	ls, err := local.Open(dir, local.WithLogger(logger), local.WithWriteMode(source.ModeBranch))
 	if err != nil {
 		t.Fatal(err)
@@ -153,11 +176,7 @@ func newProposalFixture(t *testing.T, p server.Proposals) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewUnstartedServer(nil)
-	ts.Config = server.NewHTTPServer("", srv.Handler())
-	ts.Start()
-	t.Cleanup(ts.Close)
-	return &fixture{url: ts.URL, proposing: src}
+	return &fixture{url: serve(t, srv), proposing: src}
 }
 
 func (f *fixture) proposalClient(p protocol) cupv1alpha1connect.ProposalServiceClient {

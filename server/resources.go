@@ -30,6 +30,7 @@ import (
 	"github.com/cup-dev/cup/controller"
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
+	"github.com/cup-dev/cup/internal/auth"
 	"github.com/cup-dev/cup/source"
 )
 
@@ -505,6 +506,9 @@ func queryHash(req *cupv1alpha1.ListRequest) uint64 {
 
 // list serves ListRequest for both the Connect and the REST form.
 func (s *Server) list(ctx context.Context, req *cupv1alpha1.ListRequest) (*page, error) {
+	if err := s.authorize(ctx, auth.Attributes{Verb: auth.VerbList, Group: req.Group, Plural: req.Plural, Namespace: req.Namespace}); err != nil {
+		return nil, err
+	}
 	t, err := s.lookup(req.Group, req.Version, req.Plural)
 	if err != nil {
 		return nil, err
@@ -512,6 +516,16 @@ func (s *Server) list(ctx context.Context, req *cupv1alpha1.ListRequest) (*page,
 	sel, err := labels.Parse(req.LabelSelector)
 	if err != nil {
 		return nil, fieldError("label_selector", "%v", err)
+	}
+	limit := int(req.PageSize)
+	if m := s.cfg.maxListPage; m > 0 {
+		if limit > m {
+			return nil, connect.NewError(connect.CodeResourceExhausted, fmt.Errorf(
+				"page_size %d exceeds the server's limit of %d resources a page (cupd --max-list-page): ask for fewer and follow next_page_token", limit, m))
+		}
+		if limit == 0 {
+			limit = m
+		}
 	}
 	rev, after := req.Revision, ""
 	if req.PageToken != "" {
@@ -531,7 +545,6 @@ func (s *Server) list(ctx context.Context, req *cupv1alpha1.ListRequest) (*page,
 	}
 	start := sort.Search(len(l.items), func(i int) bool { return l.items[i].name > after })
 	p := &page{commit: snap.Commit}
-	limit := int(req.PageSize)
 	for i := start; i < len(l.items); i++ {
 		e := l.items[i]
 		if !sel.Empty() && !sel.Matches(e.labels) {
@@ -570,6 +583,9 @@ func decodeToken(s string) (pageToken, error) {
 
 // get serves GetRequest for both forms.
 func (s *Server) get(ctx context.Context, req *cupv1alpha1.GetRequest) (*entry, string, error) {
+	if err := s.authorize(ctx, auth.Attributes{Verb: auth.VerbGet, Group: req.Group, Plural: req.Plural, Namespace: req.Namespace, Name: req.Name}); err != nil {
+		return nil, "", err
+	}
 	t, err := s.lookup(req.Group, req.Version, req.Plural)
 	if err != nil {
 		return nil, "", err
@@ -597,6 +613,7 @@ type writeTarget struct {
 	dryRun           bool
 	defaultVerb      string
 	resourceForWrite *controller.Resource // nil for delete
+	requester        string               // the authenticated caller; empty without a policy
 }
 
 // fingerprint identifies what a write does, for idempotency keys: the
@@ -620,11 +637,15 @@ func (w *writeTarget) fingerprint() (string, error) {
 	}
 	h := sha256.New()
 	var n [8]byte
-	for _, f := range [][]byte{
+	fields := [][]byte{
 		[]byte("cup.write.v1"), []byte(op),
 		[]byte(w.t.Group), []byte(w.t.Version), []byte(w.t.Names.Plural), []byte(w.namespace), []byte(w.name),
 		[]byte(w.revision), []byte(w.changeSet), []byte(w.precondition), []byte(w.message), body,
-	} {
+	}
+	if w.requester != "" {
+		fields = append(fields, []byte(w.requester))
+	}
+	for _, f := range fields {
 		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
 		h.Write(n[:])
 		h.Write(f)
@@ -634,6 +655,9 @@ func (w *writeTarget) fingerprint() (string, error) {
 
 // put serves PutRequest for both forms.
 func (s *Server) put(ctx context.Context, req *cupv1alpha1.PutRequest) (*cupv1alpha1.PutResponse, error) {
+	if err := s.authorize(ctx, auth.Attributes{Verb: auth.VerbPut, Group: req.Group, Plural: req.Plural, Namespace: req.Namespace, Name: req.Name}); err != nil {
+		return nil, err
+	}
 	t, err := s.lookup(req.Group, req.Version, req.Plural)
 	if err != nil {
 		return nil, err
@@ -654,6 +678,7 @@ func (s *Server) put(ctx context.Context, req *cupv1alpha1.PutRequest) (*cupv1al
 		t: t, namespace: req.Namespace, name: req.Name, precondition: pre,
 		revision: req.Revision, changeSet: req.ChangeSet, idempotencyKey: req.IdempotencyKey,
 		message: req.Message, dryRun: req.DryRun, defaultVerb: "Put", resourceForWrite: r,
+		requester: requester(ctx),
 	})
 	if err != nil {
 		return nil, err
@@ -671,6 +696,9 @@ func (s *Server) put(ctx context.Context, req *cupv1alpha1.PutRequest) (*cupv1al
 
 // del serves DeleteRequest for both forms.
 func (s *Server) del(ctx context.Context, req *cupv1alpha1.DeleteRequest) (*cupv1alpha1.DeleteResponse, error) {
+	if err := s.authorize(ctx, auth.Attributes{Verb: auth.VerbDelete, Group: req.Group, Plural: req.Plural, Namespace: req.Namespace, Name: req.Name}); err != nil {
+		return nil, err
+	}
 	t, err := s.lookup(req.Group, req.Version, req.Plural)
 	if err != nil {
 		return nil, err
@@ -679,6 +707,7 @@ func (s *Server) del(ctx context.Context, req *cupv1alpha1.DeleteRequest) (*cupv
 		t: t, namespace: req.Namespace, name: req.Name, precondition: req.ResourceVersion,
 		revision: req.Revision, changeSet: req.ChangeSet, idempotencyKey: req.IdempotencyKey,
 		message: req.Message, dryRun: req.DryRun, defaultVerb: "Delete",
+		requester: requester(ctx),
 	})
 	if err != nil {
 		return nil, err
@@ -703,6 +732,11 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 		}
 		key = w.idempotencyKey
 	}
+	release, err := s.writes.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	res, err := s.src.Update(ctx, &source.UpdateRequest{
 		Revision:       w.revision,
 		ChangeSet:      w.changeSet,
@@ -710,6 +744,7 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 		Fingerprint:    fingerprint,
 		Message:        msg,
 		DryRun:         w.dryRun,
+		Requester:      w.requester,
 		Resources: []source.ResourceRef{{
 			Group: w.t.Group, Version: w.t.Version, Kind: w.t.Names.Kind, Plural: w.t.Names.Plural,
 			Namespace: w.namespace, Name: w.name,

@@ -57,7 +57,7 @@ func (s *Server) routeREST(mux *http.ServeMux) {
 }
 
 func (s *Server) restDefinitions(w http.ResponseWriter, r *http.Request) {
-	s.writeMessage(w, r, http.StatusOK, &cupv1alpha1.ListDefinitionsResponse{Definitions: s.defs})
+	s.writeMessage(w, r, http.StatusOK, &cupv1alpha1.ListDefinitionsResponse{Definitions: s.visibleDefinitions(r.Context())})
 }
 
 func (s *Server) restGet(w http.ResponseWriter, r *http.Request) {
@@ -287,6 +287,7 @@ func (s *Server) writeMessage(w http.ResponseWriter, r *http.Request, status int
 
 // writeError answers err in the REST form and logs it once.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	err = explainTimeout(r.Context(), err)
 	logFailure(r.Context(), s.cfg.logger, r.Method+" "+r.URL.Path, err)
 	ce := toConnect(err)
 	b, _ := json.Marshal(struct {

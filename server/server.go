@@ -29,6 +29,7 @@ import (
 	"github.com/cup-dev/cup/controller"
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
+	"github.com/cup-dev/cup/internal/auth"
 	"github.com/cup-dev/cup/source"
 )
 
@@ -69,6 +70,12 @@ type config struct {
 	maxBody     int64
 	cacheBudget int64
 	proposals   Proposals
+	authn       auth.Authenticator
+	authz       auth.Authorizer
+
+	maxListPage    int
+	requestTimeout time.Duration
+	maxWrites      int
 }
 
 // Option configures a Server.
@@ -94,24 +101,31 @@ type Server struct {
 	validator protovalidate.Validator
 	memo      *memo
 	interner  *interner
+	writes    writeSlots
 }
 
 // New returns a Server for src serving types. It fails when two types share a
 // group, version and plural, a type lacks names or a controller, or a type is
 // in the group cup.dev, which cup's own routes use.
 func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
-	cfg := config{logger: slog.Default(), maxBody: 4 << 20, cacheBudget: 256 << 20}
+	cfg := config{
+		logger: slog.Default(), maxBody: 4 << 20, cacheBudget: 256 << 20,
+		maxListPage: 10000, requestTimeout: time.Minute, maxWrites: 32,
+	}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if src == nil {
 		return nil, errors.New("server: nil source")
 	}
+	if cfg.authz != nil && cfg.authn == nil {
+		return nil, errors.New("server: authorization needs an authenticator: without one every call would be refused")
+	}
 	v, err := protovalidate.New()
 	if err != nil {
 		return nil, fmt.Errorf("server: protovalidate: %w", err)
 	}
-	s := &Server{cfg: cfg, src: src, types: make(map[typeKey]*Type), validator: v, memo: newMemo(cfg.cacheBudget), interner: newInterner()}
+	s := &Server{cfg: cfg, src: src, types: make(map[typeKey]*Type), validator: v, memo: newMemo(cfg.cacheBudget), interner: newInterner(), writes: newWriteSlots(cfg.maxWrites)}
 	for _, t := range types {
 		if t.Group == "" || t.Version == "" || t.Names.Plural == "" || t.Names.Kind == "" {
 			return nil, fmt.Errorf("server: type %s/%s/%s: group, version, kind and plural are required", t.Group, t.Version, t.Names.Plural)
@@ -146,24 +160,28 @@ func (s *Server) lookup(group, version, plural string) (*Type, error) {
 // Handler returns the HTTP handler serving every protocol on one port:
 // Connect, gRPC and gRPC-Web for every service, gRPC reflection, the REST
 // form under /apis, and /healthz and /readyz. Serve it with HTTP/1.1 and h2c
-// enabled (see NewHTTPServer).
+// enabled (see NewHTTPServer). With WithAuthorization, everything but
+// /healthz and /readyz needs credentials.
 func (s *Server) Handler() http.Handler {
-	mux := http.NewServeMux()
+	api := http.NewServeMux()
 	opts := []connect.HandlerOption{
 		connect.WithInterceptors(s.interceptor()),
 		connect.WithReadMaxBytes(int(s.cfg.maxBody)),
 	}
-	mux.Handle(cupv1alpha1connect.NewResourceServiceHandler(&resourceService{s}, opts...))
-	mux.Handle(cupv1alpha1connect.NewDiscoveryServiceHandler(&discoveryService{s}, opts...))
-	mux.Handle(cupv1alpha1connect.NewProposalServiceHandler(&proposalService{s}, opts...))
+	api.Handle(cupv1alpha1connect.NewResourceServiceHandler(&resourceService{s}, opts...))
+	api.Handle(cupv1alpha1connect.NewDiscoveryServiceHandler(&discoveryService{s}, opts...))
+	api.Handle(cupv1alpha1connect.NewProposalServiceHandler(&proposalService{s}, opts...))
 	reflector := grpcreflect.NewStaticReflector(
 		cupv1alpha1connect.ResourceServiceName,
 		cupv1alpha1connect.DiscoveryServiceName,
 		cupv1alpha1connect.ProposalServiceName,
 	)
-	mux.Handle(grpcreflect.NewHandlerV1(reflector))
-	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
-	s.routeREST(mux)
+	api.Handle(grpcreflect.NewHandlerV1(reflector))
+	api.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
+	s.routeREST(api)
+
+	mux := http.NewServeMux()
+	mux.Handle("/", s.withTimeout(s.authenticate(api)))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
@@ -201,6 +219,7 @@ func (s *Server) interceptor() connect.Interceptor {
 			}
 			res, err := next(ctx, req)
 			if err != nil {
+				err = explainTimeout(ctx, err)
 				logFailure(ctx, s.cfg.logger, req.Spec().Procedure, err)
 				return nil, toConnect(err)
 			}

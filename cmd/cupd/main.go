@@ -47,6 +47,9 @@ type serveFlags struct {
 	logFormat       string
 	maxRequestBytes int64
 	cacheBytes      int64
+	maxListPage     int
+	requestTimeout  time.Duration
+	maxWrites       int
 	shutdownTimeout time.Duration
 	debugAddress    string
 
@@ -105,6 +108,9 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fl.Int64Var(&f.maxRequestBytes, "max-request-bytes", 4<<20, "largest request body accepted, in bytes")
 	fl.Int64Var(&f.cacheBytes, "cache-bytes", 256<<20, "memory for resources memoised by commit, in bytes")
+	fl.IntVar(&f.maxListPage, "max-list-page", 10000, "most resources one list answer holds; larger pages are refused, unbounded lists get pages of this size (0: no bound)")
+	fl.DurationVar(&f.requestTimeout, "request-timeout", time.Minute, "longest time one call may take (0: no bound)")
+	fl.IntVar(&f.maxWrites, "max-concurrent-writes", 32, "most writes worked on at once; more are refused with RESOURCE_EXHAUSTED (HTTP 429) (0: no bound)")
 	fl.StringVar(&f.debugAddress, "debug-address", "", "host:port for /debug/pprof (off when empty; never expose it publicly)")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to let calls in flight finish on SIGINT or SIGTERM")
 	fl.StringVar(&f.writeMode, "write-mode", "", "where writes go: direct (commit on the branch), branch (a new branch cup/<id> per write: a change set) or proposal (a change set and its pull/merge request); default proposal with --scm, else direct")
@@ -171,6 +177,15 @@ func applyEnv(fs *pflag.FlagSet) error {
 	return errors.Join(errs...)
 }
 
+// unbounded turns a flag's 0 ("no bound") into app.Options' -1, whose 0
+// keeps the server's default.
+func unbounded[T int | time.Duration](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
+}
+
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
@@ -203,17 +218,20 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 		token = strings.TrimSpace(string(b))
 	}
 	a, err := app.Open(ctx, app.Options{
-		Repository:      f.repository,
-		Branch:          f.branch,
-		ConfigDir:       f.configDir,
-		Logger:          logger,
-		MaxRequestBytes: f.maxRequestBytes,
-		CacheBytes:      f.cacheBytes,
-		WriteMode:       f.writeMode,
-		BranchPrefix:    f.branchPrefix,
-		AuthorName:      f.authorName,
-		AuthorEmail:     f.authorEmail,
-		WebhookSecret:   f.webhookSecret,
+		Repository:          f.repository,
+		Branch:              f.branch,
+		ConfigDir:           f.configDir,
+		Logger:              logger,
+		MaxRequestBytes:     f.maxRequestBytes,
+		CacheBytes:          f.cacheBytes,
+		MaxListPage:         unbounded(f.maxListPage),
+		RequestTimeout:      unbounded(f.requestTimeout),
+		MaxConcurrentWrites: unbounded(f.maxWrites),
+		WriteMode:           f.writeMode,
+		BranchPrefix:        f.branchPrefix,
+		AuthorName:          f.authorName,
+		AuthorEmail:         f.authorEmail,
+		WebhookSecret:       f.webhookSecret,
 		SCM: app.SCM{
 			Provider: f.scm, URL: f.scmURL, Repository: f.scmRepository,
 			TokenFile: f.scmTokenFile, TokenEnv: f.scmTokenEnv,

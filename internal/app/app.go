@@ -49,6 +49,11 @@ type Options struct {
 	// MaxRequestBytes and CacheBytes are passed to the server; zero keeps its defaults.
 	MaxRequestBytes int64
 	CacheBytes      int64
+	// MaxListPage, RequestTimeout and MaxConcurrentWrites are passed to the
+	// server; zero keeps its defaults, less than zero lifts the bound.
+	MaxListPage         int
+	RequestTimeout      time.Duration
+	MaxConcurrentWrites int
 	// Remote configures the source when Repository is a URL.
 	Remote Remote
 	// WriteMode is where writes go: "direct" (the default) or "branch".
@@ -200,6 +205,15 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 	}
 	if opts.CacheBytes > 0 {
 		sopts = append(sopts, server.WithCacheBytes(opts.CacheBytes))
+	}
+	if opts.MaxListPage != 0 {
+		sopts = append(sopts, server.WithMaxListPage(opts.MaxListPage))
+	}
+	if opts.RequestTimeout != 0 {
+		sopts = append(sopts, server.WithRequestTimeout(opts.RequestTimeout))
+	}
+	if opts.MaxConcurrentWrites != 0 {
+		sopts = append(sopts, server.WithMaxConcurrentWrites(opts.MaxConcurrentWrites))
 	}
 	if a.proposals != nil {
 		sopts = append(sopts, server.WithProposals(proposalsAPI{a.proposals}))

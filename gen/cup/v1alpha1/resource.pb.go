@@ -458,7 +458,9 @@ type ListRequest struct {
 	Revision string `protobuf:"bytes,5,opt,name=revision,proto3" json:"revision,omitempty"`
 	// A Kubernetes label selector: "a=b,c!=d,e in (f,g),h notin (i),j,!k".
 	LabelSelector string `protobuf:"bytes,6,opt,name=label_selector,json=labelSelector,proto3" json:"label_selector,omitempty"`
-	// The most resources to return; 0 for all of them.
+	// The most resources to return; 0 for as many as the server gives in one
+	// page (cupd --max-list-page, 10,000 by default). Follow next_page_token
+	// for the rest.
 	PageSize int32 `protobuf:"varint,7,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// The next_page_token of a previous response.
 	PageToken     string `protobuf:"bytes,8,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`

@@ -234,7 +234,9 @@ export declare type ListRequest = Message<"cup.v1alpha1.ListRequest"> & {
   labelSelector: string;
 
   /**
-   * The most resources to return; 0 for all of them.
+   * The most resources to return; 0 for as many as the server gives in one
+   * page (cupd --max-list-page, 10,000 by default). Follow next_page_token
+   * for the rest.
    *
    * @generated from field: int32 page_size = 7;
    */

@@ -1,0 +1,86 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"connectrpc.com/connect"
+)
+
+// WithMaxListPage bounds how many resources one list answer holds. A list
+// asking for more (page_size, or ?limit= on the REST form) fails with
+// ResourceExhausted; a list asking for no particular number gets pages of
+// n with a next page token. Zero or less: no bound. Default: 10,000.
+func WithMaxListPage(n int) Option { return func(c *config) { c.maxListPage = n } }
+
+// WithRequestTimeout bounds the time one call may take, reading and
+// writing alike; a call that takes longer fails with DeadlineExceeded
+// naming the limit. A client's own shorter deadline still applies. Zero or
+// less: no bound. Default: one minute.
+func WithRequestTimeout(d time.Duration) Option { return func(c *config) { c.requestTimeout = d } }
+
+// WithMaxConcurrentWrites bounds the writes (puts and deletes, dry runs
+// included) the server works on at once. A write arriving while n are in
+// progress fails at once with ResourceExhausted, which clients may retry
+// after a pause (HTTP 429 on the REST form). Zero or less: no bound.
+// Default: 32.
+func WithMaxConcurrentWrites(n int) Option { return func(c *config) { c.maxWrites = n } }
+
+// timeoutError is the cause of a call's context ending at the server's
+// request timeout.
+type timeoutError struct{ limit time.Duration }
+
+func (e *timeoutError) Error() string {
+	return fmt.Sprintf("the call took longer than the server's limit of %s (cupd --request-timeout)", e.limit)
+}
+
+// withTimeout bounds every call h serves by the request timeout.
+func (s *Server) withTimeout(h http.Handler) http.Handler {
+	d := s.cfg.requestTimeout
+	if d <= 0 {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeoutCause(r.Context(), d, &timeoutError{limit: d})
+		defer cancel()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// explainTimeout replaces a deadline error with one naming the server's
+// limit when that limit ended ctx.
+func explainTimeout(ctx context.Context, err error) error {
+	var te *timeoutError
+	if ctx.Err() != nil && errors.As(context.Cause(ctx), &te) && connect.CodeOf(toConnect(err)) == connect.CodeDeadlineExceeded {
+		return connect.NewError(connect.CodeDeadlineExceeded, te)
+	}
+	return err
+}
+
+// writeSlots bounds concurrent writes; nil when unbounded.
+type writeSlots chan struct{}
+
+func newWriteSlots(n int) writeSlots {
+	if n <= 0 {
+		return nil
+	}
+	return make(writeSlots, n)
+}
+
+// acquire takes a slot for one write, or fails with ResourceExhausted when
+// every slot is taken. release gives it back.
+func (ws writeSlots) acquire() (release func(), err error) {
+	if ws == nil {
+		return func() {}, nil
+	}
+	select {
+	case ws <- struct{}{}:
+		return func() { <-ws }, nil
+	default:
+		return nil, connect.NewError(connect.CodeResourceExhausted, fmt.Errorf(
+			"the server is already working on %d writes, its limit (cupd --max-concurrent-writes): retry in a moment", cap(ws)))
+	}
+}

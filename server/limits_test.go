@@ -1,0 +1,187 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/cup-dev/cup/controller"
+	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
+	"github.com/cup-dev/cup/internal/app"
+	"github.com/cup-dev/cup/server"
+	"github.com/cup-dev/cup/source"
+	"github.com/cup-dev/cup/source/local"
+)
+
+// gated holds the demo's flag controller's calls: Get waits for the call's
+// context to end when slowGet is set, and Put waits for release.
+type gated struct {
+	controller.Controller
+	slowGet bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gated) Get(ctx context.Context, req *controller.GetRequest) (*controller.Resource, error) {
+	if g.slowGet {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return g.Controller.Get(ctx, req)
+}
+
+func (g *gated) Put(ctx context.Context, req *controller.PutRequest) error {
+	g.entered <- struct{}{}
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return g.Controller.Put(ctx, req)
+}
+
+// newGatedFixture serves the demo repository with its flags controller
+// gated, with opts.
+// Writes run in branch mode, each on a change set of its own, so that they
+// reach the controller at the same time.
+func newGatedFixture(t *testing.T, g *gated, opts ...server.Option) *fixture {
+	t.Helper()
+	dir, types := demoRepository(t)
+	for _, ty := range types {
+		if ty.Names.Plural == "flags" && ty.Group == "flags.cup.dev" {
+			g.Controller = ty.Controller
+			ty.Controller = g
+		}
+	}
+	ls, err := local.Open(dir, local.WithLogger(testLogger(t)), local.WithWriteMode(source.ModeBranch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ls.Close() })
+	srv, err := server.New(ls, types, append([]server.Option{server.WithLogger(testLogger(t))}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{url: serve(t, srv)}
+}
+
+func TestMaxListPage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(o *app.Options) { o.MaxListPage = 2 })
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) {
+			rs, _ := f.clients(p)
+			_, err := rs.List(t.Context(), connect.NewRequest(listReq("", 3, "")))
+			wantCode(t, err, connect.CodeResourceExhausted)
+			if !strings.Contains(err.Error(), "--max-list-page") || !strings.Contains(err.Error(), "limit of 2") {
+				t.Fatalf("error %q does not name the limit", err)
+			}
+			// A list that asks for no number gets pages of the limit.
+			var all []string
+			token := ""
+			for pages := 0; ; pages++ {
+				res, err := rs.List(t.Context(), connect.NewRequest(listReq("", 0, token)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(res.Msg.Items) > 2 || pages > 10 {
+					t.Fatalf("page of %d items, page %d", len(res.Msg.Items), pages)
+				}
+				all = append(all, names(res.Msg.Items)...)
+				if token = res.Msg.NextPageToken; token == "" {
+					break
+				}
+			}
+			if len(all) < 3 {
+				t.Fatalf("paged listing = %v, want every flag of the demo (3 or more)", all)
+			}
+		})
+	}
+	r := f.do(t, "GET", flagsPath+"?limit=3", "")
+	if r.status != http.StatusTooManyRequests || !strings.Contains(string(r.body), "--max-list-page") {
+		t.Fatalf("REST list over the limit = %d %s", r.status, r.body)
+	}
+	if r := f.do(t, "GET", flagsPath+"?limit=2", ""); r.status != http.StatusOK {
+		t.Fatalf("REST list at the limit = %d %s", r.status, r.body)
+	}
+}
+
+func TestRequestTimeout(t *testing.T) {
+	t.Parallel()
+	f := newGatedFixture(t, &gated{slowGet: true}, server.WithRequestTimeout(200*time.Millisecond))
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) {
+			rs, _ := f.clients(p)
+			start := time.Now()
+			_, err := rs.Get(t.Context(), connect.NewRequest(getReq("dark-mode", "")))
+			wantCode(t, err, connect.CodeDeadlineExceeded)
+			if !strings.Contains(err.Error(), "--request-timeout") || !strings.Contains(err.Error(), "200ms") {
+				t.Fatalf("error %q does not name the limit", err)
+			}
+			if d := time.Since(start); d > 20*time.Second {
+				t.Fatalf("a call bounded by 200ms took %v", d)
+			}
+		})
+	}
+	r := f.do(t, "GET", flagsPath+"/dark-mode", "")
+	if r.status != http.StatusGatewayTimeout || !strings.Contains(string(r.body), "--request-timeout") {
+		t.Fatalf("REST get past the timeout = %d %s", r.status, r.body)
+	}
+}
+
+func TestMaxConcurrentWrites(t *testing.T) {
+	t.Parallel()
+	const limit = 2
+	g := &gated{entered: make(chan struct{}, limit), release: make(chan struct{})}
+	f := newGatedFixture(t, g, server.WithMaxConcurrentWrites(limit))
+	rs, _ := f.clients(protocols[0])
+	ctx := t.Context()
+
+	errs := make(chan error, limit)
+	for i := range limit {
+		go func() {
+			_, err := rs.Put(ctx, connect.NewRequest(putReq(flag(t, "held-"+string(rune('a'+i)), true, nil))))
+			errs <- err
+		}()
+	}
+	for range limit {
+		<-g.entered
+	}
+	// Every slot is taken: the next write is refused at once, over Connect
+	// and REST, and naming the limit.
+	_, err := rs.Put(ctx, connect.NewRequest(putReq(flag(t, "one-too-many", true, nil))))
+	wantCode(t, err, connect.CodeResourceExhausted)
+	if !strings.Contains(err.Error(), "--max-concurrent-writes") {
+		t.Fatalf("error %q does not name the limit", err)
+	}
+	r := f.do(t, "DELETE", flagsPath+"/dark-mode", "")
+	if r.status != http.StatusTooManyRequests || !strings.Contains(string(r.body), "--max-concurrent-writes") {
+		t.Fatalf("REST delete past the limit = %d %s", r.status, r.body)
+	}
+	// Reads are not writes.
+	if _, err := rs.Get(ctx, connect.NewRequest(getReq("dark-mode", ""))); err != nil {
+		t.Fatal(err)
+	}
+
+	close(g.release)
+	for range limit {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// With the slots free, writes go through again.
+	go func() {
+		for range g.entered {
+		}
+	}()
+	res, err := rs.Put(ctx, connect.NewRequest(putReq(flag(t, "after", true, nil))))
+	if err != nil || res.Msg.Result.Outcome != cupv1alpha1.WriteOutcome_WRITE_OUTCOME_COMMITTED {
+		t.Fatalf("Put after the slots freed = %v, %v", res, err)
+	}
+	close(g.entered)
+}
+
