@@ -11,8 +11,10 @@ require (
 	github.com/ProtonMail/go-crypto v1.1.6
 	github.com/aymanbagabas/go-udiff v0.4.1
 	github.com/bradleyfalzon/ghinstallation/v2 v2.19.0
+	github.com/coreos/go-oidc/v3 v3.21.0
 	github.com/go-git/go-billy/v5 v5.9.2
 	github.com/go-git/go-git/v5 v5.19.3
+	github.com/go-jose/go-jose/v4 v4.1.8
 	github.com/google/go-github/v88 v88.0.0
 	github.com/pjbgf/sha1cd v0.7.0
 	github.com/prometheus/client_golang v1.23.2
@@ -66,7 +68,7 @@ require (
 	golang.org/x/crypto v0.56.0 // indirect
 	golang.org/x/exp v0.0.0-20260820142414-ca536658362e // indirect
 	golang.org/x/net v0.57.0 // indirect
-	golang.org/x/oauth2 v0.34.0 // indirect
+	golang.org/x/oauth2 v0.36.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 	golang.org/x/time v0.15.0 // indirect

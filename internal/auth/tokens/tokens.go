@@ -1,0 +1,251 @@
+// Package tokens authenticates callers by static bearer tokens listed in a
+// file that holds only the tokens' SHA-256 hashes.
+//
+// The file is YAML or JSON:
+//
+//	tokens:
+//	- sha256: "<lowercase hex SHA-256 of the token>"
+//	  user: alice
+//	  groups: [flag-admins, viewers]
+//
+// Every entry needs a hash (64 hex digits, listed once) and a user; groups
+// are optional. Unknown fields are errors, and so is a file without a
+// tokens key (write "tokens: []" for none), so that a truncated or empty
+// file is not taken for "no tokens".
+//
+// Make a token and its line with, for example:
+//
+//	token=$(openssl rand -hex 32)
+//	printf %s "$token" | sha256sum
+//
+// A [File] is loaded once with [Load] and may be reloaded while the server
+// runs, by [File.Run] (which polls the file) or [File.Reload] (for a
+// SIGHUP). A reload that fails keeps the tokens loaded before.
+package tokens
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/cup-dev/cup/internal/auth"
+)
+
+// DefaultInterval is how often [File.Run] checks the file when it is given
+// an interval of zero or less.
+const DefaultInterval = 5 * time.Second
+
+// Option configures a File.
+type Option func(*options)
+
+type options struct {
+	logger *slog.Logger
+}
+
+// WithLogger sets where [File.Run] reports reloads: each successful one at
+// level Info, each failed one (the previous tokens stay in force) at level
+// Warn. Nothing else logs. By default nothing is logged.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) {
+		if l == nil {
+			l = slog.New(slog.DiscardHandler)
+		}
+		o.logger = l
+	}
+}
+
+// File is a set of tokens loaded from a file. It is an
+// [auth.Authenticator]. It never holds a plain token, only hashes. Its
+// methods are safe for concurrent use.
+type File struct {
+	path   string
+	logger *slog.Logger
+
+	set atomic.Pointer[tokenSet]
+
+	reloadMu sync.Mutex // serialises Reload and Run's checks
+	stat     os.FileInfo
+}
+
+var _ auth.Authenticator = (*File)(nil)
+
+type tokenSet struct {
+	byHash map[[sha256.Size]byte]*auth.Identity
+}
+
+// Load reads and checks the tokens file at path. Errors name the file and
+// the offending entry, e.g. "tokens[2].sha256: want 64 hex digits".
+func Load(path string, opts ...Option) (*File, error) {
+	o := options{logger: slog.New(slog.DiscardHandler)}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	f := &File{path: path, logger: o.logger}
+	if err := f.Reload(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Len returns how many tokens are in force.
+func (f *File) Len() int { return len(f.set.Load().byHash) }
+
+// Authenticate implements [auth.Authenticator]. A request without a bearer
+// token, or with one whose hash the file does not list, fails with
+// [auth.ErrNoCredentials], so that another authenticator (OIDC) may accept
+// it; [auth.Chain] reports a token that nobody accepts. A listed token
+// yields the entry's user and groups, with Method "token".
+func (f *File) Authenticate(r *http.Request) (*auth.Identity, error) {
+	token, ok := auth.BearerToken(r)
+	if !ok {
+		return nil, auth.NoCredentialsf("no bearer token")
+	}
+	// Hashing first makes the lookup's time independent of how much of the
+	// token matches a listed one.
+	id, ok := f.set.Load().byHash[sha256.Sum256([]byte(token))]
+	if !ok {
+		return nil, auth.NoCredentialsf("the bearer token is not a listed static token")
+	}
+	return &auth.Identity{User: id.User, Groups: append([]string(nil), id.Groups...), Method: id.Method}, nil
+}
+
+// Reload reads the file now, whether or not it changed. If it cannot be
+// read or is not valid, Reload returns the error and the tokens in force
+// stay as they were; otherwise the new tokens replace them at once.
+func (f *File) Reload() error {
+	f.reloadMu.Lock()
+	defer f.reloadMu.Unlock()
+	st, err := os.Stat(f.path)
+	if err != nil {
+		return fmt.Errorf("tokens file: %w", err)
+	}
+	return f.load(st)
+}
+
+// load reads the file that st describes. Callers hold reloadMu.
+func (f *File) load(st os.FileInfo) error {
+	// Remember the state even when it fails to load, so that Run does not
+	// parse the same broken file again until it changes.
+	f.stat = st
+	data, err := os.ReadFile(f.path)
+	if err != nil {
+		return fmt.Errorf("tokens file: %w", err)
+	}
+	set, err := parse(data)
+	if err != nil {
+		return fmt.Errorf("tokens file %s: %w", f.path, err)
+	}
+	f.set.Store(set)
+	return nil
+}
+
+// Run checks every interval (DefaultInterval if interval is zero or less)
+// whether the file changed (its modification time, size or inode), and
+// reloads it if so. Failures are logged (see WithLogger) and keep the
+// previous tokens; the file is read again once it changes again. Run
+// returns nil when ctx is done.
+func (f *File) Run(ctx context.Context, interval time.Duration) error {
+	if interval <= 0 {
+		interval = DefaultInterval
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		changed, err := f.reloadIfChanged()
+		switch {
+		case err != nil:
+			f.logger.WarnContext(ctx, "reloading the tokens file failed; keeping the previous tokens", "path", f.path, "error", err)
+		case changed:
+			f.logger.InfoContext(ctx, "reloaded the tokens file", "path", f.path, "tokens", f.Len())
+		}
+	}
+}
+
+func (f *File) reloadIfChanged() (bool, error) {
+	f.reloadMu.Lock()
+	defer f.reloadMu.Unlock()
+	st, err := os.Stat(f.path)
+	if err != nil {
+		// Possibly the moment of an atomic replacement: keep the tokens and
+		// look again next time.
+		return false, fmt.Errorf("tokens file: %w", err)
+	}
+	if prev := f.stat; prev != nil && os.SameFile(prev, st) && prev.ModTime().Equal(st.ModTime()) && prev.Size() == st.Size() {
+		return false, nil
+	}
+	return true, f.load(st)
+}
+
+// document is the file's shape.
+type document struct {
+	Tokens *[]entry `json:"tokens"`
+}
+
+type entry struct {
+	SHA256 string   `json:"sha256"`
+	User   string   `json:"user"`
+	Groups []string `json:"groups,omitempty"`
+}
+
+func parse(data []byte) (*tokenSet, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, errors.New("the file is empty; want a tokens list (tokens: [] for none)")
+	}
+	var doc document
+	if err := yaml.UnmarshalStrict(data, &doc); err != nil {
+		return nil, errors.New(tidy(err.Error()))
+	}
+	if doc.Tokens == nil {
+		return nil, errors.New("tokens: missing; want a list (tokens: [] for none)")
+	}
+	set := &tokenSet{byHash: make(map[[sha256.Size]byte]*auth.Identity, len(*doc.Tokens))}
+	index := make(map[[sha256.Size]byte]int, len(*doc.Tokens))
+	for i, e := range *doc.Tokens {
+		var h [sha256.Size]byte
+		if len(e.SHA256) != hex.EncodedLen(sha256.Size) {
+			return nil, fmt.Errorf("tokens[%d].sha256: want 64 hex digits (the SHA-256 of the token, e.g. from sha256sum), have %d characters", i, len(e.SHA256))
+		}
+		if _, err := hex.Decode(h[:], []byte(e.SHA256)); err != nil {
+			return nil, fmt.Errorf("tokens[%d].sha256: want 64 hex digits (the SHA-256 of the token, e.g. from sha256sum)", i)
+		}
+		if j, dup := index[h]; dup {
+			return nil, fmt.Errorf("tokens[%d].sha256: the same hash as tokens[%d]", i, j)
+		}
+		index[h] = i
+		if e.User == "" {
+			return nil, fmt.Errorf("tokens[%d].user: missing", i)
+		}
+		for j, g := range e.Groups {
+			if g == "" {
+				return nil, fmt.Errorf("tokens[%d].groups[%d]: empty group name", i, j)
+			}
+		}
+		set.byHash[h] = &auth.Identity{User: e.User, Groups: e.Groups, Method: "token"}
+	}
+	return set, nil
+}
+
+// tidy drops the decoding layers sigs.k8s.io/yaml names in its errors.
+func tidy(msg string) string {
+	for _, p := range []string{"error converting YAML to JSON: ", "error unmarshaling JSON: ", "while decoding JSON: ", "yaml: ", "json: "} {
+		msg = strings.TrimPrefix(msg, p)
+	}
+	return msg
+}
