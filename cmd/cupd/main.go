@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cup-dev/cup/internal/app"
+	"github.com/cup-dev/cup/internal/auth"
+	"github.com/cup-dev/cup/internal/auth/oidc"
 	"github.com/cup-dev/cup/server"
 )
 
@@ -84,6 +87,15 @@ type serveFlags struct {
 	wasmCacheDir      string
 	signingKeyFile    string
 	signingPassphrase string
+
+	policy          string
+	tokensFile      string
+	reloadInterval  time.Duration
+	oidc            oidc.Config
+	tlsCertFile     string
+	tlsKeyFile      string
+	tlsClientCAFile string
+	tlsRequireCert  bool
 }
 
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -142,6 +154,22 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.StringVar(&f.wasmCacheDir, "wasm-cache-dir", "", "keep compiled WASM controllers in this directory, so that a restart does not compile them again (default: in memory)")
 	fl.StringVar(&f.signingKeyFile, "signing-key-file", "", "armored OpenPGP private key to sign commits with")
 	fl.StringVar(&f.signingPassphrase, "signing-key-passphrase", "", "passphrase of --signing-key-file (prefer CUPD_SIGNING_KEY_PASSPHRASE)")
+	fl.StringVar(&f.policy, "policy", "", "file or directory of Role, ClusterRole, RoleBinding and ClusterRoleBinding files; setting it turns authentication and authorization on (see SECURITY.md)")
+	fl.StringVar(&f.tokensFile, "tokens-file", "", "file of static bearer tokens' SHA-256 hashes with their users and groups (needs --policy)")
+	fl.DurationVar(&f.reloadInterval, "reload-interval", 5*time.Second, "how often --policy and --tokens-file are checked for changes")
+	fl.StringVar(&f.oidc.IssuerURL, "oidc-issuer-url", "", "accept JWT bearer tokens from this OpenID Connect issuer (needs --policy and --oidc-audience)")
+	fl.StringVar(&f.oidc.Audience, "oidc-audience", "", "the aud claim tokens must carry")
+	fl.StringVar(&f.oidc.JWKSURL, "oidc-jwks-url", "", "the issuer's key set (default: from its discovery document)")
+	fl.StringVar(&f.oidc.UserClaim, "oidc-user-claim", "sub", "claim naming the user")
+	fl.StringVar(&f.oidc.GroupsClaim, "oidc-groups-claim", "groups", "claim listing the user's groups")
+	fl.StringVar(&f.oidc.UserPrefix, "oidc-user-prefix", "", "prefix added to user names from tokens, e.g. oidc:")
+	fl.StringVar(&f.oidc.GroupPrefix, "oidc-group-prefix", "", "prefix added to group names from tokens")
+	fl.DurationVar(&f.oidc.ClockSkew, "oidc-clock-skew", time.Minute, "leeway on the tokens' exp, nbf and iat")
+	fl.StringVar(&f.oidc.CAFile, "oidc-ca-file", "", "PEM bundle to trust when reaching the issuer (default: the system's roots)")
+	fl.StringVar(&f.tlsCertFile, "tls-cert-file", "", "serve HTTPS with this certificate (PEM; read again when it changes)")
+	fl.StringVar(&f.tlsKeyFile, "tls-key-file", "", "the private key of --tls-cert-file")
+	fl.StringVar(&f.tlsClientCAFile, "tls-client-ca-file", "", "verify client certificates signed by these CAs and accept them as identities (user: common name, groups: organizations)")
+	fl.BoolVar(&f.tlsRequireCert, "tls-require-client-cert", false, "refuse connections without a client certificate signed by --tls-client-ca-file")
 	fl.StringVar(&f.webhookSecret, "webhook-secret", "", "remote repositories: secret POST /hooks/fetch requires (GitHub/Gitea signature, GitLab token or Bearer); empty accepts any call")
 
 	root := &cobra.Command{
@@ -217,6 +245,18 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 		}
 		token = strings.TrimSpace(string(b))
 	}
+	var tlsConfig *tls.Config
+	switch {
+	case f.tlsCertFile != "" || f.tlsKeyFile != "":
+		if tlsConfig, err = auth.ServerTLS(auth.TLSConfig{
+			CertFile: f.tlsCertFile, KeyFile: f.tlsKeyFile,
+			ClientCAFile: f.tlsClientCAFile, RequireClientCert: f.tlsRequireCert,
+		}); err != nil {
+			return fmt.Errorf("--tls-*: %w", err)
+		}
+	case f.tlsClientCAFile != "" || f.tlsRequireCert:
+		return errors.New("--tls-client-ca-file and --tls-require-client-cert need --tls-cert-file and --tls-key-file")
+	}
 	a, err := app.Open(ctx, app.Options{
 		Repository:          f.repository,
 		Branch:              f.branch,
@@ -237,6 +277,10 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 			TokenFile: f.scmTokenFile, TokenEnv: f.scmTokenEnv,
 			GitHubAppID: f.githubAppID, GitHubAppInstallationID: f.githubInstallID, GitHubAppKeyFile: f.githubAppKeyFile,
 			Labels: f.proposalLabels, Draft: f.proposalDraft, TemplateDir: f.templateDir, RefreshInterval: f.proposalsRefresh, Timeout: f.scmTimeout,
+		},
+		Auth: app.Auth{
+			PolicyPath: f.policy, TokensFile: f.tokensFile, OIDC: f.oidc,
+			ClientCertificates: f.tlsClientCAFile != "", ReloadInterval: f.reloadInterval,
 		},
 		WASMCacheDir:         f.wasmCacheDir,
 		SigningKeyFile:       f.signingKeyFile,
@@ -270,8 +314,12 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 	}
 	srv := server.NewHTTPServer(f.address, a.Handler())
 	srv.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
-
 	url := "http://" + ln.Addr().String()
+	if tlsConfig != nil {
+		srv.TLSConfig = tlsConfig
+		url = "https://" + ln.Addr().String()
+	}
+
 	logger.Info("serving", "address", url, "repository", a.Repository(), "branch", a.Branch(), "demo", a.Demo())
 	if a.Demo() {
 		fmt.Fprintf(stdout, "cupd is serving a demo repository (%s) at %s\n", a.Repository(), url)
@@ -279,7 +327,14 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "cupd is serving %s at %s\n", a.Repository(), url)
 	}
 	if ex := a.Example(); ex != "" {
-		fmt.Fprintf(stdout, "try:\n  curl -s %s/apis\n  curl -s %s%s\n", url, url, ex)
+		curl := "curl -s"
+		if f.policy != "" {
+			curl += ` -H "Authorization: Bearer $TOKEN"`
+		}
+		if tlsConfig != nil {
+			curl += " --cacert CA.pem"
+		}
+		fmt.Fprintf(stdout, "try:\n  %s %s/apis\n  %s %s%s\n", curl, url, curl, url, ex)
 	}
 
 	if f.debugAddress != "" {
@@ -298,7 +353,13 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 	}
 
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if tlsConfig != nil {
+			errc <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
 	select {
 	case err := <-errc:
 		return err

@@ -33,7 +33,7 @@ func (b *syncBuffer) String() string {
 }
 
 // addressLine finds the address cupd serves at (the repository may be a URL too).
-var addressLine = regexp.MustCompile(` at (http://127\.0\.0\.1:\d+)`)
+var addressLine = regexp.MustCompile(` at (https?://127\.0\.0\.1:\d+)`)
 
 // start runs cupd with args until the test ends, and returns its URL once it
 // printed it.

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -63,6 +64,9 @@ type Options struct {
 	// AuthorName and AuthorEmail are the identity commits are made as;
 	// empty keeps the source's default ("cup <cup@localhost>").
 	AuthorName, AuthorEmail string
+	// Auth configures authentication and authorization; the zero value
+	// leaves both off.
+	Auth Auth
 	// WebhookSecret, when set, is required of calls to POST /hooks/fetch
 	// and POST /hooks/scm.
 	WebhookSecret string
@@ -109,6 +113,7 @@ type App struct {
 	src       repoSource
 	remote    *gitsource.Source  // nil for a local repository
 	proposals *proposals.Manager // nil without an SCM
+	access    *access            // nil without a policy
 	wasm      *wasm.Runtime      // runs the WASM controllers, when the App made it
 	repo      string
 	branch    string
@@ -218,6 +223,12 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 	if a.proposals != nil {
 		sopts = append(sopts, server.WithProposals(proposalsAPI{a.proposals}))
 	}
+	if a.access, err = newAccess(opts.Auth, opts.Logger); err != nil {
+		return nil, err
+	}
+	if a.access != nil {
+		sopts = append(sopts, server.WithAuthorization(a.access.authn, a.access.policy))
+	}
 	srv, err := server.New(served, types, sopts...)
 	if err != nil {
 		return nil, err
@@ -324,19 +335,17 @@ func writeMode(opts Options) (source.WriteMode, bool, error) {
 	}
 }
 
-// Run keeps a remote repository and the list of proposals fresh until ctx
-// is done.
+// Run keeps a remote repository, the list of proposals, and the policy and
+// tokens files fresh until ctx is done.
 func (a *App) Run(ctx context.Context) error {
-	done := make(chan struct{})
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	if a.proposals != nil {
-		go func() {
-			defer close(done)
-			_ = a.proposals.Run(ctx)
-		}()
-	} else {
-		close(done)
+		wg.Go(func() { _ = a.proposals.Run(ctx) })
 	}
-	defer func() { <-done }()
+	if a.access != nil {
+		wg.Go(func() { a.access.run(ctx) })
+	}
 	if a.remote == nil {
 		<-ctx.Done()
 		return nil
