@@ -3,33 +3,14 @@ package config
 import (
 	"fmt"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/cup-dev/cup/internal/document"
 )
 
-var (
-	dnsLabelRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-	kindRE     = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
-)
-
-// isDNSLabel reports whether s is an RFC 1123 label: at most 63 lowercase
-// letters, digits and '-', starting and ending with a letter or digit.
-func isDNSLabel(s string) bool { return len(s) <= 63 && dnsLabelRE.MatchString(s) }
-
-// isDNSSubdomain reports whether s is an RFC 1123 subdomain: at most 253
-// characters of dot-separated DNS labels.
-func isDNSSubdomain(s string) bool {
-	if s == "" || len(s) > 253 {
-		return false
-	}
-	for _, l := range strings.Split(s, ".") {
-		if !isDNSLabel(l) {
-			return false
-		}
-	}
-	return true
-}
+var kindRE = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
 
 // isKind reports whether s is an UpperCamelCase kind of at most 63 characters.
 func isKind(s string) bool { return len(s) <= 63 && kindRE.MatchString(s) }
@@ -57,11 +38,11 @@ func parseResourceRef(s string) (ResourceRef, error) {
 	}
 	r := ResourceRef{Group: parts[0], Version: parts[1], Plural: parts[2]}
 	switch {
-	case !isDNSSubdomain(r.Group):
+	case !document.IsDNSSubdomain(r.Group):
 		return r, fmt.Errorf("%q: group %q is not a DNS subdomain", s, r.Group)
-	case !isDNSLabel(r.Version):
+	case !document.IsDNSLabel(r.Version):
 		return r, fmt.Errorf("%q: version %q is not a DNS label", s, r.Version)
-	case !isDNSLabel(r.Plural):
+	case !document.IsDNSLabel(r.Plural):
 		return r, fmt.Errorf("%q: plural %q is not a lowercase DNS label", s, r.Plural)
 	}
 	return r, nil
@@ -70,8 +51,8 @@ func parseResourceRef(s string) (ResourceRef, error) {
 // byLocation returns the items sorted by location, so that the first
 // occurrence of a duplicate is the one in the earliest file.
 func byLocation[T any](items []T, loc func(T) Location) []T {
-	out := append([]T(nil), items...)
-	sort.SliceStable(out, func(i, j int) bool { return loc(out[i]).less(loc(out[j])) })
+	out := slices.Clone(items)
+	slices.SortStableFunc(out, func(a, b T) int { return loc(a).compare(loc(b)) })
 	return out
 }
 

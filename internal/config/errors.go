@@ -1,10 +1,12 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
+
+	"github.com/cup-dev/cup/internal/document"
 )
 
 // ErrInvalid is wrapped by every [*Error]: errors.Is(err, ErrInvalid) tells a
@@ -30,11 +32,9 @@ func (l Location) String() string {
 	return fmt.Sprintf("%s (document %d)", l.File, l.Document)
 }
 
-func (l Location) less(o Location) bool {
-	if l.File != o.File {
-		return l.File < o.File
-	}
-	return l.Document < o.Document
+// compare orders locations by file, then document.
+func (l Location) compare(o Location) int {
+	return cmp.Or(strings.Compare(l.File, o.File), cmp.Compare(l.Document, o.Document))
 }
 
 // Problem is one thing wrong with the configuration.
@@ -56,18 +56,7 @@ type Error struct {
 }
 
 // Error returns all problems, one per line after the first.
-func (e *Error) Error() string {
-	if len(e.Problems) == 1 {
-		return ErrInvalid.Error() + ": " + e.Problems[0].String()
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %d problems:", ErrInvalid, len(e.Problems))
-	for _, p := range e.Problems {
-		b.WriteString("\n\t")
-		b.WriteString(p.String())
-	}
-	return b.String()
-}
+func (e *Error) Error() string { return document.ErrorText(ErrInvalid, e.Problems) }
 
 // Unwrap returns [ErrInvalid].
 func (e *Error) Unwrap() error { return ErrInvalid }
@@ -84,18 +73,7 @@ func (ps problems) err() error {
 	if len(ps) == 0 {
 		return nil
 	}
-	out := append([]Problem(nil), ps...)
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Location != out[j].Location {
-			return out[i].Location.less(out[j].Location)
-		}
-		return out[i].Message < out[j].Message
-	})
-	dedup := out[:1]
-	for _, p := range out[1:] {
-		if p != dedup[len(dedup)-1] {
-			dedup = append(dedup, p)
-		}
-	}
-	return &Error{Problems: dedup}
+	return &Error{Problems: document.SortProblems(ps, func(a, b Problem) int {
+		return cmp.Or(a.Location.compare(b.Location), strings.Compare(a.Message, b.Message))
+	})}
 }

@@ -7,15 +7,16 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net/url"
 	"path"
 	"reflect"
-	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
-	"sigs.k8s.io/yaml"
+	"github.com/cup-dev/cup/internal/document"
 )
 
 // Load reads the configuration below dir in fsys ("." for its root) and
@@ -124,7 +125,7 @@ func (l *loader) jsonFile(name string, data []byte) {
 	loc := Location{File: name}
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
-		l.problems.add(loc, "empty file; a JSON file holds a resource or an array of resources")
+		l.problems.add(loc, "%s", document.EmptyJSON)
 		return
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -154,7 +155,8 @@ func (l *loader) jsonFile(name string, data []byte) {
 		if len(docs) > 1 {
 			loc.Document = i + 1
 		}
-		for _, p := range duplicateKeys(doc) {
+		_, dups := document.ScanJSON(doc)
+		for _, p := range dups {
 			l.problems.add(loc, "duplicate key %q", p)
 		}
 		l.document(loc, doc)
@@ -163,105 +165,36 @@ func (l *loader) jsonFile(name string, data []byte) {
 
 // position returns "line L, column C" for a byte offset into data.
 func position(data []byte, offset int64) string {
-	if offset > int64(len(data)) {
-		offset = int64(len(data))
-	}
-	before := data[:offset]
-	line := bytes.Count(before, []byte("\n")) + 1
-	col := int(offset) - (bytes.LastIndexByte(before, '\n') + 1)
-	if col < 1 {
-		col = 1
-	}
+	line, col := document.Position(data, offset)
 	return fmt.Sprintf("line %d, column %d", line, col)
 }
 
 // yamlFile reads a file holding one or more YAML documents.
 func (l *loader) yamlFile(name string, data []byte) {
-	docs := splitYAML(data)
+	docs := document.SplitYAML(data)
 	for i, doc := range docs {
 		loc := Location{File: name}
 		if len(docs) > 1 {
 			loc.Document = i + 1
 		}
-		js, err := yaml.YAMLToJSONStrict(doc.data)
+		js, err := doc.JSON()
 		if err != nil {
-			l.problems.add(loc, "invalid YAML: %s", yamlError(err, doc.line))
+			l.problems.add(loc, "invalid YAML: %v", err)
 			continue
 		}
-		if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
+		if js == nil {
 			continue // an empty document
 		}
 		l.document(loc, js)
 	}
 }
 
-// yamlDoc is one document of a YAML file.
-type yamlDoc struct {
-	data []byte
-	line int // line of the file the document's data starts on
-}
+// shape checks documents against the document types below.
+var shape = document.NewShape()
 
-// splitYAML splits a YAML stream at "---" lines. Text after "---" on the
-// same line belongs to the following document. Blank or comment-only text
-// before the first "---" is not a document.
-func splitYAML(data []byte) []yamlDoc {
-	var docs []yamlDoc
-	cur := yamlDoc{line: 1}
-	prelude := true
-	flush := func() {
-		if !prelude || !blankYAML(cur.data) {
-			docs = append(docs, cur)
-		}
-		prelude = false
-	}
-	lineNo := 0
-	for rest := data; len(rest) > 0; {
-		lineNo++
-		end := bytes.IndexByte(rest, '\n') + 1
-		if end == 0 {
-			end = len(rest)
-		}
-		line := rest[:end]
-		rest = rest[end:]
-		if bytes.HasPrefix(line, []byte("---")) && (len(line) == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r' || line[3] == '\n') {
-			flush()
-			cur = yamlDoc{line: lineNo, data: append([]byte(nil), line[3:]...)}
-			continue
-		}
-		cur.data = append(cur.data, line...)
-	}
-	flush()
-	return docs
-}
-
-// blankYAML reports whether data holds only blank lines, comments and
-// directives.
-func blankYAML(data []byte) bool {
-	for _, line := range bytes.Split(data, []byte("\n")) {
-		line = bytes.TrimSpace(line)
-		if len(line) > 0 && line[0] != '#' && line[0] != '%' {
-			return false
-		}
-	}
-	return true
-}
-
-var yamlLineRE = regexp.MustCompile(`line (\d+)`)
-
-// yamlError shortens a YAML error and makes its line numbers relative to the
-// file rather than to the document.
-func yamlError(err error, firstLine int) string {
-	msg := err.Error()
-	msg = strings.TrimPrefix(msg, "error converting YAML to JSON: ")
-	msg = strings.TrimPrefix(msg, "yaml: ")
-	msg = strings.Join(strings.Fields(msg), " ")
-	return yamlLineRE.ReplaceAllStringFunc(msg, func(s string) string {
-		n, err := strconv.Atoi(strings.TrimPrefix(s, "line "))
-		if err != nil {
-			return s
-		}
-		return "line " + strconv.Itoa(n+firstLine-1)
-	})
+// checkShape returns the messages of shape.Check.
+func checkShape(path string, v any, t reflect.Type) []string {
+	return document.Messages(shape.Check(path, v, t))
 }
 
 // Document types: what a file may hold, field by field. checkShape rejects
@@ -317,14 +250,14 @@ type (
 
 // document loads one resource, given as JSON.
 func (l *loader) document(loc Location, data []byte) {
-	v, err := decodeValue(data)
+	v, err := document.Decode(data)
 	if err != nil { // not reached: data is valid JSON
 		l.problems.add(loc, "invalid JSON: %v", err)
 		return
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		l.problems.add(loc, "expected a resource (an object), got %s", jsonKind(v))
+		l.problems.add(loc, "expected a resource (an object), got %s", document.JSONKind(v))
 		return
 	}
 
@@ -334,7 +267,7 @@ func (l *loader) document(loc Location, data []byte) {
 		l.problems.add(loc, "apiVersion is required (%s)", APIVersion)
 		return
 	case !ok:
-		l.problems.add(loc, "apiVersion: expected string, got %s", jsonKind(obj["apiVersion"]))
+		l.problems.add(loc, "apiVersion: expected string, got %s", document.JSONKind(obj["apiVersion"]))
 		return
 	case apiVersion != APIVersion && apiVersion != LegacyAPIVersion:
 		l.problems.add(loc, "unknown apiVersion %q (want %s or %s)", apiVersion, APIVersion, LegacyAPIVersion)
@@ -356,7 +289,7 @@ func (l *loader) document(loc Location, data []byte) {
 		case obj["kind"] == nil:
 			l.problems.add(loc, "kind is required (%s, %s or %s)", KindResourceDefinition, KindController, KindAPIBinding)
 		case !ok:
-			l.problems.add(loc, "kind: expected string, got %s", jsonKind(obj["kind"]))
+			l.problems.add(loc, "kind: expected string, got %s", document.JSONKind(obj["kind"]))
 		default:
 			l.problems.add(loc, "unknown kind %q (want %s, %s or %s)", kind, KindResourceDefinition, KindController, KindAPIBinding)
 		}
@@ -466,7 +399,7 @@ func newDefinition(doc *definitionDoc, loc Location) (*Definition, []string) {
 	switch {
 	case doc.Spec.Group == "":
 		msgs = append(msgs, "spec.group is required")
-	case !isDNSSubdomain(doc.Spec.Group):
+	case !document.IsDNSSubdomain(doc.Spec.Group):
 		msgs = append(msgs, fmt.Sprintf("spec.group %q must be a DNS subdomain (lowercase letters, digits, '-' and '.', e.g. flags.example.com)", doc.Spec.Group))
 	}
 
@@ -502,14 +435,14 @@ func checkNames(p string, n Names) []string {
 		switch {
 		case f.value == "":
 			msgs = append(msgs, fmt.Sprintf("%s.%s is required", p, f.field))
-		case !isDNSLabel(f.value):
+		case !document.IsDNSLabel(f.value):
 			msgs = append(msgs, fmt.Sprintf("%s.%s %q must be %s", p, f.field, f.value, labelRule))
 		}
 	}
 	seen := map[string]bool{}
 	for i, s := range n.ShortNames {
 		switch {
-		case !isDNSLabel(s):
+		case !document.IsDNSLabel(s):
 			msgs = append(msgs, fmt.Sprintf("%s.shortNames[%d] %q must be %s", p, i, s, labelRule))
 		case seen[s]:
 			msgs = append(msgs, fmt.Sprintf("%s.shortNames[%d] %q is listed twice", p, i, s))
@@ -523,16 +456,16 @@ func checkNames(p string, n Names) []string {
 // what the schema describes. It returns a nil Version when it has problems.
 func newVersion(apiVersion string, d *Definition, name string, raw json.RawMessage) (*Version, []string) {
 	p := "spec.versions." + name
-	if !isDNSLabel(name) {
+	if !document.IsDNSLabel(name) {
 		return nil, []string{fmt.Sprintf("spec.versions: version %q must be %s, e.g. v1alpha1", name, labelRule)}
 	}
 	schema, schemaPath, target := raw, p, ""
 	if apiVersion == APIVersion {
-		val, _ := decodeValue(raw)
+		val, _ := document.Decode(raw)
 		if obj, ok := val.(map[string]any); ok && obj["schema"] == nil {
 			// Most likely a bare schema, as the original Cup wrote them.
 			var unknown []string
-			for _, k := range sortedKeys(obj) {
+			for _, k := range slices.Sorted(maps.Keys(obj)) {
 				if k != "schema" && k != "schemaTarget" {
 					unknown = append(unknown, strconv.Quote(k))
 				}
@@ -552,13 +485,13 @@ func newVersion(apiVersion string, d *Definition, name string, raw json.RawMessa
 		schema, schemaPath, target = vd.Schema, p+".schema", vd.SchemaTarget
 	}
 
-	val, _ := decodeValue(schema)
+	val, _ := document.Decode(schema)
 	switch val.(type) {
 	case nil:
 		return nil, []string{schemaPath + ": a JSON Schema is required"}
 	case map[string]any, bool:
 	default:
-		return nil, []string{fmt.Sprintf("%s: a JSON Schema must be an object or a boolean, got %s", schemaPath, jsonKind(val))}
+		return nil, []string{fmt.Sprintf("%s: a JSON Schema must be an object or a boolean, got %s", schemaPath, document.JSONKind(val))}
 	}
 
 	v := &Version{Name: name, Schema: schema}
@@ -601,8 +534,8 @@ func newController(doc *controllerDoc, loc Location) (*Controller, []string) {
 	}
 	if spec := bytes.TrimSpace(doc.Spec.Spec); len(spec) > 0 && !bytes.Equal(spec, []byte("null")) {
 		if spec[0] != '{' {
-			val, _ := decodeValue(spec)
-			msgs = append(msgs, fmt.Sprintf("spec.spec: expected object, got %s", jsonKind(val)))
+			val, _ := document.Decode(spec)
+			msgs = append(msgs, fmt.Sprintf("spec.spec: expected object, got %s", document.JSONKind(val)))
 		}
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, spec); err == nil {

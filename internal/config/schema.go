@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/cup-dev/cup/internal/document"
 )
 
 // SchemaViolation is one way a resource fails its version's schema.
@@ -64,7 +66,7 @@ func (v *Version) Validate(resource any) error {
 	if v.Target == TargetSpec {
 		obj, ok := resource.(map[string]any)
 		if !ok {
-			return &ValidationError{Violations: []SchemaViolation{{Message: "expected object, but got " + jsonKind(resource)}}}
+			return &ValidationError{Violations: []SchemaViolation{{Message: "expected object, but got " + document.JSONKind(resource)}}}
 		}
 		value, prefix = obj["spec"], "/spec"
 	}

@@ -1,10 +1,12 @@
 package rbac
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
+
+	"github.com/cup-dev/cup/internal/document"
 )
 
 // ErrInvalid is wrapped by every [*Error]: errors.Is(err, ErrInvalid) tells
@@ -42,18 +44,7 @@ type Error struct {
 }
 
 // Error returns all problems, one per line after the first.
-func (e *Error) Error() string {
-	if len(e.Problems) == 1 {
-		return ErrInvalid.Error() + ": " + e.Problems[0].String()
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %d problems:", ErrInvalid, len(e.Problems))
-	for _, p := range e.Problems {
-		b.WriteString("\n\t")
-		b.WriteString(p.String())
-	}
-	return b.String()
-}
+func (e *Error) Error() string { return document.ErrorText(ErrInvalid, e.Problems) }
 
 // Unwrap returns [ErrInvalid].
 func (e *Error) Unwrap() error { return ErrInvalid }
@@ -68,27 +59,7 @@ func (ps problemList) err() error {
 	if len(ps) == 0 {
 		return nil
 	}
-	out := append([]Problem(nil), ps...)
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].File != out[j].File {
-			return out[i].File < out[j].File
-		}
-		return out[i].Line < out[j].Line
-	})
-	dedup := out[:1]
-	for _, p := range out[1:] {
-		if !containsProblem(dedup, p) {
-			dedup = append(dedup, p)
-		}
-	}
-	return &Error{Problems: dedup}
-}
-
-func containsProblem(ps []Problem, p Problem) bool {
-	for i := len(ps) - 1; i >= 0 && ps[i].File == p.File && ps[i].Line == p.Line; i-- {
-		if ps[i] == p {
-			return true
-		}
-	}
-	return false
+	return &Error{Problems: document.SortProblems(ps, func(a, b Problem) int {
+		return cmp.Or(strings.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
+	})}
 }

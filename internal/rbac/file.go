@@ -5,16 +5,15 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cup-dev/cup/internal/auth"
+	"github.com/cup-dev/cup/internal/filewatch"
 )
 
 // DefaultInterval is how often [File.Run] checks the policy files when it
 // is given an interval of zero or less.
-const DefaultInterval = 5 * time.Second
+const DefaultInterval = filewatch.DefaultInterval
 
 // Option configures a File.
 type Option func(*options)
@@ -28,30 +27,14 @@ type options struct {
 // Warn, with the error, which lists every problem. Nothing else logs. By
 // default nothing is logged.
 func WithLogger(l *slog.Logger) Option {
-	return func(o *options) {
-		if l == nil {
-			l = slog.New(slog.DiscardHandler)
-		}
-		o.logger = l
-	}
+	return func(o *options) { o.logger = l }
 }
 
 // File is the policy loaded from a file or directory, kept up to date by
 // [File.Reload] and [File.Run]. It is an [auth.Authorizer] that answers
 // with the policy in force. Its methods are safe for concurrent use.
 type File struct {
-	path   string
-	logger *slog.Logger
-
-	policy atomic.Pointer[Policy]
-
-	reloadMu sync.Mutex // serialises Reload and Run's checks; guards the rest
-	// sum is the hash of the files last read, whether they loaded or not,
-	// so that Run does not parse a broken policy again until it changes.
-	sum [sha256.Size]byte
-	// readErr is the last error reading the files, so that Run reports it
-	// once rather than at every check.
-	readErr string
+	policy *filewatch.Value[policyFiles, Policy]
 }
 
 var _ auth.Authorizer = (*File)(nil)
@@ -59,11 +42,20 @@ var _ auth.Authorizer = (*File)(nil)
 // LoadFile loads the policy at path, as [Load] does, and returns a File
 // holding it, or Load's error. Call [File.Run] to follow changes.
 func LoadFile(path string, opts ...Option) (*File, error) {
-	o := options{logger: slog.New(slog.DiscardHandler)}
+	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
-	f := &File{path: path, logger: o.logger}
+	f := &File{policy: filewatch.New(policySource{path: path}, filewatch.Log[Policy]{
+		Logger:     o.logger,
+		Attrs:      []any{"path", path},
+		ReadFailed: "reading the RBAC policy failed; keeping the previous policy",
+		Invalid:    "the changed RBAC policy is not valid; keeping the previous policy",
+		Reloaded:   "reloaded the RBAC policy",
+		ReloadedAttrs: func(p *Policy) []any {
+			return []any{"roles", p.roles, "bindings", p.bindings}
+		},
+	})}
 	if err := f.Reload(); err != nil {
 		return nil, err
 	}
@@ -86,27 +78,7 @@ func (f *File) Visible(id *auth.Identity, group, plural string) bool {
 // cannot be read or the policy is not valid, Reload returns the error (an
 // [*Error] for an invalid policy) and the policy in force stays as it was;
 // otherwise the new policy replaces it at once.
-func (f *File) Reload() error {
-	f.reloadMu.Lock()
-	defer f.reloadMu.Unlock()
-	files, err := readFiles(f.path)
-	if err != nil {
-		return err
-	}
-	f.readErr = ""
-	return f.load(files)
-}
-
-// load parses files and puts the policy in force. Callers hold reloadMu.
-func (f *File) load(files []file) error {
-	f.sum = hashFiles(files)
-	p, err := parse(files)
-	if err != nil {
-		return err
-	}
-	f.policy.Store(p)
-	return nil
-}
+func (f *File) Reload() error { return f.policy.Reload() }
 
 // Run checks every interval (DefaultInterval if interval is zero or less)
 // whether the policy files changed (their names or content), and reloads
@@ -114,46 +86,35 @@ func (f *File) load(files []file) error {
 // force; invalid files are read again once they change again. Run returns
 // nil when ctx is done.
 func (f *File) Run(ctx context.Context, interval time.Duration) error {
-	if interval <= 0 {
-		interval = DefaultInterval
-	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-		f.check(ctx)
-	}
+	return f.policy.Run(ctx, interval)
 }
 
-// check reloads the policy if the files changed, and logs the outcome.
-func (f *File) check(ctx context.Context) {
-	f.reloadMu.Lock()
-	defer f.reloadMu.Unlock()
-	files, err := readFiles(f.path)
-	if err != nil {
-		// Perhaps the moment of a replacement: keep the policy and look
-		// again next time.
-		if err.Error() != f.readErr {
-			f.readErr = err.Error()
-			f.logger.WarnContext(ctx, "reading the RBAC policy failed; keeping the previous policy", "path", f.path, "error", err)
-		}
-		return
-	}
-	f.readErr = ""
-	if hashFiles(files) == f.sum {
-		return
-	}
-	if err := f.load(files); err != nil {
-		f.logger.WarnContext(ctx, "the changed RBAC policy is not valid; keeping the previous policy", "path", f.path, "error", err)
-		return
-	}
-	p := f.policy.Load()
-	f.logger.InfoContext(ctx, "reloaded the RBAC policy", "path", f.path, "roles", p.roles, "bindings", p.bindings)
+// policySource reads the policy files at path: a file, or the policy files
+// of a directory. A change is one of their names or contents; a failure to
+// read them is logged once until it changes.
+type policySource struct {
+	path string
 }
+
+var _ filewatch.Source[policyFiles, Policy] = policySource{}
+
+// policyFiles are the policy files as read, and their hash.
+type policyFiles struct {
+	files []file
+	sum   [sha256.Size]byte
+}
+
+func (s policySource) Read() (policyFiles, error) {
+	files, err := readFiles(s.path)
+	if err != nil {
+		return policyFiles{}, err
+	}
+	return policyFiles{files: files, sum: hashFiles(files)}, nil
+}
+
+func (policySource) Same(prev, cur policyFiles) bool { return prev.sum == cur.sum }
+
+func (policySource) Parse(pf policyFiles) (*Policy, error) { return parse(pf.files) }
 
 // hashFiles returns a hash of the files' names and contents.
 func hashFiles(files []file) [sha256.Size]byte {

@@ -2,16 +2,15 @@ package rbac
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 
-	"sigs.k8s.io/yaml"
+	"github.com/cup-dev/cup/internal/document"
 )
 
 // apiVersion is the apiVersion of every policy resource.
@@ -223,87 +222,56 @@ func parse(files []file) (*Policy, error) {
 func (l *loader) jsonFile(f file) {
 	trimmed := bytes.TrimSpace(f.data)
 	if len(trimmed) == 0 {
-		l.problems = append(l.problems, Problem{File: f.path, Message: "empty file; a JSON file holds a resource or an array of resources"})
+		l.problems = append(l.problems, Problem{File: f.path, Message: document.EmptyJSON})
 		return
 	}
 	if err := json.Unmarshal(f.data, new(any)); err != nil {
 		p := Problem{File: f.path, Message: "invalid JSON: " + err.Error()}
 		if se, ok := errors.AsType[*json.SyntaxError](err); ok {
-			p.Line = 1 + bytes.Count(f.data[:min(se.Offset, int64(len(f.data)))], []byte("\n"))
+			p.Line, _ = document.Position(f.data, se.Offset)
 		}
 		l.problems = append(l.problems, p)
 		return
 	}
-	lines, dups := scanJSON(f.data)
+	loc, dups := document.ScanJSON(f.data)
 	for _, p := range dups {
-		l.problems = append(l.problems, Problem{File: f.path, Line: lines[parentPath(p)], Message: fmt.Sprintf("duplicate key %q", p)})
+		l.problems = append(l.problems, Problem{File: f.path, Line: loc.Line(document.ParentPath(p)), Message: fmt.Sprintf("duplicate key %q", p)})
 	}
 	if trimmed[0] != '[' {
-		l.document(f.path, f.data, &jsonLocator{lines: lines})
+		l.document(f.path, f.data, loc)
 		return
 	}
 	var docs []json.RawMessage
 	_ = json.Unmarshal(f.data, &docs) // valid, as checked above
 	for i, doc := range docs {
-		l.document(f.path, doc, &jsonLocator{lines: lines, prefix: indexPath("", i)})
+		l.document(f.path, doc, loc.Element(i))
 	}
 }
 
 // yamlFile reads a file holding one or more YAML documents.
 func (l *loader) yamlFile(f file) {
-	for _, doc := range splitYAML(f.data) {
-		js, err := yaml.YAMLToJSONStrict(doc.data)
+	for _, doc := range document.SplitYAML(f.data) {
+		js, err := doc.JSON()
 		if err != nil {
-			line, msg := yamlError(err, doc.line)
-			l.problems = append(l.problems, Problem{File: f.path, Line: line, Message: "invalid YAML: " + msg})
+			p := Problem{File: f.path, Line: doc.Line, Message: "invalid YAML: " + err.Error()}
+			if ye, ok := errors.AsType[*document.YAMLError](err); ok {
+				p.Line, p.Message = cmp.Or(ye.Line, doc.Line), "invalid YAML: "+ye.Detail()
+			}
+			l.problems = append(l.problems, p)
 			continue
 		}
-		if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
+		if js == nil {
 			continue // an empty document
 		}
-		l.document(f.path, js, newYAMLLocator(doc))
+		l.document(f.path, js, doc.Locator())
 	}
-}
-
-var yamlLineRE = regexp.MustCompile(`line (\d+)`)
-
-// yamlError shortens a YAML error and makes its line numbers relative to
-// the file rather than to the document, whose first line is firstLine. It
-// returns the first line the error names (firstLine if none) and the
-// message without it.
-func yamlError(err error, firstLine int) (int, string) {
-	msg := strings.Join(strings.Fields(err.Error()), " ")
-	for _, prefix := range []string{"error converting YAML to JSON: ", "yaml: ", "unmarshal errors: "} {
-		msg = strings.TrimPrefix(msg, prefix)
-	}
-	line := 0
-	msg = yamlLineRE.ReplaceAllStringFunc(msg, func(s string) string {
-		n, err := strconv.Atoi(strings.TrimPrefix(s, "line "))
-		if err != nil {
-			return s
-		}
-		n += firstLine - 1
-		if line == 0 {
-			line = n
-		}
-		return "line " + strconv.Itoa(n)
-	})
-	if line == 0 {
-		return firstLine, msg
-	}
-	return line, strings.TrimPrefix(msg, fmt.Sprintf("line %d: ", line))
-}
-
-// locator finds the line of a field path in a document.
-type locator interface {
-	line(path string) int
 }
 
 // doc is the document being loaded, for reporting its problems.
 type doc struct {
 	l     *loader
 	file  string
-	loc   locator
+	loc   document.Locator
 	label string // e.g. `Role "production/flag-editor"`; the kind alone while its name is unknown
 	bad   bool   // has problems
 	// skip are the paths of fields of the wrong type.
@@ -330,26 +298,26 @@ func (d *doc) report(path, msg string) {
 	if d.label != "" {
 		msg = d.label + ": " + msg
 	}
-	d.l.problems = append(d.l.problems, Problem{File: d.file, Line: d.loc.line(path), Message: msg})
+	d.l.problems = append(d.l.problems, Problem{File: d.file, Line: d.loc.Line(path), Message: msg})
 	d.bad = true
 }
 
-func (d *doc) at(path string) location { return location{file: d.file, line: d.loc.line(path)} }
+func (d *doc) at(path string) location { return location{file: d.file, line: d.loc.Line(path)} }
 
 // kinds lists the kinds, for messages.
 const kinds = "Role, ClusterRole, RoleBinding or ClusterRoleBinding"
 
 // document loads one resource, given as JSON.
-func (l *loader) document(file string, data []byte, loc locator) {
+func (l *loader) document(file string, data []byte, loc document.Locator) {
 	d := &doc{l: l, file: file, loc: loc}
-	v, err := decodeValue(data)
+	v, err := document.Decode(data)
 	if err != nil { // not reached: data is valid JSON
 		d.addf("", "invalid JSON: %v", err)
 		return
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		d.addf("", "expected a resource (an object), got %s", jsonKind(v))
+		d.addf("", "expected a resource (an object), got %s", document.JSONKind(v))
 		return
 	}
 
@@ -371,7 +339,7 @@ func (l *loader) document(file string, data []byte, loc locator) {
 		case obj["kind"] == nil:
 			d.addf("kind", "kind is required (%s)", kinds)
 		case !isString(obj["kind"]):
-			d.addf("kind", "expected string, got %s", jsonKind(obj["kind"]))
+			d.addf("kind", "expected string, got %s", document.JSONKind(obj["kind"]))
 		default:
 			d.addf("kind", "unknown kind %q (want %s)", kind, kinds)
 		}
@@ -381,7 +349,7 @@ func (l *loader) document(file string, data []byte, loc locator) {
 	case av == nil:
 		d.addf("apiVersion", "apiVersion is required (%s)", apiVersion)
 	case !isString(av):
-		d.addf("apiVersion", "expected string, got %s", jsonKind(av))
+		d.addf("apiVersion", "expected string, got %s", document.JSONKind(av))
 	case av != apiVersion:
 		d.addf("apiVersion", "unknown apiVersion %q (want %s)", av, apiVersion)
 	}
@@ -420,9 +388,9 @@ func (l *loader) document(file string, data []byte, loc locator) {
 // later problems with them are not reported. It reports whether the rest of
 // the document is worth checking.
 func (d *doc) decode(v any, data []byte, out any) bool {
-	for _, p := range checkShape("", v, reflectType(out)) {
-		d.report(p.path, p.msg)
-		d.skip = append(d.skip, p.path)
+	for _, p := range shape.Check("", v, reflectType(out)) {
+		d.report(p.Path, p.Message)
+		d.skip = append(d.skip, p.Path)
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		if _, ok := errors.AsType[*json.UnmarshalTypeError](err); !ok { // not reached: data is valid JSON
@@ -445,7 +413,7 @@ func (d *doc) metadata(kind string, m *objectMeta) {
 			cluster = kindClusterRoleBinding
 		}
 		d.addf("metadata.namespace", "metadata.namespace is required: a %s belongs to one namespace (a %s applies to all)", kind, cluster)
-	case namespaced && !isDNSLabel(m.Namespace):
+	case namespaced && !document.IsDNSLabel(m.Namespace):
 		d.addf("metadata.namespace", "%q is not a namespace: want a DNS label (lowercase letters, digits and '-', at most 63 characters)", m.Namespace)
 	case !namespaced && m.Namespace != "":
 		d.addf("metadata.namespace", "a %s has no namespace; remove metadata.namespace", kind)
@@ -473,7 +441,7 @@ func (d *doc) role(rd *roleDoc) *role {
 		d.addf("rules", "rules must list at least one rule")
 	}
 	for i, pr := range rd.Rules {
-		r.rules = append(r.rules, d.rule(indexPath("rules", i), &pr))
+		r.rules = append(r.rules, d.rule(document.IndexPath("rules", i), &pr))
 	}
 	return r
 }
@@ -493,16 +461,16 @@ func (d *doc) rule(path string, pr *policyRule) rule {
 		d.addf(path+".apiGroups", `%s.apiGroups must list at least one API group, e.g. flipt.io ("*" for all)`, path)
 	}
 	for i, g := range pr.APIGroups {
-		if g != wildcard && !isDNSSubdomain(g) {
-			d.addf(indexPath(path+".apiGroups", i), `%q is not an API group: want a DNS subdomain, e.g. flipt.io, or "*" for all`, g)
+		if g != wildcard && !document.IsDNSSubdomain(g) {
+			d.addf(document.IndexPath(path+".apiGroups", i), `%q is not an API group: want a DNS subdomain, e.g. flipt.io, or "*" for all`, g)
 		}
 	}
 	if len(pr.Resources) == 0 {
 		d.addf(path+".resources", `%s.resources must list at least one resource's plural, e.g. flags ("*" for all)`, path)
 	}
 	for i, res := range pr.Resources {
-		if res != wildcard && !isDNSLabel(res) {
-			d.addf(indexPath(path+".resources", i), `%q is not a resource: want a type's plural, a lowercase DNS label such as flags, or "*" for all`, res)
+		if res != wildcard && !document.IsDNSLabel(res) {
+			d.addf(document.IndexPath(path+".resources", i), `%q is not a resource: want a type's plural, a lowercase DNS label such as flags, or "*" for all`, res)
 		}
 	}
 	const want = `get, list, watch, put, delete or "*"`
@@ -516,14 +484,14 @@ func (d *doc) rule(path string, pr *policyRule) rule {
 		case verbOf(v) != 0:
 			r.verbs |= verbOf(v)
 		case verbHints[strings.ToLower(v)] != "":
-			d.addf(indexPath(path+".verbs", i), "unknown verb %q (want %s; %s)", v, want, verbHints[strings.ToLower(v)])
+			d.addf(document.IndexPath(path+".verbs", i), "unknown verb %q (want %s; %s)", v, want, verbHints[strings.ToLower(v)])
 		default:
-			d.addf(indexPath(path+".verbs", i), "unknown verb %q (want %s)", v, want)
+			d.addf(document.IndexPath(path+".verbs", i), "unknown verb %q (want %s)", v, want)
 		}
 	}
 	for i, n := range pr.ResourceNames {
-		if !isDNSSubdomain(n) {
-			d.addf(indexPath(path+".resourceNames", i), "%q is not a resource name: want a DNS subdomain (lowercase letters, digits, '-' and '.')", n)
+		if !document.IsDNSSubdomain(n) {
+			d.addf(document.IndexPath(path+".resourceNames", i), "%q is not a resource name: want a DNS subdomain (lowercase letters, digits, '-' and '.')", n)
 		}
 	}
 	return r
@@ -544,7 +512,7 @@ func (d *doc) binding(bd *bindingDoc) *binding {
 		d.addf("subjects", "subjects must list at least one User or Group")
 	}
 	for i, s := range bd.Subjects {
-		p := indexPath("subjects", i)
+		p := document.IndexPath("subjects", i)
 		switch s.Kind {
 		case subjectUser, subjectGroup:
 		case "":

@@ -34,18 +34,17 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/cup-dev/cup/internal/auth"
+	"github.com/cup-dev/cup/internal/filewatch"
 )
 
 // DefaultInterval is how often [File.Run] checks the file when it is given
 // an interval of zero or less.
-const DefaultInterval = 5 * time.Second
+const DefaultInterval = filewatch.DefaultInterval
 
 // Option configures a File.
 type Option func(*options)
@@ -58,25 +57,14 @@ type options struct {
 // level Info, each failed one (the previous tokens stay in force) at level
 // Warn. Nothing else logs. By default nothing is logged.
 func WithLogger(l *slog.Logger) Option {
-	return func(o *options) {
-		if l == nil {
-			l = slog.New(slog.DiscardHandler)
-		}
-		o.logger = l
-	}
+	return func(o *options) { o.logger = l }
 }
 
 // File is a set of tokens loaded from a file. It is an
 // [auth.Authenticator]. It never holds a plain token, only hashes. Its
 // methods are safe for concurrent use.
 type File struct {
-	path   string
-	logger *slog.Logger
-
-	set atomic.Pointer[tokenSet]
-
-	reloadMu sync.Mutex // serialises Reload and Run's checks
-	stat     os.FileInfo
+	set *filewatch.Value[os.FileInfo, tokenSet]
 }
 
 var _ auth.Authenticator = (*File)(nil)
@@ -88,11 +76,19 @@ type tokenSet struct {
 // Load reads and checks the tokens file at path. Errors name the file and
 // the offending entry, e.g. "tokens[2].sha256: want 64 hex digits".
 func Load(path string, opts ...Option) (*File, error) {
-	o := options{logger: slog.New(slog.DiscardHandler)}
+	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
-	f := &File{path: path, logger: o.logger}
+	const failed = "reloading the tokens file failed; keeping the previous tokens"
+	f := &File{set: filewatch.New(source{path: path}, filewatch.Log[tokenSet]{
+		Logger:        o.logger,
+		Attrs:         []any{"path", path},
+		ReadFailed:    failed,
+		Invalid:       failed,
+		Reloaded:      "reloaded the tokens file",
+		ReloadedAttrs: func(s *tokenSet) []any { return []any{"tokens", len(s.byHash)} },
+	})}
 	if err := f.Reload(); err != nil {
 		return nil, err
 	}
@@ -124,32 +120,7 @@ func (f *File) Authenticate(r *http.Request) (*auth.Identity, error) {
 // Reload reads the file now, whether or not it changed. If it cannot be
 // read or is not valid, Reload returns the error and the tokens in force
 // stay as they were; otherwise the new tokens replace them at once.
-func (f *File) Reload() error {
-	f.reloadMu.Lock()
-	defer f.reloadMu.Unlock()
-	st, err := os.Stat(f.path)
-	if err != nil {
-		return fmt.Errorf("tokens file: %w", err)
-	}
-	return f.load(st)
-}
-
-// load reads the file that st describes. Callers hold reloadMu.
-func (f *File) load(st os.FileInfo) error {
-	// Remember the state even when it fails to load, so that Run does not
-	// parse the same broken file again until it changes.
-	f.stat = st
-	data, err := os.ReadFile(f.path)
-	if err != nil {
-		return fmt.Errorf("tokens file: %w", err)
-	}
-	set, err := parse(data)
-	if err != nil {
-		return fmt.Errorf("tokens file %s: %w", f.path, err)
-	}
-	f.set.Store(set)
-	return nil
-}
+func (f *File) Reload() error { return f.set.Reload() }
 
 // Run checks every interval (DefaultInterval if interval is zero or less)
 // whether the file changed (its modification time, size or inode), and
@@ -157,40 +128,42 @@ func (f *File) load(st os.FileInfo) error {
 // previous tokens; the file is read again once it changes again. Run
 // returns nil when ctx is done.
 func (f *File) Run(ctx context.Context, interval time.Duration) error {
-	if interval <= 0 {
-		interval = DefaultInterval
-	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-		changed, err := f.reloadIfChanged()
-		switch {
-		case err != nil:
-			f.logger.WarnContext(ctx, "reloading the tokens file failed; keeping the previous tokens", "path", f.path, "error", err)
-		case changed:
-			f.logger.InfoContext(ctx, "reloaded the tokens file", "path", f.path, "tokens", f.Len())
-		}
-	}
+	return f.set.Run(ctx, interval)
 }
 
-func (f *File) reloadIfChanged() (bool, error) {
-	f.reloadMu.Lock()
-	defer f.reloadMu.Unlock()
-	st, err := os.Stat(f.path)
+// source is the tokens file at path. A change is one of its modification
+// time, size or inode; a failure to look at it is logged at every check.
+type source struct {
+	path string
+}
+
+var _ filewatch.Source[os.FileInfo, tokenSet] = source{}
+
+func (s source) Read() (os.FileInfo, error) {
+	st, err := os.Stat(s.path)
 	if err != nil {
-		// Possibly the moment of an atomic replacement: keep the tokens and
-		// look again next time.
-		return false, fmt.Errorf("tokens file: %w", err)
+		// Possibly the moment of an atomic replacement: Run keeps the
+		// tokens and looks again next time.
+		return nil, fmt.Errorf("tokens file: %w", err)
 	}
-	if prev := f.stat; prev != nil && os.SameFile(prev, st) && prev.ModTime().Equal(st.ModTime()) && prev.Size() == st.Size() {
-		return false, nil
+	return st, nil
+}
+
+func (source) Same(prev, cur os.FileInfo) bool {
+	return os.SameFile(prev, cur) && prev.ModTime().Equal(cur.ModTime()) && prev.Size() == cur.Size()
+}
+
+// Parse reads the file again: Read looks at its metadata only.
+func (s source) Parse(os.FileInfo) (*tokenSet, error) {
+	data, err := os.ReadFile(s.path)
+	if err != nil {
+		return nil, fmt.Errorf("tokens file: %w", err)
 	}
-	return true, f.load(st)
+	set, err := parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("tokens file %s: %w", s.path, err)
+	}
+	return set, nil
 }
 
 // document is the file's shape.
