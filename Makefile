@@ -79,6 +79,14 @@ load: ## Measure a real cupd on generated repositories of 1,000 and 10,000 resou
 	go build -o bin/ ./cmd/cupd ./internal/cmd/cupbench
 	bin/cupbench -cupd bin/cupd -resources 1000,10000
 
+.PHONY: soak
+soak: ## Soak a real cupd for 5 minutes: concurrent writers and readers, then check every write, the remote and for leaks
+	go run ./internal/cmd/cupsoak -duration 5m
+
+.PHONY: test-soak
+test-soak: ## A short bounded soak (under a minute, building cupd included) for CI
+	go run ./internal/cmd/cupsoak -duration 20s -warmup 2s -settle 10s -resources 500 -timeout 60s
+
 .PHONY: demo
 demo: ## Run cupd on its embedded demo repository
 	go run ./cmd/cupd serve

@@ -4,7 +4,8 @@
 // with git http-backend, the CGI program that ships with Git, behind
 // [net/http/cgi]. Clients speak to it exactly as they would to a hosted
 // remote: the git command, go-git's HTTP transport, or cupd. Nothing leaves
-// the machine.
+// the machine. [Start] makes the same server for programs that are not
+// tests, such as the load driver internal/cmd/cupsoak.
 //
 // # Repositories
 //

@@ -77,6 +77,7 @@ type config struct {
 	auth     bool
 	user     string
 	password string
+	log      io.Writer
 }
 
 // WithRoot serves the bare repositories below dir, which is created if it
@@ -94,8 +95,15 @@ func WithBasicAuth(user, password string) Option {
 	return func(c *config) { c.auth, c.user, c.password = true, user, password }
 }
 
-// A Server is a Git smart-HTTP server on 127.0.0.1 made by [NewServer]. Its
-// methods are safe for concurrent use.
+// WithLog writes what git writes to its standard error, and the server's
+// own errors, to w, one message per Write. By default [NewServer] logs them
+// to its test and [Start] discards them.
+func WithLog(w io.Writer) Option {
+	return func(c *config) { c.log = w }
+}
+
+// A Server is a Git smart-HTTP server on 127.0.0.1 made by [NewServer] or
+// [Start]. Its methods are safe for concurrent use.
 type Server struct {
 	cfg  config
 	http *httptest.Server
@@ -110,13 +118,16 @@ type Server struct {
 	counts    map[string]int
 	closed    bool   // no more logging to the test
 	release   func() // lets the port go after Close
+
+	holdPort bool     // Close keeps the port bound (NewServer: until the test ends)
+	remove   []string // directories Close removes (Start's temporary ones)
 }
 
 // NewServer starts a server on 127.0.0.1 that serves the bare repositories
 // below its root directory (see [WithRoot]) and closes it with t.Cleanup.
 // It fails the test if git http-backend cannot be found; it looks for it in
 // the directory git --exec-path names. The output git writes to its
-// standard error is logged to t.
+// standard error is logged to t (or to [WithLog]'s writer).
 func NewServer(t testing.TB, opts ...Option) *Server {
 	t.Helper()
 	var cfg config
@@ -126,29 +137,94 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 	if cfg.root == "" {
 		cfg.root = t.TempDir()
 	}
-	root, err := filepath.Abs(cfg.root)
+	logf := t.Logf
+	if cfg.log != nil {
+		logf = nil
+	}
+	s, err := start(cfg, t.TempDir(), logf)
 	if err != nil {
 		t.Fatalf("gittest: %v", err)
 	}
+	s.holdPort = true
+	// Close, then let the port go once the test is over.
+	t.Cleanup(s.releasePort)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Start starts a server like [NewServer] for programs that are not tests,
+// such as load drivers: without [WithRoot] it serves a new temporary
+// directory, git's output is discarded unless [WithLog] says where to write
+// it, and errors are returned instead of failing a test. The caller must
+// call [Server.Close], which stops the server, lets its port go at once and
+// removes the temporary directories Start made (a [WithRoot] directory is
+// kept).
+func Start(opts ...Option) (*Server, error) {
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	var remove []string
+	cleanup := func() {
+		for _, d := range remove {
+			_ = os.RemoveAll(d)
+		}
+	}
+	if cfg.root == "" {
+		dir, err := os.MkdirTemp("", "gittest-root-*")
+		if err != nil {
+			return nil, fmt.Errorf("gittest: %w", err)
+		}
+		remove = append(remove, dir)
+		cfg.root = dir
+	}
+	home, err := os.MkdirTemp("", "gittest-home-*")
+	if err != nil {
+		cleanup()
+		return nil, fmt.Errorf("gittest: %w", err)
+	}
+	remove = append(remove, home)
+	if cfg.log == nil {
+		cfg.log = io.Discard
+	}
+	s, err := start(cfg, home, nil)
+	if err != nil {
+		cleanup()
+		return nil, fmt.Errorf("gittest: %w", err)
+	}
+	s.remove = remove
+	return s, nil
+}
+
+// start starts a server with git's home directory home, logging through
+// logf, or to cfg.log when logf is nil.
+func start(cfg config, home string, logf func(format string, args ...any)) (*Server, error) {
+	root, err := filepath.Abs(cfg.root)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(root, 0o777); err != nil {
-		t.Fatalf("gittest: %v", err)
+		return nil, err
 	}
 	cfg.root = root
 	backend, err := httpBackend()
 	if err != nil {
-		t.Fatalf("gittest: %v", err)
+		return nil, err
 	}
 	user := "anonymous"
 	if cfg.auth {
 		user = cfg.user
 	}
-	home := t.TempDir()
+	if logf == nil {
+		w := cfg.log
+		logf = func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+	}
 	s := &Server{cfg: cfg, counts: make(map[string]int)}
 	s.logf = func(format string, args ...any) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if !s.closed {
-			t.Logf(format, args...)
+			logf(format, args...)
 		}
 	}
 	logw := logWriter{s}
@@ -171,10 +247,7 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 		Stderr: logw,
 	}
 	s.http = httptest.NewServer(http.HandlerFunc(s.serve))
-	// Close, then let the port go once the test is over.
-	t.Cleanup(s.releasePort)
-	t.Cleanup(s.Close)
-	return s
+	return s, nil
 }
 
 // httpBackend returns the path of git http-backend.
@@ -219,17 +292,27 @@ func (s *Server) Root() string {
 
 // Close stops the server: it stops listening, so new connections are
 // refused like those to a remote that is down, closes idle connections and
-// waits for the requests being served to finish. On Unix the port stays
-// bound until the test ends, so that no listener that asks for a free port,
-// in this process or another, is given it and connections to [Server.URL]
-// go on being refused; elsewhere the port is free again at once. Close may
-// be called more than once; NewServer's cleanup calls it too.
+// waits for the requests being served to finish. On Unix the port of a
+// server made by [NewServer] stays bound until the test ends, so that no
+// listener that asks for a free port, in this process or another, is given
+// it and connections to [Server.URL] go on being refused; elsewhere, and for
+// a server made by [Start], the port is free again at once. Close may be
+// called more than once; NewServer's cleanup calls it too.
 func (s *Server) Close() {
-	s.closeOnce.Do(s.takeOverPort)
+	s.closeOnce.Do(func() {
+		if s.holdPort {
+			s.takeOverPort()
+		}
+	})
 	s.http.Close()
 	s.mu.Lock()
 	s.closed = true
+	remove := s.remove
+	s.remove = nil
 	s.mu.Unlock()
+	for _, d := range remove {
+		_ = os.RemoveAll(d)
+	}
 }
 
 // takeOverPort closes the listener and holds its port in its place. It
