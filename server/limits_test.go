@@ -184,4 +184,3 @@ func TestMaxConcurrentWrites(t *testing.T) {
 	}
 	close(g.entered)
 }
-

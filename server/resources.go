@@ -300,25 +300,31 @@ type listing struct {
 // error wrapping controller.ErrNotFound.
 func (s *Server) getEntry(ctx context.Context, t *Type, snap *source.Snapshot, namespace, name string) (*entry, error) {
 	k := memoKey{commit: snap.Commit, typ: t, namespace: namespace, name: name}
-	if v, ok := s.memo.get(k); ok {
-		if v == nil {
-			return nil, notFound(t, namespace, name)
+	v, ok := s.memo.get(k)
+	if !ok {
+		var err error
+		v, err = s.memo.do(ctx, k, func() (any, int64, error) {
+			r, err := t.Controller.Get(ctx, &controller.GetRequest{FS: snap.FS, Type: t.controllerType(), Namespace: namespace, Name: name})
+			if errors.Is(err, controller.ErrNotFound) {
+				return (*entry)(nil), 64, nil // remembered: it is not there
+			}
+			if err != nil {
+				return nil, 0, err
+			}
+			e, err := s.interner.entry(r)
+			if err != nil {
+				return nil, 0, err
+			}
+			return e, e.size(), nil
+		})
+		if err != nil {
+			return nil, err
 		}
-		return v.(*entry), nil
 	}
-	r, err := t.Controller.Get(ctx, &controller.GetRequest{FS: snap.FS, Type: t.controllerType(), Namespace: namespace, Name: name})
-	if errors.Is(err, controller.ErrNotFound) {
-		s.memo.add(k, nil, 64)
+	e, _ := v.(*entry)
+	if e == nil {
 		return nil, notFound(t, namespace, name)
 	}
-	if err != nil {
-		return nil, err
-	}
-	e, err := s.interner.entry(r)
-	if err != nil {
-		return nil, err
-	}
-	s.memo.add(k, e, e.size())
 	return e, nil
 }
 
@@ -333,18 +339,23 @@ func (s *Server) listEntries(ctx context.Context, t *Type, snap *source.Snapshot
 	if v, ok := s.memo.get(k); ok {
 		return v.(*listing), nil
 	}
-	var l *listing
-	var err error
-	if kl, ok := t.Controller.(controller.KeyedLister); ok {
-		l, err = s.listKeyed(ctx, kl, t, snap, namespace)
-	} else {
-		l, err = s.listDecoded(ctx, t, snap, namespace)
-	}
+	v, err := s.memo.do(ctx, k, func() (any, int64, error) {
+		var l *listing
+		var err error
+		if kl, ok := t.Controller.(controller.KeyedLister); ok {
+			l, err = s.listKeyed(ctx, kl, t, snap, namespace)
+		} else {
+			l, err = s.listDecoded(ctx, t, snap, namespace)
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		return l, l.bytes + 64, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	s.memo.add(k, l, l.bytes+64)
-	return l, nil
+	return v.(*listing), nil
 }
 
 // listDecoded lists through the controller's List.
