@@ -17,13 +17,25 @@ type config struct {
 	Contexts       []configContext `json:"contexts,omitempty"`
 }
 
-// configContext is one named server with its namespace, token and protocol.
+// configContext is one named server with its namespace, credentials, TLS
+// settings and protocol. Relative file paths are relative to the
+// configuration file's directory.
 type configContext struct {
 	Name      string `json:"name"`
 	Server    string `json:"server,omitempty"`
 	Namespace string `json:"namespace,omitempty"`
 	Token     string `json:"token,omitempty"`
-	Protocol  string `json:"protocol,omitempty"`
+	// TokenFile holds the token, read before every call; Token wins.
+	TokenFile string `json:"tokenFile,omitempty"`
+	// CertificateAuthority is a PEM file of the CAs trusted (instead of the
+	// system's) to sign the server's certificate.
+	CertificateAuthority string `json:"certificateAuthority,omitempty"`
+	// ClientCertificate and ClientKey are PEM files of a client certificate.
+	ClientCertificate string `json:"clientCertificate,omitempty"`
+	ClientKey         string `json:"clientKey,omitempty"`
+	// InsecureSkipTLSVerify accepts any server certificate.
+	InsecureSkipTLSVerify bool   `json:"insecureSkipTLSVerify,omitempty"`
+	Protocol              string `json:"protocol,omitempty"`
 }
 
 func (c *config) find(name string) *configContext {
@@ -85,9 +97,13 @@ func (c *cli) newConfigCommand() *cobra.Command {
 		Long: `View and change the contexts of the configuration file, a YAML file at
 $CUP_CONFIG or cup/config.yaml in the user configuration directory (mode 0600).
 
-A context names a server with its namespace, token and protocol. The global
-flags --server, --namespace, --token and --protocol, and the environment
-(CUP_SERVER, CUP_NAMESPACE, CUP_TOKEN, CUP_CONTEXT), override the context.`,
+A context names a server with its namespace, credentials (token or
+tokenFile), TLS settings (certificateAuthority, clientCertificate and
+clientKey, insecureSkipTLSVerify) and protocol. Relative file paths in the
+file are relative to its directory. The global flags of the same names and
+the environment (CUP_SERVER, CUP_NAMESPACE, CUP_TOKEN, CUP_TOKEN_FILE,
+CUP_CERTIFICATE_AUTHORITY, CUP_CLIENT_CERTIFICATE, CUP_CLIENT_KEY,
+CUP_CONTEXT) override the context.`,
 	}
 	var raw bool
 	view := &cobra.Command{
@@ -163,11 +179,18 @@ flags --server, --namespace, --token and --protocol, and the environment
 		},
 	}
 	set := &cobra.Command{
-		Use:   "set-context NAME [--server URL] [--namespace NS] [--token TOKEN] [--protocol connect|grpc]",
+		Use:   "set-context NAME [--server URL] [--namespace NS] [--token TOKEN | --token-file FILE] [--certificate-authority FILE] [--client-certificate FILE --client-key FILE] [--protocol connect|grpc]",
 		Short: "Create or change a context",
 		Long: `Create the context NAME, or change the fields of it that the global flags
---server, --namespace, --token and --protocol name. The first context made
-becomes the current one.`,
+--server, --namespace, --token, --token-file, --certificate-authority,
+--client-certificate, --client-key, --insecure-skip-tls-verify and
+--protocol name; an empty value removes a field. File paths are stored
+absolute and the files are read when the context is used.
+
+Setting --token alone removes the context's token file, and --token-file
+alone its token; --certificate-authority alone turns
+insecure-skip-tls-verify off, and --insecure-skip-tls-verify alone removes
+the certificate authority. The first context made becomes the current one.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, p, err := loadConfig()
@@ -190,6 +213,48 @@ becomes the current one.`,
 			}
 			if f.Changed("token") {
 				x.Token = c.token
+			}
+			files := []struct {
+				flag, value string
+				field       *string
+			}{
+				{"token-file", c.tokenFile, &x.TokenFile},
+				{"certificate-authority", c.tls.certificateAuthority, &x.CertificateAuthority},
+				{"client-certificate", c.tls.clientCertificate, &x.ClientCertificate},
+				{"client-key", c.tls.clientKey, &x.ClientKey},
+			}
+			for _, file := range files {
+				if !f.Changed(file.flag) {
+					continue
+				}
+				*file.field = file.value
+				if file.value != "" {
+					if *file.field, err = filepath.Abs(file.value); err != nil {
+						return fmt.Errorf("--%s: %w", file.flag, err)
+					}
+				}
+			}
+			if f.Changed("insecure-skip-tls-verify") {
+				x.InsecureSkipTLSVerify = c.tls.insecureSkipTLSVerify
+			}
+			// One field of a pair, set on its own, replaces the other.
+			switch {
+			case c.token != "" && !f.Changed("token-file"):
+				x.TokenFile = ""
+			case c.tokenFile != "" && !f.Changed("token"):
+				x.Token = ""
+			}
+			switch {
+			case c.tls.certificateAuthority != "" && !f.Changed("insecure-skip-tls-verify"):
+				x.InsecureSkipTLSVerify = false
+			case c.tls.insecureSkipTLSVerify && !f.Changed("certificate-authority"):
+				x.CertificateAuthority = ""
+			}
+			if x.CertificateAuthority != "" && x.InsecureSkipTLSVerify {
+				return errors.New("--certificate-authority and --insecure-skip-tls-verify do not go together: trust a certificate authority or skip verification")
+			}
+			if err := checkClientPair(flagNames, x.ClientCertificate, x.ClientKey); err != nil {
+				return err
 			}
 			if f.Changed("protocol") {
 				if c.protocol != "connect" && c.protocol != "grpc" {

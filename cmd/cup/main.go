@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 
 	"connectrpc.com/connect"
 	"github.com/spf13/cobra"
@@ -31,12 +32,18 @@ func main() {
 }
 
 // run executes the command line args and returns the process's exit code:
-// 0 on success, 1 after printing "error: <message>" to stderr.
+// 0 on success, 1 after printing "error: <message>" to stderr, and a
+// "hint: ..." line when cup knows what to do about the error.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	cmd := newRootCommand(stdin, stdout, stderr)
+	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr}
+	defer c.close()
+	cmd := c.newRootCommand()
 	cmd.SetArgs(args)
 	if err := cmd.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(stderr, "error: %s\n", errorMessage(err))
+		if h := c.hint(err); h != "" {
+			fmt.Fprintf(stderr, "hint: %s\n", h)
+		}
 		return 1
 	}
 	return 0
@@ -61,7 +68,8 @@ type cli struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 
-	server, context, namespace, protocol, token string
+	server, context, namespace, protocol, token, tokenFile string
+	tls                                                    tlsSettings
 
 	root *cobra.Command
 	defs []*cupv1alpha1.ResourceDefinition // cached ListDefinitions
@@ -71,29 +79,42 @@ type cli struct {
 // connection is the resolved endpoint and its clients.
 type connection struct {
 	namespace string
+	// credentials says whether calls carry a token or a client
+	// certificate, and clientCert whether a client certificate is offered.
+	credentials, clientCert bool
+	// certAsked is set when a server asks for a client certificate.
+	certAsked *atomic.Bool
+	http      *http.Client
 	resources cupv1alpha1connect.ResourceServiceClient
 	discovery cupv1alpha1connect.DiscoveryServiceClient
 	proposals cupv1alpha1connect.ProposalServiceClient
 }
 
-func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
-	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr}
+func (c *cli) newRootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "cup",
 		Short: "cup reads and writes the resources a cupd serves from Git",
 		Long: `cup reads and writes the resources a cupd serves from a Git repository.
 
-The server, namespace, token and protocol come from, in order: the flags;
-the environment (CUP_SERVER, CUP_NAMESPACE, CUP_TOKEN, CUP_CONTEXT); the
-current context of the configuration file ($CUP_CONFIG, or cup/config.yaml
-in the user configuration directory; see "cup config"); and the defaults
-http://127.0.0.1:8181, namespace "default" and the Connect protocol.`,
+The server, namespace, credentials, TLS settings and protocol come from, in
+order: the flags; the environment (CUP_SERVER, CUP_NAMESPACE, CUP_TOKEN,
+CUP_TOKEN_FILE, CUP_CERTIFICATE_AUTHORITY, CUP_CLIENT_CERTIFICATE,
+CUP_CLIENT_KEY, CUP_CONTEXT); the current context of the configuration file
+($CUP_CONFIG, or cup/config.yaml in the user configuration directory; see
+"cup config"); and the defaults http://127.0.0.1:8181, namespace "default"
+and the Connect protocol. The first of these that sets a token or a token
+file gives the credentials (a token wins over a token file); likewise for a
+certificate authority or --insecure-skip-tls-verify, and for a client
+certificate with its key.
+
+An https:// server's certificate is verified against the system's roots,
+or against --certificate-authority alone when it is given.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetIn(c.stdin)
+	root.SetOut(c.stdout)
+	root.SetErr(c.stderr)
 	c.root = root
 	pf := root.PersistentFlags()
 	pf.StringVar(&c.server, "server", "", "cupd's URL (default from the context, CUP_SERVER or http://127.0.0.1:8181)")
@@ -101,6 +122,11 @@ http://127.0.0.1:8181, namespace "default" and the Connect protocol.`,
 	pf.StringVarP(&c.namespace, "namespace", "n", "", `the namespace (default from the context, CUP_NAMESPACE or "default")`)
 	pf.StringVar(&c.protocol, "protocol", "", "connect or grpc (default connect)")
 	pf.StringVar(&c.token, "token", "", "a bearer token sent as Authorization (default from the context or CUP_TOKEN)")
+	pf.StringVar(&c.tokenFile, "token-file", "", "a file holding the bearer token, read before every call; --token wins (default from the context or CUP_TOKEN_FILE)")
+	pf.StringVar(&c.tls.certificateAuthority, "certificate-authority", "", "a PEM file of the CAs to trust instead of the system's (default from the context or CUP_CERTIFICATE_AUTHORITY)")
+	pf.StringVar(&c.tls.clientCertificate, "client-certificate", "", "a PEM client certificate for TLS, with --client-key (default from the context or CUP_CLIENT_CERTIFICATE)")
+	pf.StringVar(&c.tls.clientKey, "client-key", "", "the PEM private key of --client-certificate (default from the context or CUP_CLIENT_KEY)")
+	pf.BoolVar(&c.tls.insecureSkipTLSVerify, "insecure-skip-tls-verify", false, "do not verify the server's certificate (insecure: anyone in between can read and change the calls)")
 	_ = root.RegisterFlagCompletionFunc("protocol", cobra.FixedCompletions([]string{"connect", "grpc"}, cobra.ShellCompDirectiveNoFileComp))
 
 	root.AddCommand(
@@ -117,65 +143,49 @@ http://127.0.0.1:8181, namespace "default" and the Connect protocol.`,
 	return root
 }
 
-// settings resolves the effective server, namespace, token and protocol.
-func (c *cli) settings() (server, namespace, token, protocol string, err error) {
-	cfg, _, err := loadConfig()
-	if err != nil {
-		return "", "", "", "", err
-	}
-	name := firstNonEmpty(c.context, os.Getenv("CUP_CONTEXT"), cfg.CurrentContext)
-	var ctx configContext
-	if name != "" {
-		p := cfg.find(name)
-		if p == nil {
-			return "", "", "", "", fmt.Errorf("context %q is not in the configuration (see cup config view)", name)
-		}
-		ctx = *p
-	}
-	server = firstNonEmpty(c.server, os.Getenv("CUP_SERVER"), ctx.Server, "http://127.0.0.1:8181")
-	namespace = firstNonEmpty(c.namespace, os.Getenv("CUP_NAMESPACE"), ctx.Namespace, "default")
-	token = firstNonEmpty(c.token, os.Getenv("CUP_TOKEN"), ctx.Token)
-	protocol = firstNonEmpty(c.protocol, ctx.Protocol, "connect")
-	if protocol != "connect" && protocol != "grpc" {
-		return "", "", "", "", fmt.Errorf("--protocol: %q is neither connect nor grpc", protocol)
-	}
-	return server, namespace, token, protocol, nil
-}
-
 // connect returns the clients, made once per invocation.
 func (c *cli) connect() (*connection, error) {
 	if c.conn != nil {
 		return c.conn, nil
 	}
-	server, namespace, token, protocol, err := c.settings()
+	s, err := c.settings()
 	if err != nil {
 		return nil, err
 	}
-	server = strings.TrimSuffix(server, "/")
-	hc := http.DefaultClient
+	if s.tls.insecureSkipTLSVerify {
+		fmt.Fprintln(c.stderr, "warning: insecure-skip-tls-verify is set: the server's certificate is not verified, so anyone in between can read and change the calls, token included")
+	}
+	asked := new(atomic.Bool)
+	hc, err := newHTTPClient(s, asked)
+	if err != nil {
+		return nil, err
+	}
+	server := strings.TrimSuffix(s.server, "/")
 	var opts []connect.ClientOption
-	if protocol == "grpc" {
-		protos := new(http.Protocols)
-		protos.SetUnencryptedHTTP2(true)
-		protos.SetHTTP2(true)
-		hc = &http.Client{Transport: &http.Transport{Protocols: protos}}
+	if s.protocol == "grpc" {
 		opts = append(opts, connect.WithGRPC())
 	}
-	if token != "" {
-		opts = append(opts, connect.WithInterceptors(connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
-			return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-				req.Header().Set("Authorization", "Bearer "+token)
-				return next(ctx, req)
-			}
-		})))
+	if s.token != "" || s.tokenFile != "" {
+		opts = append(opts, connect.WithInterceptors(bearer{token: s.token, file: s.tokenFile}.interceptor()))
 	}
 	c.conn = &connection{
-		namespace: namespace,
-		resources: cupv1alpha1connect.NewResourceServiceClient(hc, server, opts...),
-		discovery: cupv1alpha1connect.NewDiscoveryServiceClient(hc, server, opts...),
-		proposals: cupv1alpha1connect.NewProposalServiceClient(hc, server, opts...),
+		namespace:   s.namespace,
+		credentials: s.token != "" || s.tokenFile != "" || s.tls.clientCertificate != "",
+		clientCert:  s.tls.clientCertificate != "",
+		certAsked:   asked,
+		http:        hc,
+		resources:   cupv1alpha1connect.NewResourceServiceClient(hc, server, opts...),
+		discovery:   cupv1alpha1connect.NewDiscoveryServiceClient(hc, server, opts...),
+		proposals:   cupv1alpha1connect.NewProposalServiceClient(hc, server, opts...),
 	}
 	return c.conn, nil
+}
+
+// close lets go of the connections the invocation opened.
+func (c *cli) close() {
+	if c.conn != nil {
+		c.conn.http.CloseIdleConnections()
+	}
 }
 
 func firstNonEmpty(s ...string) string {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -34,7 +35,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	os.Setenv("CUP_CONFIG", filepath.Join(dir, "config.yaml"))
-	for _, k := range []string{"CUP_SERVER", "CUP_NAMESPACE", "CUP_TOKEN", "CUP_CONTEXT"} {
+	for _, k := range []string{"CUP_SERVER", "CUP_NAMESPACE", "CUP_TOKEN", "CUP_CONTEXT",
+		"CUP_TOKEN_FILE", "CUP_CERTIFICATE_AUTHORITY", "CUP_CLIENT_CERTIFICATE", "CUP_CLIENT_KEY"} {
 		os.Unsetenv(k)
 	}
 	os.Setenv(scmTokenEnv, "scm-token")
@@ -63,6 +65,13 @@ func TestMain(m *testing.M) {
 // returns its URL.
 func newServer(t *testing.T, opts ...func(*app.Options)) string {
 	t.Helper()
+	return serve(t, newHandler(t, opts...))
+}
+
+// newHandler opens a cupd on a fresh copy of the demo repository and
+// returns its handler.
+func newHandler(t *testing.T, opts ...func(*app.Options)) http.Handler {
+	t.Helper()
 	o := app.Options{Logger: slog.New(slog.NewTextHandler(t.Output(), nil)), WASMRuntime: testWASM}
 	for _, f := range opts {
 		f(&o)
@@ -72,8 +81,14 @@ func newServer(t *testing.T, opts ...func(*app.Options)) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = a.Close() })
-	ts := httptest.NewUnstartedServer(a.Handler())
-	ts.Config = server.NewHTTPServer("", a.Handler())
+	return a.Handler()
+}
+
+// serve serves h over cleartext HTTP/1.1 and HTTP/2 and returns its URL.
+func serve(t *testing.T, h http.Handler) string {
+	t.Helper()
+	ts := httptest.NewUnstartedServer(h)
+	ts.Config = server.NewHTTPServer("", h)
 	ts.Start()
 	t.Cleanup(ts.Close)
 	return ts.URL
