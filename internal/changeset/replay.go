@@ -18,6 +18,31 @@ import (
 // first-parent history; a repeat that comes later is applied again.
 const HistoryLimit = 200
 
+// Reaches reports whether target is among the first limit commits of
+// head's first-parent history (head itself included): whether a commit
+// landed on a branch that has moved on since. A history cut short (a
+// shallow clone) does not reach.
+func Reaches(ctx context.Context, store *gitfs.Store, head, target plumbing.Hash, limit int) (bool, error) {
+	h := head
+	for i := 0; i < limit && !h.IsZero(); i++ {
+		if h == target {
+			return true, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		c, err := store.ReadCommit(h)
+		if i > 0 && errors.Is(err, plumbing.ErrObjectNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		h = c.FirstParent()
+	}
+	return false, nil
+}
+
 // Find walks the first-parent history of head, newest first, through at
 // most limit commits, and returns the first commit whose message records
 // the idempotency key key (see [Message]). It reports false when there is

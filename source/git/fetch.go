@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"syscall"
 	"time"
 
 	gogit "github.com/go-git/go-git/v5"
@@ -46,15 +47,28 @@ func (s *Source) Run(ctx context.Context) error {
 
 // Fetch brings the remote's branches and tags into the source. Reads go
 // on meanwhile and see the new state once the fetch is complete. Failures
-// wrap source.ErrUnavailable.
+// wrap source.ErrUnavailable; one for want of space in the cache directory
+// says so, and leaves the last state served.
 func (s *Source) Fetch(ctx context.Context) error {
 	if s.store == nil {
 		return fmt.Errorf("%w: the source was not started", source.ErrUnavailable)
 	}
 	s.fetchMu.Lock()
 	defer s.fetchMu.Unlock()
+	stale := s.stale.Swap(false)
+	err := s.fetch(ctx, stale)
+	if err != nil && stale {
+		s.stale.Store(true)
+	}
+	return s.outOfSpace(err)
+}
+
+// fetch is Fetch, under fetchMu. Unless stale, it stops when the remote's
+// references are those of the current state.
+func (s *Source) fetch(ctx context.Context, stale bool) error {
 	start := time.Now()
-	var st storage.Storer = s.locked
+	hold := newHoldingStorer(s.locked)
+	var st storage.Storer = hold
 	if s.state.Load() == nil {
 		// A first clone into a cache directory: write the pack as it comes
 		// rather than an object at a time (4 s instead of 0.3 s for 10,000
@@ -85,7 +99,7 @@ func (s *Source) Fetch(ctx context.Context) error {
 			tags[name.String()[len("refs/tags/"):]] = r.Hash()
 		}
 	}
-	if st := s.state.Load(); st != nil && maps.Equal(st.heads, heads) && maps.Equal(st.tags, tags) && (head == "" || head == st.head) {
+	if st := s.state.Load(); st != nil && !stale && maps.Equal(st.heads, heads) && maps.Equal(st.tags, tags) && (head == "" || head == st.head) {
 		return nil // nothing new
 	}
 	err = remote.FetchContext(ctx, &gogit.FetchOptions{
@@ -98,13 +112,21 @@ func (s *Source) Fetch(ctx context.Context) error {
 	if err != nil && !errors.Is(err, gogit.NoErrAlreadyUpToDate) {
 		return s.unavailable(ctx, "fetch", err)
 	}
+	if err := hold.flush(); err != nil {
+		return s.unavailable(ctx, "fetch", err)
+	}
 	return s.fetched(ctx, start, head, heads)
 }
 
 func (s *Source) fetched(ctx context.Context, start time.Time, head string, heads map[string]plumbing.Hash) error {
 	if head != "" {
-		if err := s.locked.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, plumbing.NewBranchReferenceName(head))); err != nil {
-			return fmt.Errorf("git: record HEAD: %w", err)
+		// Only when it changed: every write of a reference may be cut
+		// short (see repairRefs).
+		want := plumbing.NewSymbolicReference(plumbing.HEAD, plumbing.NewBranchReferenceName(head))
+		if have, err := s.locked.Reference(plumbing.HEAD); err != nil || have.Type() != want.Type() || have.Target() != want.Target() {
+			if err := s.locked.SetReference(want); err != nil {
+				return fmt.Errorf("git: record HEAD: %w", err)
+			}
 		}
 	}
 	if _, err := s.loadState(head); err != nil {
@@ -120,6 +142,9 @@ func (s *Source) fetched(ctx context.Context, start time.Time, head string, head
 func (s *Source) unavailable(ctx context.Context, what string, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
+	}
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return s.outOfSpace(fmt.Errorf("%s %s: %w", what, Redact(s.url), err)) // not the remote's fault
 	}
 	return fmt.Errorf("%w: %s %s: %w", source.ErrUnavailable, what, Redact(s.url), err)
 }

@@ -10,7 +10,12 @@
 // state of the last fetch (or of the cache, before the first one), and
 // every commit's tree is read from the local object store. Start loads the
 // cache and fetches once; Run fetches on an interval; Fetch fetches on
-// demand (a webhook may call it).
+// demand (a webhook may call it). A fetch cut short, by the network, a
+// full disk or a kill, leaves the last state served and nothing behind
+// that the next fetch would wrongly trust: commits are stored only after
+// everything they reach. A cache directory out of space is reported as
+// such (wrapping source.ErrUnavailable), and references a failed write
+// left torn in it are removed and fetched again.
 //
 // Updates build the new tree from the base commit's tree without any
 // checkout (only the trees along the changed paths are rebuilt), commit,
@@ -40,6 +45,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-billy/v5/osfs"
 	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -65,7 +71,9 @@ type Source struct {
 	store   *gitfs.Store
 	locked  *lockedStorer // the storage, for go-git, under the store's lock
 	closer  func() error
+	cacheFS billy.Filesystem // the cache directory's, or nil
 	state   atomic.Pointer[refState]
+	stale   atomic.Bool // the cache's references may lag the state: fetch them all (see repairRefs)
 
 	fetchMu sync.Mutex // one fetch at a time
 
@@ -156,7 +164,7 @@ func (s *Source) Start(ctx context.Context) error {
 	defer s.startMu.Unlock()
 	if s.store == nil {
 		if err := s.openStorage(); err != nil {
-			return err
+			return s.outOfSpace(err)
 		}
 	}
 	cached, err := s.loadState("")
@@ -210,11 +218,26 @@ func (s *Source) openStorage() error {
 		} else if err != nil {
 			return fmt.Errorf("git: cache directory: %w", err)
 		}
-		fst := filesystem.NewStorageWithOptions(osfs.New(dir), cache.NewObjectLRU(cache.MiByte),
+		fsys := s.cfg.cacheFS
+		if fsys == nil {
+			fsys = osfs.New(dir)
+		}
+		removed, err := removeTornRefs(fsys)
+		if err != nil {
+			return fmt.Errorf("git: cache directory %s: references: %w", dir, err)
+		}
+		if len(removed) > 0 {
+			s.cfg.logger.Warn("removed references an interrupted write left torn in the cache directory; the next fetch writes them again",
+				"dir", dir, "refs", removed)
+		}
+		s.cacheFS = fsys
+		fst := filesystem.NewStorageWithOptions(fsys, cache.NewObjectLRU(cache.MiByte),
 			filesystem.Options{MaxOpenDescriptors: 32})
 		s.closer = fst.Close
 		st = fst
-		opts = append(opts, gitfs.WithObjectWriter(gitfs.NewLooseWriter(filepath.Join(dir, "objects"))))
+		if s.cfg.cacheFS == nil {
+			opts = append(opts, gitfs.WithObjectWriter(gitfs.NewLooseWriter(filepath.Join(dir, "objects"))))
+		}
 	}
 	opts = append(opts,
 		gitfs.WithTreeCache(gitfs.NewTreeCache(s.cfg.treeCacheSize)),
@@ -265,10 +288,15 @@ func (s *Source) loadState(head string) (bool, error) {
 }
 
 // setHead records a branch's new value after a successful push, so that
-// reads see the write at once.
-func (s *Source) setHead(branch string, h plumbing.Hash) error {
+// reads see the write at once. The push landed whatever happens here, so a
+// failure to record the branch in the cache directory (a full disk) is
+// logged rather than returned: the state reads use has the new value, and
+// the next fetch writes the cache's references again (see repairRefs).
+func (s *Source) setHead(ctx context.Context, branch string, h plumbing.Hash) {
 	if err := s.locked.SetReference(plumbing.NewHashReference(plumbing.NewBranchReferenceName(branch), h)); err != nil {
-		return err
+		s.cfg.logger.WarnContext(ctx, "the push landed, but recording the branch in the cache failed; the next fetch records it",
+			"branch", branch, "commit", h.String(), "error", err)
+		s.repairRefs()
 	}
 	for {
 		old := s.state.Load()
@@ -278,7 +306,7 @@ func (s *Source) setHead(branch string, h plumbing.Hash) error {
 		}
 		next.heads[branch] = h
 		if s.state.CompareAndSwap(old, next) {
-			return nil
+			return
 		}
 	}
 }

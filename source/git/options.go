@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/cup-dev/cup/internal/gitfs"
@@ -29,6 +30,14 @@ type config struct {
 	blobCacheSize int64
 	clock         func() time.Time
 	signer        source.Signer
+
+	// cacheFS, when set, is the file system the cache directory's
+	// repository is kept in instead of osfs.New(cacheDir); every write to
+	// the cache, objects included, then goes through it (objects through
+	// go-git's loose-object writer rather than gitfs.LooseWriter, which
+	// writes straight to disk). Only tests set it (export_test.go), to
+	// simulate a full disk.
+	cacheFS billy.Filesystem
 }
 
 func defaultConfig() config {

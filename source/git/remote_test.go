@@ -270,6 +270,40 @@ func TestAnswerLostAfterPush(t *testing.T) {
 	}
 }
 
+// TestAnswerLostThenBranchMovedOn loses the answer of a push that landed,
+// and another writer commits on top of it before the fetch that settles
+// the outcome: the update landed, and is not applied a second time.
+func TestAnswerLostThenBranchMovedOn(t *testing.T) {
+	t.Parallel()
+	r := newRemote(t)
+	src := r.start(t)
+	var pushed, moved atomic.Bool
+	r.srv.OnRequest(func(req *http.Request) {
+		switch {
+		case req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, gittest.ReceivePack):
+			r.srv.SetFault(gittest.FaultCutAfterPush)
+			pushed.Store(true)
+		case pushed.Load() && !moved.Swap(true):
+			r.srv.SetFault(gittest.FaultNone)
+			if _, err := gitrepo.Commit(r.dir, "main", map[string][]byte{"config/other.yaml": []byte("o: 1\n")}, "another writer\n"); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	res, err := src.Update(t.Context(), &source.UpdateRequest{Message: "ours\n", Apply: write("config/a.yaml", "a: 2\n")})
+	r.srv.OnRequest(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := gitrepo.Log(r.dir, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) != 3 || log[1].ID != res.Commit || !moved.Load() {
+		t.Fatalf("history %v (moved: %v), want the first commit, ours (%s), the other writer's", log, moved.Load(), res.Commit)
+	}
+}
+
 // TestRetryAfterUnknownOutcome loses the answer of a push and the fetch
 // that would settle it, so the update fails; the caller repeats it with
 // the same idempotency key, through another source, and gets the first

@@ -33,12 +33,14 @@ type target struct {
 
 // Update applies req.Apply on top of a branch and pushes the result; see
 // the package documentation for the write modes. Failures to reach the
-// remote wrap source.ErrUnavailable, pushes the remote refuses for another
+// remote, and a cache directory out of space, wrap source.ErrUnavailable
+// (the latter saying so), pushes the remote refuses for another
 // reason than a concurrent change wrap source.ErrRejected, and losing to
 // concurrent writers more than the configured number of times wraps
 // source.ErrConflict. Nothing is pushed on a dry run, when the change
 // leaves the tree as it was, or when Apply fails.
-func (s *Source) Update(ctx context.Context, req *source.UpdateRequest) (*source.UpdateResult, error) {
+func (s *Source) Update(ctx context.Context, req *source.UpdateRequest) (_ *source.UpdateResult, err error) {
+	defer func() { err = s.outOfSpace(err) }()
 	if req == nil || req.Apply == nil {
 		return nil, errors.New("git: update request without Apply")
 	}
@@ -193,9 +195,7 @@ func (s *Source) attempt(ctx context.Context, tg target, req *source.UpdateReque
 	if err := s.push(ctx, name, old, commit, objects); err != nil {
 		return nil, errors.Is(err, errMoved), err
 	}
-	if err := s.setHead(name, commit); err != nil {
-		return nil, false, fmt.Errorf("git: record pushed branch: %w", err)
-	}
+	s.setHead(ctx, name, commit)
 	result.Commit = commit.String()
 	return result, false, nil
 }
@@ -333,7 +333,16 @@ func (s *Source) settle(ctx context.Context, name string, old, new plumbing.Hash
 	case old:
 		return fmt.Errorf("%w: push to %s failed before it landed; nothing was written: %v", source.ErrUnavailable, Redact(s.url), pushErr)
 	default:
-		// Another writer moved the branch; ours did not land.
+		// Another writer moved the branch: on top of ours, when ours
+		// landed first; otherwise ours did not land, and is tried again.
+		landed, err := changeset.Reaches(ctx, s.store, cur, new, changeset.HistoryLimit)
+		if err != nil {
+			return fmt.Errorf("%w: push to %s failed and its outcome is unknown (%v); repeat the request with the same idempotency key: %w",
+				source.ErrUnavailable, Redact(s.url), pushErr, err)
+		}
+		if landed {
+			return nil
+		}
 		return fmt.Errorf("%w: %v", errMoved, pushErr)
 	}
 }

@@ -39,6 +39,19 @@ func main() {
 	case "loop":
 		for {
 		}
+	case "writeloop":
+		// Changes the tree, then reads /go.txt, which tells the test it
+		// did, and never ends: for stopping a put midway.
+		os.WriteFile("/partial.txt", []byte("half"), 0o644)
+		os.Remove("/keep.txt")
+		os.ReadFile("/go.txt")
+		for {
+		}
+	case "touch":
+		if err := os.WriteFile("/touched.txt", []byte("ok"), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	case "alloc":
 		var keep [][]byte
 		for {
