@@ -74,6 +74,23 @@ test-ts: ## Test the generated TypeScript package against a real cupd
 bench: ## Run the Go benchmarks
 	go test -run '^$$' -bench . -benchmem ./...
 
+# The fuzz targets, as package:Name, which `make fuzz` runs one after another.
+FUZZ_TARGETS := \
+	./controller:FuzzParseResource \
+	./controller/template:FuzzPaths \
+	./controller/template:FuzzFiles \
+	./internal/config:FuzzLoad \
+	./server:FuzzLabelSet \
+	./server:FuzzREST \
+	./server:FuzzPutBody
+FUZZTIME ?= 5s
+
+.PHONY: fuzz
+fuzz: ## Run each fuzz target briefly (FUZZTIME, default 5s)
+	for t in $(FUZZ_TARGETS); do \
+		go test -run '^$$' -fuzz "^$${t#*:}"'$$' -fuzztime $(FUZZTIME) "$${t%%:*}"; \
+	done
+
 .PHONY: load
 load: ## Measure a real cupd on generated repositories of 1,000 and 10,000 resources
 	go build -o bin/ ./cmd/cupd ./internal/cmd/cupbench

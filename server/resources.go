@@ -625,6 +625,9 @@ type writeTarget struct {
 	defaultVerb      string
 	resourceForWrite *controller.Resource // nil for delete
 	requester        string               // the authenticated caller; empty without a policy
+	// stored is resourceForWrite as the controller reads it back after
+	// writing it, set by a put's Apply.
+	stored *controller.Resource
 }
 
 // fingerprint identifies what a write does, for idempotency keys: the
@@ -685,14 +688,18 @@ func (s *Server) put(ctx context.Context, req *cupv1alpha1.PutRequest) (*cupv1al
 		}
 		pre = bodyPre
 	}
-	result, err := s.write(ctx, &writeTarget{
+	w := &writeTarget{
 		t: t, namespace: req.Namespace, name: req.Name, precondition: pre,
 		revision: req.Revision, changeSet: req.ChangeSet, idempotencyKey: req.IdempotencyKey,
 		message: req.Message, dryRun: req.DryRun, defaultVerb: "Put", resourceForWrite: r,
 		requester: requester(ctx),
-	})
+	}
+	result, err := s.write(ctx, w)
 	if err != nil {
 		return nil, err
+	}
+	if w.stored != nil { // nil when an earlier write with the idempotency key is replayed
+		r = w.stored
 	}
 	stored, err := newEntry(r.Clone())
 	if err != nil {
@@ -786,7 +793,18 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 					FS: fs, Type: w.t.controllerType(), Namespace: w.namespace, Name: w.name,
 				})
 			}
-			return w.t.Controller.Put(ctx, &controller.PutRequest{FS: fs, Type: w.t.controllerType(), Resource: w.resourceForWrite.Clone()})
+			if err := w.t.Controller.Put(ctx, &controller.PutRequest{FS: fs, Type: w.t.controllerType(), Resource: w.resourceForWrite.Clone()}); err != nil {
+				return err
+			}
+			// A controller may store the resource in a form that reads back
+			// with other spellings (YAML, escapes, numbers), and so with
+			// another resourceVersion: answer with what a Get will return.
+			stored, err := w.t.Controller.Get(ctx, &controller.GetRequest{FS: fs, Type: w.t.controllerType(), Namespace: w.namespace, Name: w.name})
+			if err != nil {
+				return fmt.Errorf("reading back what the controller wrote: %w", err)
+			}
+			w.stored = stored
+			return nil
 		},
 	})
 	if err != nil {

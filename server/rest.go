@@ -54,6 +54,16 @@ func (s *Server) routeREST(mux *http.ServeMux) {
 	mux.HandleFunc("DELETE "+itemPath, s.restDelete)
 	mux.HandleFunc("GET "+proposalsPath, s.restListProposals)
 	mux.HandleFunc("GET "+proposalPath, s.restGetProposal)
+	// Everything else under /apis answers in the REST form's JSON too,
+	// rather than with the mux's plain-text 404 or 405.
+	mux.HandleFunc("/apis", s.restNoRoute)
+	mux.HandleFunc("/apis/", s.restNoRoute)
+}
+
+func (s *Server) restNoRoute(w http.ResponseWriter, r *http.Request) {
+	s.writeError(w, r, connect.NewError(connect.CodeNotFound, fmt.Errorf(
+		"the REST form has no %s %s: it serves GET /apis, GET %s, GET, PUT and DELETE %s, and GET %s and %s",
+		r.Method, r.URL.Path, collectionPath, itemPath, proposalsPath, proposalPath)))
 }
 
 func (s *Server) restDefinitions(w http.ResponseWriter, r *http.Request) {
