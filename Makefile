@@ -56,7 +56,7 @@ examples: ## Build the example WASM controllers into examples/demo/.cup/
 	GOOS=wasip1 GOARCH=wasm go -C examples/controllers/flagfile build -trimpath -ldflags='-s -w' -o $(CURDIR)/examples/demo/.cup/flagfile.wasm ./
 
 .PHONY: test
-test: test-go test-sdk test-ts ## Run every test: Go (race detector on) and the TypeScript client
+test: test-go test-sdk test-ts test-soak test-fuzz ## Run every test: Go (race detector on), the TypeScript client, a short soak, each fuzz target briefly
 
 .PHONY: test-go
 test-go: ## Run the Go tests with the race detector
@@ -91,6 +91,10 @@ fuzz: ## Run each fuzz target briefly (FUZZTIME, default 5s)
 		go test -run '^$$' -fuzz "^$${t#*:}"'$$' -fuzztime $(FUZZTIME) "$${t%%:*}"; \
 	done
 
+.PHONY: test-fuzz
+test-fuzz: ## Run each fuzz target for 3 seconds (CI)
+	$(MAKE) fuzz FUZZTIME=3s
+
 .PHONY: load
 load: ## Measure a real cupd on generated repositories of 1,000 and 10,000 resources
 	go build -o bin/ ./cmd/cupd ./internal/cmd/cupbench
@@ -101,8 +105,9 @@ soak: ## Soak a real cupd for 5 minutes: concurrent writers and readers, then ch
 	go run ./internal/cmd/cupsoak -duration 5m
 
 .PHONY: test-soak
-test-soak: ## A short bounded soak (under a minute, building cupd included) for CI
-	go run ./internal/cmd/cupsoak -duration 20s -warmup 2s -settle 10s -resources 500 -timeout 60s
+test-soak: ## A short bounded soak for CI: the run, checks included, ends within 60 seconds
+	go build -o bin/ ./cmd/cupd ./internal/cmd/cupsoak
+	bin/cupsoak -cupd bin/cupd -duration 20s -warmup 2s -settle 10s -resources 500 -timeout 60s
 
 .PHONY: demo
 demo: ## Run cupd on its embedded demo repository
