@@ -60,10 +60,51 @@ func (s *Server) routeREST(mux *http.ServeMux) {
 	mux.HandleFunc("/apis/", s.restNoRoute)
 }
 
+// restNoRoute answers what no route of the REST form serves: 405 with the
+// methods the path allows when it names a collection, an item or a
+// proposal, and 404 otherwise, in the REST form's JSON either way.
 func (s *Server) restNoRoute(w http.ResponseWriter, r *http.Request) {
+	if allow := allowedMethods(r.URL.Path); allow != "" {
+		logFailure(r.Context(), s.cfg.logger, r.Method+" "+r.URL.Path, errors.New("method not allowed"))
+		b, _ := json.Marshal(struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		}{connect.CodeUnimplemented.String(), fmt.Sprintf("%s is not served on %s: use %s", r.Method, r.URL.Path, allow)})
+		h := w.Header()
+		h.Set("Allow", allow)
+		h.Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		_, _ = w.Write(b)
+		return
+	}
 	s.writeError(w, r, connect.NewError(connect.CodeNotFound, fmt.Errorf(
 		"the REST form has no %s %s: it serves GET /apis, GET %s, GET, PUT and DELETE %s, and GET %s and %s",
 		r.Method, r.URL.Path, collectionPath, itemPath, proposalsPath, proposalPath)))
+}
+
+// allowedMethods are the methods the REST form serves on path, when one of
+// its routes has path's shape; empty otherwise.
+func allowedMethods(path string) string {
+	if path == "/apis" || path == "/apis/" || path == proposalsPath || strings.HasPrefix(path, proposalsPath+"/") && !strings.Contains(path[len(proposalsPath)+1:], "/") {
+		return "GET"
+	}
+	rest, ok := strings.CutPrefix(path, "/apis/")
+	if !ok {
+		return ""
+	}
+	parts := strings.Split(rest, "/")
+	for _, p := range parts {
+		if p == "" {
+			return ""
+		}
+	}
+	switch {
+	case len(parts) == 5 && parts[2] == "namespaces":
+		return "GET"
+	case len(parts) == 6 && parts[2] == "namespaces":
+		return "GET, PUT, DELETE"
+	}
+	return ""
 }
 
 func (s *Server) restDefinitions(w http.ResponseWriter, r *http.Request) {

@@ -312,3 +312,25 @@ func deleteWith(rs cupv1alpha1connect.ResourceServiceClient, edit func(*cupv1alp
 		return err
 	}
 }
+
+func TestRESTWrongMethod(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for _, tc := range []struct{ method, path, allow string }{
+		{"POST", flagsPath + "/dark-mode", "GET, PUT, DELETE"},
+		{"PATCH", flagsPath + "/dark-mode", "GET, PUT, DELETE"},
+		{"POST", flagsPath, "GET"},
+		{"DELETE", "/apis", "GET"},
+		{"PUT", "/apis/cup.dev/v1alpha1/proposals/7", "GET"},
+	} {
+		r := f.do(t, tc.method, tc.path, "{}")
+		if r.status != http.StatusMethodNotAllowed || r.header.Get("Allow") != tc.allow || r.json(t)["code"] != "unimplemented" {
+			t.Errorf("%s %s = %d Allow %q %s, want 405 allowing %s", tc.method, tc.path, r.status, r.header.Get("Allow"), r.body, tc.allow)
+		}
+	}
+	for _, path := range []string{"/apis/flags.cup.dev", "/apis/flags.cup.dev/v1alpha1/namespaces/default/flags/a/b", "/apis//v1alpha1/namespaces/default/flags"} {
+		if r := f.do(t, "GET", path, ""); r.status != http.StatusNotFound || r.json(t)["code"] != "not_found" {
+			t.Errorf("GET %s = %d %s, want a JSON 404", path, r.status, r.body)
+		}
+	}
+}
