@@ -1,11 +1,14 @@
 package server_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -164,6 +167,75 @@ func BenchmarkCloneToReady(b *testing.B) {
 				ts.Close()
 				_ = a.Close()
 			}
+		})
+	}
+}
+
+// BenchmarkGetAuthenticated measures what authentication and authorization
+// add to a get: the same parallel gets of one resource with no policy, and
+// with a policy and a static bearer token.
+func BenchmarkGetAuthenticated(b *testing.B) {
+	for _, policy := range []bool{false, true} {
+		b.Run(fmt.Sprintf("policy=%v", policy), func(b *testing.B) {
+			dir := b.TempDir()
+			if _, err := benchrepo.Generate(dir, 1000, benchrepo.Flat); err != nil {
+				b.Fatal(err)
+			}
+			opts := app.Options{
+				Repository: filepath.Join(dir, "repo.git"), ConfigDir: filepath.Join(dir, "config"),
+				Logger: slog.New(slog.DiscardHandler),
+			}
+			const token = "bench-token-0123456789abcdef0123456789abcdef"
+			if policy {
+				sum := sha256.Sum256([]byte(token))
+				tokens := filepath.Join(dir, "tokens.yaml")
+				rules := filepath.Join(dir, "policy.yaml")
+				if err := os.WriteFile(tokens, []byte("tokens:\n- sha256: "+hex.EncodeToString(sum[:])+"\n  user: reader\n  groups: [readers]\n"), 0o600); err != nil {
+					b.Fatal(err)
+				}
+				if err := os.WriteFile(rules, []byte(`apiVersion: cup.dev/v1alpha1
+kind: Role
+metadata: {name: reader, namespace: default}
+rules: [{apiGroups: [bench.cup.dev], resources: [items], verbs: [get, list]}]
+---
+apiVersion: cup.dev/v1alpha1
+kind: RoleBinding
+metadata: {name: readers, namespace: default}
+subjects: [{kind: Group, name: readers}]
+roleRef: {kind: Role, name: reader}
+`), 0o600); err != nil {
+					b.Fatal(err)
+				}
+				opts.Auth = app.Auth{PolicyPath: rules, TokensFile: tokens}
+			}
+			a, err := app.Open(b.Context(), opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = a.Close() })
+			ts := httptest.NewUnstartedServer(nil)
+			ts.Config = server.NewHTTPServer("", a.Handler())
+			ts.Start()
+			b.Cleanup(ts.Close)
+			url := ts.URL + benchrepo.Path + "/item-000042"
+			c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+			b.SetParallelism(4) // 8 clients on 2 cores
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					req, _ := http.NewRequest("GET", url, nil)
+					req.Header.Set("Authorization", "Bearer "+token)
+					res, err := c.Do(req)
+					if err != nil {
+						b.Fatal(err)
+					}
+					_, _ = io.Copy(io.Discard, res.Body)
+					res.Body.Close()
+					if res.StatusCode != http.StatusOK {
+						b.Fatalf("GET: %d", res.StatusCode)
+					}
+				}
+			})
 		})
 	}
 }
