@@ -1,7 +1,6 @@
 package scm_test
 
 import (
-	"bytes"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/cup-dev/cup/internal/testlog"
 	"github.com/cup-dev/cup/scm"
 )
 
@@ -85,27 +85,9 @@ func get(t *testing.T, c *http.Client, url string) (int, string) {
 	return res.StatusCode, string(b)
 }
 
-// logBuffer collects log output safely.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // testLogger logs at debug to t and to the buffer it returns.
-func testLogger(t *testing.T) (*slog.Logger, *logBuffer) {
-	buf := &logBuffer{}
+func testLogger(t *testing.T) (*slog.Logger, *testlog.Buffer) {
+	buf := &testlog.Buffer{}
 	h := slog.NewTextHandler(io.MultiWriter(buf, t.Output()), &slog.HandlerOptions{Level: slog.LevelDebug})
 	return slog.New(h), buf
 }

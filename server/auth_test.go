@@ -2,15 +2,11 @@ package server_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,12 +14,12 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	jose "github.com/go-jose/go-jose/v4"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
 	"github.com/cup-dev/cup/internal/app"
+	"github.com/cup-dev/cup/internal/auth/authtest"
 	"github.com/cup-dev/cup/internal/auth/oidc"
 	"github.com/cup-dev/cup/internal/gitrepo"
 )
@@ -357,63 +353,18 @@ func TestWritesRecordTheCaller(t *testing.T) {
 	wantCode(t, err, connect.CodeFailedPrecondition)
 }
 
-// oidcIssuer is an OpenID Connect issuer on 127.0.0.1 with one ES256 key.
-type oidcIssuer struct {
-	url string
-	key *ecdsa.PrivateKey
-}
-
-func newOIDCIssuer(t *testing.T) *oidcIssuer {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	is := &oidcIssuer{key: key}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"issuer": is.url, "jwks_uri": is.url + "/keys",
-			"authorization_endpoint": is.url + "/auth", "token_endpoint": is.url + "/token",
-			"id_token_signing_alg_values_supported": []string{"ES256"},
-		})
-	})
-	mux.HandleFunc("GET /keys", func(w http.ResponseWriter, _ *http.Request) {
-		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{
-			{Key: &key.PublicKey, KeyID: "k1", Algorithm: "ES256", Use: "sig"},
-		}})
-	})
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	is.url = srv.URL
-	return is
-}
-
-// token signs claims (over defaults for user carol) with key.
-func (is *oidcIssuer) token(t *testing.T, key *ecdsa.PrivateKey, edit func(map[string]any)) string {
+// carolToken is a token from is for carol, a viewer, changed by edit
+// (unless nil) and signed with key.
+func carolToken(t *testing.T, is *authtest.Issuer, key authtest.Key, edit func(map[string]any)) string {
 	t.Helper()
 	now := time.Now()
-	claims := map[string]any{
-		"iss": is.url, "aud": "cup", "sub": "carol", "groups": []string{"viewers"},
-		"iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(time.Hour).Unix(),
-	}
+	claims := is.Claims()
+	claims["sub"], claims["groups"] = "carol", []string{"viewers"}
+	claims["nbf"], claims["exp"] = now.Unix(), now.Add(time.Hour).Unix()
 	if edit != nil {
 		edit(claims)
 	}
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key}, (&jose.SignerOptions{}).WithHeader("kid", "k1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	payload, _ := json.Marshal(claims)
-	sig, err := signer.Sign(payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := sig.CompactSerialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return authtest.Sign(t, key, claims)
 }
 
 // TestUnauthenticated: every way credentials can be wrong is
@@ -421,14 +372,11 @@ func (is *oidcIssuer) token(t *testing.T, key *ecdsa.PrivateKey, edit func(map[s
 // repository; a valid caller the policy does not allow is PermissionDenied.
 func TestUnauthenticated(t *testing.T) {
 	t.Parallel()
-	is := newOIDCIssuer(t)
+	is := authtest.NewIssuer(t)
 	f := newAuthFixture(t, func(a *app.Auth) {
-		a.OIDC = oidc.Config{IssuerURL: is.url, Audience: "cup"}
+		a.OIDC = oidc.Config{IssuerURL: is.URL(), Audience: authtest.Audience, HTTPClient: is.Client()}
 	})
-	other, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, other := is.Key(), authtest.NewKey(t, is.Key().ID)
 	head := f.head(t)
 	tests := []struct {
 		name, authorization string
@@ -439,15 +387,15 @@ func TestUnauthenticated(t *testing.T) {
 		{"other scheme", "Basic YWxpY2U6c2VjcmV0", connect.CodeUnauthenticated},
 		{"unknown static token", "Bearer cup-test-token-mallory", connect.CodeUnauthenticated},
 		{"not a JWT", "Bearer a.b.c", connect.CodeUnauthenticated},
-		{"expired", "Bearer " + is.token(t, is.key, func(c map[string]any) {
+		{"expired", "Bearer " + carolToken(t, is, key, func(c map[string]any) {
 			c["exp"] = time.Now().Add(-time.Hour).Unix()
 			c["iat"] = time.Now().Add(-2 * time.Hour).Unix()
 			c["nbf"] = c["iat"]
 		}), connect.CodeUnauthenticated},
-		{"wrong audience", "Bearer " + is.token(t, is.key, func(c map[string]any) { c["aud"] = "another-api" }), connect.CodeUnauthenticated},
-		{"wrong issuer", "Bearer " + is.token(t, is.key, func(c map[string]any) { c["iss"] = "https://evil.example" }), connect.CodeUnauthenticated},
-		{"wrong signature", "Bearer " + is.token(t, other, nil), connect.CodeUnauthenticated},
-		{"valid JWT, not allowed", "Bearer " + is.token(t, is.key, func(c map[string]any) { c["sub"], c["groups"] = "mallory", []string{} }), connect.CodePermissionDenied},
+		{"wrong audience", "Bearer " + carolToken(t, is, key, func(c map[string]any) { c["aud"] = "another-api" }), connect.CodeUnauthenticated},
+		{"wrong issuer", "Bearer " + carolToken(t, is, key, func(c map[string]any) { c["iss"] = "https://evil.example" }), connect.CodeUnauthenticated},
+		{"wrong signature", "Bearer " + carolToken(t, is, other, nil), connect.CodeUnauthenticated},
+		{"valid JWT, not allowed", "Bearer " + carolToken(t, is, key, func(c map[string]any) { c["sub"], c["groups"] = "mallory", []string{} }), connect.CodePermissionDenied},
 		{"valid static token, not allowed", "Bearer " + tokenOf("eve"), connect.CodePermissionDenied},
 	}
 	leaks := []string{f.app.Repository(), head, head[:7], "dark-mode", "production", "flags/"}
@@ -486,7 +434,7 @@ func TestUnauthenticated(t *testing.T) {
 	}
 	// A valid JWT of a user the policy allows reads; health needs nothing.
 	req := connect.NewRequest(getReq("new-checkout", ""))
-	req.Header().Set("Authorization", "Bearer "+is.token(t, is.key, nil))
+	req.Header().Set("Authorization", "Bearer "+carolToken(t, is, key, nil))
 	rs, _ := f.clients(protocols[0])
 	if _, err := rs.Get(t.Context(), req); err != nil {
 		t.Fatalf("Get with a valid JWT: %v", err)

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"io/fs"
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/cup-dev/cup/examples"
 	"github.com/cup-dev/cup/internal/app"
-	"github.com/cup-dev/cup/internal/gitrepo"
 	"github.com/cup-dev/cup/internal/gittest"
 	"github.com/cup-dev/cup/scm/github/githubtest"
 )
@@ -20,27 +17,12 @@ const scmTokenEnv = "CUP_TEST_SCM_TOKEN"
 // smart HTTP on 127.0.0.1, proposing every write on a fake GitHub.
 func newProposingServer(t *testing.T) string {
 	t.Helper()
-	srv := gittest.NewServer(t, gittest.WithBasicAuth("alice", "s3cret"))
-	files := map[string][]byte{}
-	err := fs.WalkDir(examples.Demo, "demo", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := fs.ReadFile(examples.Demo, p)
-		files[strings.TrimPrefix(p, "demo/")] = b
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := srv.Path("demo.git")
-	if _, err := gitrepo.Init(dir, "main", files, "demo\n"); err != nil {
-		t.Fatal(err)
-	}
+	srv := gittest.NewDemo(t, gittest.WithBasicAuth("alice", "s3cret"))
+	dir := srv.Path(gittest.Demo)
 	fake := githubtest.NewFake(t, "acme", "config")
 	fake.LinkRepository(dir)
 	url := newServer(t, func(o *app.Options) {
-		o.Repository = srv.URL("demo.git")
+		o.Repository = srv.URL(gittest.Demo)
 		o.Remote = app.Remote{User: "alice", Token: "s3cret"}
 		o.SCM = app.SCM{Provider: "github", URL: fake.URL(), Repository: "acme/config", TokenEnv: scmTokenEnv}
 	})

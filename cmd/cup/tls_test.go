@@ -1,17 +1,10 @@
 package main
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"log"
-	"math/big"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,10 +12,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"connectrpc.com/connect"
 
+	"github.com/cup-dev/cup/internal/auth/authtest"
 	"github.com/cup-dev/cup/server"
 )
 
@@ -31,21 +24,20 @@ var protocols = []string{"connect", "grpc"}
 func TestTLS(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	ca := newTestCA(t, dir, "ca")
-	other := newTestCA(t, dir, "other")
-	_, _, pair := ca.issue(t, "server", x509.ExtKeyUsageServerAuth)
+	pki := authtest.NewPKI(t)
+	otherCAFile := authtest.NewCA(t, "other").WriteFile(t, filepath.Join(dir, "other.pem"))
 	noPEM := filepath.Join(dir, "empty.pem")
 	if err := os.WriteFile(noPEM, []byte("not a certificate\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	rec := &recorder{}
-	url := serveTLS(t, rec.wrap(newHandler(t)), &tls.Config{Certificates: []tls.Certificate{pair}})
+	url := serveTLS(t, rec.wrap(newHandler(t)), &tls.Config{Certificates: []tls.Certificate{pki.Server.Certificate}})
 
 	for _, proto := range protocols {
 		t.Run(proto, func(t *testing.T) {
 			t.Parallel()
 			p := []string{"--protocol", proto}
-			got := ok(t, url, append(p, "--certificate-authority", ca.file, "get", "flags", "-o", "name")...)
+			got := ok(t, url, append(p, "--certificate-authority", pki.CAFile, "get", "flags", "-o", "name")...)
 			if !strings.Contains(got, "flags.flags.cup.dev/search-v2") {
 				t.Errorf("get flags: %q", got)
 			}
@@ -54,7 +46,7 @@ func TestTLS(t *testing.T) {
 			}
 
 			// Only the given CA is trusted: not the system's roots, not another CA.
-			fails(t, url, "x509: certificate signed by unknown authority", append(p, "--certificate-authority", other.file, "get", "flags")...)
+			fails(t, url, "x509: certificate signed by unknown authority", append(p, "--certificate-authority", otherCAFile, "get", "flags")...)
 			r := cup(t, url, "", append(p, "get", "flags")...)
 			if r.code != 1 || !strings.Contains(r.stderr, "x509: certificate signed by unknown authority") ||
 				!strings.Contains(r.stderr, "\nhint: the server's certificate is signed by a certificate authority cup does not trust; give the right one with --certificate-authority FILE\n") {
@@ -66,7 +58,7 @@ func TestTLS(t *testing.T) {
 				t.Errorf("--insecure-skip-tls-verify: exit %d, stdout %q, stderr:\n%s", r.code, r.stdout, r.stderr)
 			}
 			fails(t, url, "--certificate-authority and --insecure-skip-tls-verify do not go together",
-				append(p, "--certificate-authority", ca.file, "--insecure-skip-tls-verify", "get", "flags")...)
+				append(p, "--certificate-authority", pki.CAFile, "--insecure-skip-tls-verify", "get", "flags")...)
 			fails(t, url, "the certificate authority "+noPEM+" holds no PEM certificate", append(p, "--certificate-authority", noPEM, "get", "flags")...)
 			fails(t, url, "reading the certificate authority: open "+filepath.Join(dir, "missing.pem"),
 				append(p, "--certificate-authority", filepath.Join(dir, "missing.pem"), "get", "flags")...)
@@ -76,16 +68,12 @@ func TestTLS(t *testing.T) {
 
 func TestClientCertificate(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	ca := newTestCA(t, dir, "ca")
-	other := newTestCA(t, dir, "other")
-	_, _, pair := ca.issue(t, "server", x509.ExtKeyUsageServerAuth)
-	cert, key, _ := ca.issue(t, "ann", x509.ExtKeyUsageClientAuth)
-	otherCert, otherKey, _ := other.issue(t, "mallory", x509.ExtKeyUsageClientAuth)
-	pool := x509.NewCertPool()
-	pool.AddCert(ca.cert)
+	pki := authtest.NewPKI(t)
+	cert, key := pki.CA.Client(t, pkix.Name{CommonName: "ann"}).WriteFiles(t, pki.Dir, "ann")
+	otherCert, otherKey := authtest.NewCA(t, "other").Client(t, pkix.Name{CommonName: "mallory"}).WriteFiles(t, pki.Dir, "mallory")
+	pool := pki.CA.Pool()
 	url := serveTLS(t, newHandler(t), &tls.Config{
-		Certificates: []tls.Certificate{pair},
+		Certificates: []tls.Certificate{pki.Server.Certificate},
 		ClientCAs:    pool,
 		ClientAuth:   tls.RequireAndVerifyClientCert,
 	})
@@ -96,7 +84,7 @@ func TestClientCertificate(t *testing.T) {
 	optional := serveTLS(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_ = ew.Write(w, r, connect.NewError(connect.CodeUnavailable, errors.New("cannot check credentials now")))
 	}), &tls.Config{
-		Certificates: []tls.Certificate{pair},
+		Certificates: []tls.Certificate{pki.Server.Certificate},
 		ClientCAs:    pool,
 		ClientAuth:   tls.VerifyClientCertIfGiven,
 	})
@@ -104,7 +92,7 @@ func TestClientCertificate(t *testing.T) {
 	for _, proto := range protocols {
 		t.Run(proto, func(t *testing.T) {
 			t.Parallel()
-			p := []string{"--protocol", proto, "--certificate-authority", ca.file}
+			p := []string{"--protocol", proto, "--certificate-authority", pki.CAFile}
 			if r := cup(t, optional, "", append(p, "--token", "t", "get", "flags")...); r.code != 1 || r.stderr != "error: cannot check credentials now\n" {
 				t.Errorf("optional client certificate: exit %d, stderr:\n%s", r.code, r.stderr)
 			}
@@ -166,17 +154,14 @@ func TestTokenFile(t *testing.T) {
 }
 
 func TestCredentialsConfig(t *testing.T) { // not parallel: it sets the environment and the working directory
-	dir := t.TempDir()
+	pki := authtest.NewPKI(t) // its CA is ca.pem in pki.Dir
+	dir := pki.Dir
 	t.Chdir(dir)
-	ca := newTestCA(t, dir, "ca")
-	_, _, pair := ca.issue(t, "server", x509.ExtKeyUsageServerAuth)
-	cert, key, _ := ca.issue(t, "ann", x509.ExtKeyUsageClientAuth)
-	pool := x509.NewCertPool()
-	pool.AddCert(ca.cert)
+	cert, key := pki.CA.Client(t, pkix.Name{CommonName: "ann"}).WriteFiles(t, dir, "ann")
 	rec := &recorder{}
 	url := serveTLS(t, rec.wrap(newHandler(t)), &tls.Config{
-		Certificates: []tls.Certificate{pair},
-		ClientCAs:    pool,
+		Certificates: []tls.Certificate{pki.Server.Certificate},
+		ClientCAs:    pki.CA.Pool(),
 		ClientAuth:   tls.RequireAndVerifyClientCert,
 	})
 	if err := os.WriteFile("token", []byte("file-token\n"), 0o600); err != nil {
@@ -190,7 +175,7 @@ func TestCredentialsConfig(t *testing.T) { // not parallel: it sets the environm
 		"--certificate-authority", "ca.pem", "--client-certificate", filepath.Base(cert), "--client-key", filepath.Base(key))
 	view := ok(t, "", "config", "view")
 	for _, want := range []string{
-		"certificateAuthority: " + ca.file, "clientCertificate: " + cert, "clientKey: " + key, "tokenFile: " + filepath.Join(dir, "token"),
+		"certificateAuthority: " + pki.CAFile, "clientCertificate: " + cert, "clientKey: " + key, "tokenFile: " + filepath.Join(dir, "token"),
 	} {
 		if !strings.Contains(view, want+"\n") {
 			t.Errorf("config view lacks %q:\n%s", want, view)
@@ -229,17 +214,17 @@ func TestCredentialsConfig(t *testing.T) { // not parallel: it sets the environm
 		t.Errorf("Authorization %q, want the context's token", got)
 	}
 	// A CA in the environment hides the context's insecureSkipTLSVerify.
-	t.Setenv("CUP_CERTIFICATE_AUTHORITY", ca.file)
+	t.Setenv("CUP_CERTIFICATE_AUTHORITY", pki.CAFile)
 	if r := cup(t, "", "", "get", "flags"); r.code != 0 || r.stderr != "" {
 		t.Errorf("CUP_CERTIFICATE_AUTHORITY: exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 	os.Unsetenv("CUP_CERTIFICATE_AUTHORITY")
-	ok(t, "", "config", "set-context", "tls", "--certificate-authority", ca.file)
+	ok(t, "", "config", "set-context", "tls", "--certificate-authority", pki.CAFile)
 	if view = ok(t, "", "config", "view"); strings.Contains(view, "insecureSkipTLSVerify") {
 		t.Errorf("a CA should turn insecureSkipTLSVerify off:\n%s", view)
 	}
 	fails(t, "", "--certificate-authority and --insecure-skip-tls-verify do not go together",
-		"config", "set-context", "tls", "--certificate-authority", ca.file, "--insecure-skip-tls-verify")
+		"config", "set-context", "tls", "--certificate-authority", pki.CAFile, "--insecure-skip-tls-verify")
 	fails(t, "", "--client-certificate needs --client-key", "config", "set-context", "tls", "--client-key", "")
 
 	// Relative paths written into the file are relative to its directory.
@@ -364,89 +349,4 @@ func (rec *recorder) grpcProto() string {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	return rec.grpc
-}
-
-// testCA is a certificate authority that issues certificates for 127.0.0.1
-// and localhost.
-type testCA struct {
-	dir  string
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	file string // the CA's certificate, PEM
-}
-
-func newTestCA(t *testing.T, dir, name string) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca := &testCA{dir: dir, cert: cert, key: key, file: filepath.Join(dir, name+".pem")}
-	writePEM(t, ca.file, "CERTIFICATE", der)
-	return ca
-}
-
-// issue signs a certificate for name and writes it and its key as
-// name.pem and name-key.pem.
-func (ca *testCA) issue(t *testing.T, name string, usage x509.ExtKeyUsage) (certFile, keyFile string, pair tls.Certificate) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-		DNSNames:     []string{"localhost"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile = filepath.Join(ca.dir, name+".pem")
-	keyFile = filepath.Join(ca.dir, name+"-key.pem")
-	writePEM(t, certFile, "CERTIFICATE", der)
-	writePEM(t, keyFile, "PRIVATE KEY", pkcs8)
-	pair, err = tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return certFile, keyFile, pair
-}
-
-func writePEM(t *testing.T, file, typ string, der []byte) {
-	t.Helper()
-	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -2,19 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,83 +15,31 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"connectrpc.com/connect"
 
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
+	"github.com/cup-dev/cup/internal/auth/authtest"
 )
 
-// testPKI is a CA with a server certificate for 127.0.0.1 and a client
-// certificate, written as PEM files.
+// testPKI is a CA with a server certificate for 127.0.0.1, written as PEM
+// files, and a client certificate.
 type testPKI struct {
-	caFile, certFile, keyFile string
-	pool                      *x509.CertPool
-	client                    tls.Certificate
+	*authtest.PKI
+	client tls.Certificate
 }
 
 func newTestPKI(t *testing.T, clientCN string, clientOrgs ...string) *testPKI {
 	t.Helper()
-	dir := t.TempDir()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "cup test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	issue := func(serial int64, tmpl *x509.Certificate) ([]byte, []byte) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tmpl.SerialNumber, tmpl.NotBefore, tmpl.NotAfter = big.NewInt(serial), now.Add(-time.Hour), now.Add(24*time.Hour)
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kb, err := x509.MarshalECPrivateKey(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
-	}
-	p := &testPKI{caFile: filepath.Join(dir, "ca.pem"), certFile: filepath.Join(dir, "server.pem"), keyFile: filepath.Join(dir, "server-key.pem"), pool: x509.NewCertPool()}
-	p.pool.AddCert(ca)
-	serverCert, serverKey := issue(2, &x509.Certificate{
-		Subject: pkix.Name{CommonName: "cupd"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature,
-	})
-	clientCert, clientKey := issue(3, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: clientCN, Organization: clientOrgs},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature,
-	})
-	for name, b := range map[string][]byte{
-		p.caFile: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), p.certFile: serverCert, p.keyFile: serverKey,
-	} {
-		if err := os.WriteFile(name, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if p.client, err = tls.X509KeyPair(clientCert, clientKey); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	p := authtest.NewPKI(t)
+	return &testPKI{PKI: p, client: p.CA.Client(t, pkix.Name{CommonName: clientCN, Organization: clientOrgs}).Certificate}
 }
 
-// client is an HTTPS client (HTTP/2 when the server offers it) trusting
-// the test CA, presenting the client certificate when withCert.
+// httpClient is an HTTPS client (HTTP/2 when the server offers it)
+// trusting the test CA, presenting the client certificate when withCert.
 func (p *testPKI) httpClient(withCert bool) *http.Client {
-	cfg := &tls.Config{RootCAs: p.pool, MinVersion: tls.VersionTLS12}
+	cfg := &tls.Config{RootCAs: p.CA.Pool(), MinVersion: tls.VersionTLS12}
 	if withCert {
 		cfg.Certificates = []tls.Certificate{p.client}
 	}
@@ -148,7 +89,7 @@ func TestTLSAndAuthorization(t *testing.T) {
 	pki := newTestPKI(t, "carol", "auditors")
 	tokens := writeTokens(t, map[string][]string{"alice": nil, "bob": {"flag-editors"}})
 	url, stdout, _ := start(t, "--address", "127.0.0.1:0",
-		"--tls-cert-file", pki.certFile, "--tls-key-file", pki.keyFile, "--tls-client-ca-file", pki.caFile,
+		"--tls-cert-file", pki.CertFile, "--tls-key-file", pki.KeyFile, "--tls-client-ca-file", pki.CAFile,
 		"--policy", filepath.Join("..", "..", "examples", "policy", "policy.yaml"), "--tokens-file", tokens)
 	if !strings.HasPrefix(url, "https://") {
 		t.Fatalf("cupd serves %s, want https", url)
@@ -213,7 +154,7 @@ func TestRequireClientCertificate(t *testing.T) {
 	t.Parallel()
 	pki := newTestPKI(t, "alice")
 	url, _, _ := start(t, "--address", "127.0.0.1:0",
-		"--tls-cert-file", pki.certFile, "--tls-key-file", pki.keyFile, "--tls-client-ca-file", pki.caFile, "--tls-require-client-cert",
+		"--tls-cert-file", pki.CertFile, "--tls-key-file", pki.KeyFile, "--tls-client-ca-file", pki.CAFile, "--tls-require-client-cert",
 		"--policy", filepath.Join("..", "..", "examples", "policy", "policy.yaml"))
 	if _, err := pki.httpClient(false).Get(url + "/healthz"); err == nil {
 		t.Fatal("a connection without a client certificate was accepted")

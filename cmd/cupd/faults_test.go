@@ -3,45 +3,17 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/cup-dev/cup/examples"
 	"github.com/cup-dev/cup/internal/gitrepo"
 	"github.com/cup-dev/cup/internal/gittest"
 	"github.com/cup-dev/cup/scm/scmtest"
 )
-
-// serveDemo serves the demo repository over smart HTTP with basic
-// authentication, like serveDemoRemote, and returns the server too, to
-// make it fail.
-func serveDemo(t *testing.T) (srv *gittest.Server, dir, url string) {
-	t.Helper()
-	srv = gittest.NewServer(t, gittest.WithBasicAuth("alice", "s3cret"))
-	files := map[string][]byte{}
-	err := fs.WalkDir(examples.Demo, "demo", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := fs.ReadFile(examples.Demo, p)
-		files[strings.TrimPrefix(p, "demo/")] = b
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir = srv.Path("demo.git")
-	if _, err := gitrepo.Init(dir, "main", files, "demo\n"); err != nil {
-		t.Fatal(err)
-	}
-	return srv, dir, srv.URL("demo.git")
-}
 
 // restError is the body of a failed REST call.
 type restError struct{ Code, Message string }
@@ -53,16 +25,6 @@ func decodeError(t *testing.T, body string) restError {
 		t.Fatalf("error body %q: %v", body, err)
 	}
 	return e
-}
-
-// refs lists a served repository's references, as git shows them.
-func refs(t *testing.T, dir string) string {
-	t.Helper()
-	out, err := exec.Command("git", "--git-dir", dir, "for-each-ref").CombinedOutput()
-	if err != nil {
-		t.Fatalf("git for-each-ref: %v\n%s", err, out)
-	}
-	return string(out)
 }
 
 func putRollout(rollout int) string {
@@ -82,7 +44,7 @@ func TestRemoteDownAndBack(t *testing.T) {
 	if !strings.Contains(flag, `"rollout":50`) {
 		t.Fatalf("GET = %s", flag)
 	}
-	before := refs(t, dir)
+	before := gittest.Refs(t, dir)
 	for i, fault := range []gittest.Fault{gittest.FaultRefuse, gittest.FaultUnavailable} {
 		t.Run(fault.String(), func(t *testing.T) {
 			srv.SetFault(fault)
@@ -113,7 +75,7 @@ func TestRemoteDownAndBack(t *testing.T) {
 					t.Errorf("PUT (key %q) answered %+v, want unavailable naming %s and not the token", key, e, remote)
 				}
 			}
-			if after := refs(t, dir); after != before {
+			if after := gittest.Refs(t, dir); after != before {
 				t.Errorf("the remote's references changed while it was down:\n%s\nto\n%s", before, after)
 			}
 		})
@@ -156,7 +118,7 @@ func TestPushRefusedThroughCupd(t *testing.T) {
 	t.Setenv("CUPD_GIT_TOKEN", "s3cret")
 	url, _, _ := start(t, "--address", "127.0.0.1:0", "--repository", remote, "--git-user", "alice",
 		"--fetch-interval", "0", "--cache-dir", t.TempDir())
-	before := refs(t, dir)
+	before := gittest.Refs(t, dir)
 
 	hook := filepath.Join(dir, "hooks", "pre-receive")
 	if err := os.MkdirAll(filepath.Dir(hook), 0o755); err != nil {
@@ -179,7 +141,7 @@ func TestPushRefusedThroughCupd(t *testing.T) {
 	if e := decodeError(t, body); code != http.StatusServiceUnavailable || e.Code != "unavailable" {
 		t.Errorf("PUT cut off midway = %d %s, want 503 unavailable", code, body)
 	}
-	if after := refs(t, dir); after != before {
+	if after := gittest.Refs(t, dir); after != before {
 		t.Fatalf("the remote's references changed after failed pushes:\n%s\nto\n%s", before, after)
 	}
 	if code, body := get(t, url+flagPath); code != 200 || !strings.Contains(body, `"rollout":50`) {

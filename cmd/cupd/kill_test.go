@@ -20,6 +20,7 @@ import (
 
 	"github.com/cup-dev/cup/internal/gitrepo"
 	"github.com/cup-dev/cup/internal/gittest"
+	"github.com/cup-dev/cup/internal/testlog"
 )
 
 // buildCupd builds this package's binary into a temporary directory.
@@ -42,14 +43,14 @@ func buildCupd(t *testing.T) string {
 type process struct {
 	cmd            *exec.Cmd
 	url            string
-	stdout, stderr *syncBuffer
+	stdout, stderr *testlog.Buffer
 	done           chan struct{} // closed when it exited
 }
 
 // startProcess runs bin with args and returns once it serves.
 func startProcess(t *testing.T, bin string, env []string, args ...string) *process {
 	t.Helper()
-	p := &process{cmd: exec.Command(bin, args...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	p := &process{cmd: exec.Command(bin, args...), stdout: &testlog.Buffer{}, stderr: &testlog.Buffer{}, done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	if err := p.cmd.Start(); err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -12,35 +11,19 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cup-dev/cup/internal/testlog"
 )
-
-// syncBuffer is a bytes.Buffer safe to read while cupd writes to it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // addressLine finds the address cupd serves at (the repository may be a URL too).
 var addressLine = regexp.MustCompile(` at (https?://127\.0\.0\.1:\d+)`)
 
 // start runs cupd with args until the test ends, and returns its URL once it
 // printed it.
-func start(t *testing.T, args ...string) (string, *syncBuffer, func() error) {
+func start(t *testing.T, args ...string) (string, *testlog.Buffer, func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	stdout, stderr := &testlog.Buffer{}, &testlog.Buffer{}
 	cmd := newRootCommand(stdout, stderr)
 	cmd.SetArgs(args)
 	done := make(chan error, 1)

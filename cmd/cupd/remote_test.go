@@ -4,42 +4,32 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/cup-dev/cup/examples"
 	"github.com/cup-dev/cup/internal/gitrepo"
 	"github.com/cup-dev/cup/internal/gittest"
 )
 
 const flagPath = "/apis/flags.cup.dev/v1alpha1/namespaces/default/flags/new-checkout"
 
-// serveDemoRemote serves the demo repository over smart HTTP with basic
-// authentication and returns its directory and URL.
+// serveDemo serves the demo repository over smart HTTP with basic
+// authentication (alice, s3cret) and returns the server, to make it fail,
+// and the repository's directory and URL.
+func serveDemo(t *testing.T) (srv *gittest.Server, dir, url string) {
+	t.Helper()
+	srv = gittest.NewDemo(t, gittest.WithBasicAuth("alice", "s3cret"))
+	return srv, srv.Path(gittest.Demo), srv.URL(gittest.Demo)
+}
+
+// serveDemoRemote is serveDemo without the server.
 func serveDemoRemote(t *testing.T) (dir, url string) {
 	t.Helper()
-	srv := gittest.NewServer(t, gittest.WithBasicAuth("alice", "s3cret"))
-	files := map[string][]byte{}
-	err := fs.WalkDir(examples.Demo, "demo", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := fs.ReadFile(examples.Demo, p)
-		files[strings.TrimPrefix(p, "demo/")] = b
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir = srv.Path("demo.git")
-	if _, err := gitrepo.Init(dir, "main", files, "demo\n"); err != nil {
-		t.Fatal(err)
-	}
-	return dir, srv.URL("demo.git")
+	_, dir, url = serveDemo(t)
+	return dir, url
 }
 
 func do(t *testing.T, method, url, body string, header ...string) (int, string) {

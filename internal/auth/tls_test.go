@@ -1,14 +1,10 @@
 package auth_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"io"
 	"log"
@@ -24,88 +20,18 @@ import (
 	"time"
 
 	"github.com/cup-dev/cup/internal/auth"
+	"github.com/cup-dev/cup/internal/auth/authtest"
 )
 
-// pki is a certificate authority for tests.
-type pki struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-}
-
-func newCA(t *testing.T, name string) *pki {
+// serverCert is a certificate for cupd on 127.0.0.1 signed by ca, with
+// serial as its serial number.
+func serverCert(t *testing.T, ca *authtest.CA, serial int64) *authtest.KeyPair {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &pki{cert: cert, key: key}
-}
-
-// issue returns a certificate for subject signed by ca, as PEM, and its
-// key, as PEM.
-func (ca *pki) issue(t *testing.T, serial int64, subject pkix.Name, usage x509.ExtKeyUsage) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
+	return ca.Issue(t, x509.Certificate{
 		SerialNumber: big.NewInt(serial),
-		Subject:      subject,
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-	}
-	if usage == x509.ExtKeyUsageServerAuth {
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, key.Public(), ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
-}
-
-func (ca *pki) pem() []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.cert.Raw})
-}
-
-func (ca *pki) pool() *x509.CertPool {
-	p := x509.NewCertPool()
-	p.AddCert(ca.cert)
-	return p
-}
-
-func (ca *pki) clientCert(t *testing.T, subject pkix.Name) tls.Certificate {
-	t.Helper()
-	certPEM, keyPEM := ca.issue(t, 100, subject, x509.ExtKeyUsageClientAuth)
-	c, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+		Subject:      pkix.Name{CommonName: "cupd"},
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	})
 }
 
 // writeFile replaces path's content by data, through a rename as
@@ -122,7 +48,7 @@ func writeFile(t *testing.T, path string, data []byte) {
 
 // serverFiles writes a CA's certificate and a server certificate signed by
 // it, and returns the TLSConfig naming them.
-func serverFiles(t *testing.T, ca *pki, serial int64) auth.TLSConfig {
+func serverFiles(t *testing.T, ca *authtest.CA, serial int64) auth.TLSConfig {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := auth.TLSConfig{
@@ -130,10 +56,10 @@ func serverFiles(t *testing.T, ca *pki, serial int64) auth.TLSConfig {
 		KeyFile:      filepath.Join(dir, "server.key"),
 		ClientCAFile: filepath.Join(dir, "ca.crt"),
 	}
-	certPEM, keyPEM := ca.issue(t, serial, pkix.Name{CommonName: "cupd"}, x509.ExtKeyUsageServerAuth)
-	writeFile(t, cfg.CertFile, certPEM)
-	writeFile(t, cfg.KeyFile, keyPEM)
-	writeFile(t, cfg.ClientCAFile, ca.pem())
+	server := serverCert(t, ca, serial)
+	writeFile(t, cfg.CertFile, server.CertPEM)
+	writeFile(t, cfg.KeyFile, server.KeyPEM)
+	writeFile(t, cfg.ClientCAFile, ca.PEM())
 	return cfg
 }
 
@@ -181,9 +107,9 @@ func serve(t *testing.T, cfg auth.TLSConfig) string {
 }
 
 // get fetches / from addr over TLS, trusting ca, presenting certs.
-func get(t *testing.T, addr string, ca *pki, certs ...tls.Certificate) (int, string, error) {
+func get(t *testing.T, addr string, ca *authtest.CA, certs ...tls.Certificate) (int, string, error) {
 	t.Helper()
-	tc := &tls.Config{RootCAs: ca.pool()}
+	tc := &tls.Config{RootCAs: ca.Pool()}
 	if len(certs) > 0 {
 		// Send the certificate even if the server names other authorities
 		// (Go's client would send none then), to see the server refuse it.
@@ -202,15 +128,15 @@ func get(t *testing.T, addr string, ca *pki, certs ...tls.Certificate) (int, str
 
 func TestClientCertificates(t *testing.T) {
 	t.Parallel()
-	ca, otherCA := newCA(t, "cup test CA"), newCA(t, "another CA")
+	ca, otherCA := authtest.NewCA(t, "cup test CA"), authtest.NewCA(t, "another CA")
 	cfg := serverFiles(t, ca, 1)
 	optional := serve(t, cfg)
 	cfg.RequireClientCert = true
 	required := serve(t, cfg)
 
-	alice := ca.clientCert(t, pkix.Name{CommonName: "alice", Organization: []string{"flag-admins", "viewers"}})
-	noCN := ca.clientCert(t, pkix.Name{Organization: []string{"flag-admins"}})
-	mallory := otherCA.clientCert(t, pkix.Name{CommonName: "mallory", Organization: []string{"flag-admins"}})
+	alice := ca.Client(t, pkix.Name{CommonName: "alice", Organization: []string{"flag-admins", "viewers"}}).Certificate
+	noCN := ca.Client(t, pkix.Name{Organization: []string{"flag-admins"}}).Certificate
+	mallory := otherCA.Client(t, pkix.Name{CommonName: "mallory", Organization: []string{"flag-admins"}}).Certificate
 
 	tests := []struct {
 		name    string
@@ -265,8 +191,8 @@ func TestClientCertificatesWithoutTLS(t *testing.T) {
 		t.Errorf("plain HTTP: error = %v, want ErrNoCredentials", err)
 	}
 	// A certificate the server did not verify does not count.
-	ca := newCA(t, "ca")
-	alice := ca.clientCert(t, pkix.Name{CommonName: "alice"})
+	ca := authtest.NewCA(t, "ca")
+	alice := ca.Client(t, pkix.Name{CommonName: "alice"}).Certificate
 	r.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{alice.Leaf}}
 	if _, err := (auth.ClientCertificates{}).Authenticate(r); !errors.Is(err, auth.ErrNoCredentials) {
 		t.Errorf("unverified certificate: error = %v, want ErrNoCredentials", err)
@@ -275,7 +201,7 @@ func TestClientCertificatesWithoutTLS(t *testing.T) {
 
 func TestServerTLSConfig(t *testing.T) {
 	t.Parallel()
-	ca := newCA(t, "ca")
+	ca := authtest.NewCA(t, "ca")
 	files := serverFiles(t, ca, 1)
 	missing := filepath.Join(t.TempDir(), "missing.pem")
 	tests := []struct {
@@ -322,9 +248,9 @@ func TestServerTLSConfig(t *testing.T) {
 
 // handshake connects to addr and returns the serial number of the server's
 // certificate and the protocol ALPN chose.
-func handshake(t *testing.T, addr string, ca *pki, protos ...string) (int64, string) {
+func handshake(t *testing.T, addr string, ca *authtest.CA, protos ...string) (int64, string) {
 	t.Helper()
-	conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.pool(), NextProtos: protos})
+	conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.Pool(), NextProtos: protos})
 	if err != nil {
 		t.Fatalf("tls.Dial: %v", err)
 	}
@@ -335,14 +261,14 @@ func handshake(t *testing.T, addr string, ca *pki, protos ...string) (int64, str
 
 func TestServerTLSProtocols(t *testing.T) {
 	t.Parallel()
-	ca := newCA(t, "ca")
+	ca := authtest.NewCA(t, "ca")
 	addr := serve(t, serverFiles(t, ca, 1))
 	for _, proto := range []string{"h2", "http/1.1"} {
 		if _, got := handshake(t, addr, ca, proto); got != proto {
 			t.Errorf("ALPN offering %s chose %q", proto, got)
 		}
 	}
-	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool()}, ForceAttemptHTTP2: true}
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool()}, ForceAttemptHTTP2: true}
 	defer tr.CloseIdleConnections()
 	resp, err := (&http.Client{Transport: tr}).Get("https://" + addr + "/")
 	if err != nil {
@@ -352,23 +278,23 @@ func TestServerTLSProtocols(t *testing.T) {
 	if resp.ProtoMajor != 2 {
 		t.Errorf("HTTP/2 client got %s", resp.Proto)
 	}
-	if _, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.pool(), MaxVersion: tls.VersionTLS11}); err == nil {
+	if _, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.Pool(), MaxVersion: tls.VersionTLS11}); err == nil {
 		t.Error("a TLS 1.1 handshake succeeded")
 	}
 }
 
 func TestServerCertificateReload(t *testing.T) {
 	t.Parallel()
-	ca := newCA(t, "ca")
+	ca := authtest.NewCA(t, "ca")
 	cfg := serverFiles(t, ca, 1)
 	addr := serve(t, cfg)
 	if serial, _ := handshake(t, addr, ca); serial != 1 {
 		t.Fatalf("serial = %d, want 1", serial)
 	}
 
-	certPEM, keyPEM := ca.issue(t, 2, pkix.Name{CommonName: "cupd"}, x509.ExtKeyUsageServerAuth)
-	writeFile(t, cfg.KeyFile, keyPEM)
-	writeFile(t, cfg.CertFile, certPEM)
+	renewed := serverCert(t, ca, 2)
+	writeFile(t, cfg.KeyFile, renewed.KeyPEM)
+	writeFile(t, cfg.CertFile, renewed.CertPEM)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		serial, _ := handshake(t, addr, ca)
@@ -382,8 +308,7 @@ func TestServerCertificateReload(t *testing.T) {
 	}
 
 	// A certificate whose key is not there yet: the previous pair stays.
-	certPEM, _ = ca.issue(t, 3, pkix.Name{CommonName: "cupd"}, x509.ExtKeyUsageServerAuth)
-	writeFile(t, cfg.CertFile, certPEM)
+	writeFile(t, cfg.CertFile, serverCert(t, ca, 3).CertPEM)
 	time.Sleep(1200 * time.Millisecond) // longer than the check interval
 	for range 2 {
 		if serial, _ := handshake(t, addr, ca); serial != 2 {

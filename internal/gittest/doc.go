@@ -17,7 +17,9 @@
 // for every repository and turns automatic garbage collection after a push
 // off (receive.autogc, gc.auto), so no background git process outlives a
 // request. Change a repository on disk at any time, for example with
-// gitrepo.Commit, to play another user of the remote.
+// gitrepo.Commit, to play another user of the remote. [NewDemo] starts a
+// server with the demo repository of package examples in place, and [Refs]
+// lists a repository's references to check that nothing moved.
 //
 // git http-backend runs with a hermetic environment: HOME is an empty
 // temporary directory and the system configuration is not read, so the

@@ -4,37 +4,18 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
 	"github.com/cup-dev/cup/internal/gittest"
+	"github.com/cup-dev/cup/internal/testlog"
 )
-
-// syncBuffer is a strings.Builder safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // Start serves like NewServer without a test, and Close removes the
 // temporary root it made and refuses connections at once.
 func TestStart(t *testing.T) {
 	t.Parallel()
-	var log syncBuffer
+	var log testlog.Buffer
 	srv, err := gittest.Start(gittest.WithLog(&log))
 	if err != nil {
 		t.Fatal(err)

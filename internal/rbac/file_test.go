@@ -8,12 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cup-dev/cup/internal/auth"
 	"github.com/cup-dev/cup/internal/rbac"
+	"github.com/cup-dev/cup/internal/testlog"
 )
 
 // adminPolicy makes user an administrator.
@@ -109,24 +109,6 @@ func TestLoadFileInvalid(t *testing.T) {
 	}
 }
 
-// logBuffer collects log output; safe for concurrent use.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // eventually waits until cond holds, failing the test after a while.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -162,7 +144,7 @@ func run(t *testing.T, f *rbac.File, interval time.Duration) (stop func()) {
 func TestFileRun(t *testing.T) {
 	t.Parallel()
 	dir := writeFiles(t, map[string]string{"roles.yaml": adminPolicy("alice")})
-	var logs logBuffer
+	var logs testlog.Buffer
 	f, err := rbac.LoadFile(dir, rbac.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	if err != nil {
 		t.Fatal(err)
@@ -205,7 +187,7 @@ func TestFileRunReadError(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "policy.yaml")
 	write(t, path, adminPolicy("alice"))
-	var logs logBuffer
+	var logs testlog.Buffer
 	f, err := rbac.LoadFile(path, rbac.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	if err != nil {
 		t.Fatal(err)

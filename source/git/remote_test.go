@@ -334,7 +334,7 @@ func TestRetryAfterUnknownOutcome(t *testing.T) {
 			if !errors.Is(err, source.ErrUnavailable) {
 				t.Fatalf("first Update: %v, want ErrUnavailable", err)
 			}
-			refsBefore := refs(t, r.dir)
+			refsBefore := gittest.Refs(t, r.dir)
 			for _, src := range []*git.Source{first, r.start(t, git.WithWriteMode(mode))} {
 				res, err := src.Update(t.Context(), req())
 				if err != nil {
@@ -347,7 +347,7 @@ func TestRetryAfterUnknownOutcome(t *testing.T) {
 					t.Errorf("branch %s at %s, want %s", res.Branch, got, res.Commit)
 				}
 			}
-			if after := refs(t, r.dir); after != refsBefore {
+			if after := gittest.Refs(t, r.dir); after != refsBefore {
 				t.Errorf("references changed on repeats:\n%s\nto\n%s", refsBefore, after)
 			}
 			_, err = first.Update(t.Context(), &source.UpdateRequest{Message: "x\n", IdempotencyKey: key, Fingerprint: "other", Apply: write("config/z.yaml", "z\n")})
@@ -356,16 +356,6 @@ func TestRetryAfterUnknownOutcome(t *testing.T) {
 			}
 		})
 	}
-}
-
-// refs lists the served repository's references, as git shows them.
-func refs(t *testing.T, dir string) string {
-	t.Helper()
-	out, err := exec.Command("git", "--git-dir", dir, "for-each-ref").CombinedOutput()
-	if err != nil {
-		t.Fatalf("git for-each-ref: %v\n%s", err, out)
-	}
-	return string(out)
 }
 
 // TestConcurrentDirectWrites makes 50 writes to different files at once

@@ -2,7 +2,6 @@ package oidc_test
 
 import (
 	"context"
-	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -19,17 +18,17 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/cup-dev/cup/internal/auth"
+	"github.com/cup-dev/cup/internal/auth/authtest"
 	"github.com/cup-dev/cup/internal/auth/oidc"
 )
 
-const audience = "cup-api"
+const audience = authtest.Audience
 
 // testKeys are the private keys the tests sign with.
 type testKeys struct {
@@ -53,93 +52,11 @@ var keys = sync.OnceValue(func() testKeys {
 	return k
 })
 
-// signingKey is a key the test issuer signs with.
-type signingKey struct {
-	kid string
-	alg jose.SignatureAlgorithm
-	// priv is a crypto.Signer, or a []byte for HMAC.
-	priv any
-}
-
-func (k signingKey) public() jose.JSONWebKey {
-	return jose.JSONWebKey{Key: k.priv.(crypto.Signer).Public(), KeyID: k.kid, Algorithm: string(k.alg), Use: "sig"}
-}
-
-// issuer is an OpenID Connect issuer on 127.0.0.1: a discovery document
-// and a key set.
-type issuer struct {
-	srv *httptest.Server
-
-	mu   sync.Mutex
-	keys []jose.JSONWebKey
-	down bool
-
-	discoveries, fetches atomic.Int32
-}
-
-func newIssuer(t *testing.T, keys ...signingKey) *issuer {
+// authenticator is an authenticator for is, trusting its certificate,
+// with its configuration changed by change.
+func authenticator(t *testing.T, is *authtest.Issuer, change ...func(*oidc.Config)) *oidc.Authenticator {
 	t.Helper()
-	is := &issuer{}
-	for _, k := range keys {
-		is.keys = append(is.keys, k.public())
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
-		is.discoveries.Add(1)
-		if is.isDown() {
-			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{
-			"issuer":                                is.srv.URL,
-			"jwks_uri":                              is.srv.URL + "/keys",
-			"id_token_signing_alg_values_supported": []string{"RS256", "ES256"},
-		})
-	})
-	mux.HandleFunc("GET /keys", func(w http.ResponseWriter, r *http.Request) {
-		is.fetches.Add(1)
-		if is.isDown() {
-			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
-			return
-		}
-		is.mu.Lock()
-		set := jose.JSONWebKeySet{Keys: slices.Clone(is.keys)}
-		is.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(set)
-	})
-	is.srv = httptest.NewTLSServer(mux)
-	t.Cleanup(is.srv.Close)
-	return is
-}
-
-func (is *issuer) isDown() bool {
-	is.mu.Lock()
-	defer is.mu.Unlock()
-	return is.down
-}
-
-func (is *issuer) setDown(down bool) {
-	is.mu.Lock()
-	defer is.mu.Unlock()
-	is.down = down
-}
-
-func (is *issuer) addKey(k signingKey) {
-	is.mu.Lock()
-	defer is.mu.Unlock()
-	is.keys = append(is.keys, k.public())
-}
-
-// config is a valid configuration for is.
-func (is *issuer) config() oidc.Config {
-	return oidc.Config{IssuerURL: is.srv.URL, Audience: audience, HTTPClient: is.srv.Client()}
-}
-
-func (is *issuer) authenticator(t *testing.T, change ...func(*oidc.Config)) *oidc.Authenticator {
-	t.Helper()
-	cfg := is.config()
+	cfg := oidc.Config{IssuerURL: is.URL(), Audience: audience, HTTPClient: is.Client()}
 	for _, c := range change {
 		c(&cfg)
 	}
@@ -148,40 +65,6 @@ func (is *issuer) authenticator(t *testing.T, change ...func(*oidc.Config)) *oid
 		t.Fatalf("New: %v", err)
 	}
 	return a
-}
-
-// claims are the claims of a valid token from is.
-func (is *issuer) claims() map[string]any {
-	now := time.Now()
-	return map[string]any{
-		"iss": is.srv.URL,
-		"aud": audience,
-		"sub": "alice",
-		"iat": now.Unix(),
-		"exp": now.Add(5 * time.Minute).Unix(),
-	}
-}
-
-func sign(t *testing.T, k signingKey, claims map[string]any) string {
-	t.Helper()
-	payload, err := json.Marshal(claims)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := jose.JSONWebKey{Key: k.priv, KeyID: k.kid}
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: k.alg, Key: key}, (&jose.SignerOptions{}).WithType("JWT"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	jws, err := signer.Sign(payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := jws.CompactSerialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
 
 func b64(t *testing.T, v any) string {
@@ -201,22 +84,26 @@ func authenticate(a auth.Authenticator, authorization string) (*auth.Identity, e
 	return a.Authenticate(r)
 }
 
-func rsaKey(kid string) signingKey { return signingKey{kid: kid, alg: jose.RS256, priv: keys().rsa1} }
-func ecKey(kid string) signingKey  { return signingKey{kid: kid, alg: jose.ES256, priv: keys().ec1} }
+func rsaKey(kid string) authtest.Key {
+	return authtest.Key{ID: kid, Algorithm: jose.RS256, Private: keys().rsa1}
+}
+func ecKey(kid string) authtest.Key {
+	return authtest.Key{ID: kid, Algorithm: jose.ES256, Private: keys().ec1}
+}
 
 func TestAuthenticate(t *testing.T) {
 	t.Parallel()
 	rsa1, ec1 := rsaKey("rsa1"), ecKey("ec1")
-	is := newIssuer(t, rsa1, ec1)
-	a := is.authenticator(t)
+	is := authtest.NewIssuer(t, rsa1, ec1)
+	a := authenticator(t, is)
 
 	with := func(change func(c map[string]any)) map[string]any {
-		c := is.claims()
+		c := is.Claims()
 		change(c)
 		return c
 	}
 	now := time.Now()
-	valid := sign(t, rsa1, is.claims())
+	valid := authtest.Sign(t, rsa1, is.Claims())
 	parts := strings.Split(valid, ".")
 	hmacKey, err := x509.MarshalPKIXPublicKey(keys().rsa1.Public())
 	if err != nil {
@@ -235,15 +122,15 @@ func TestAuthenticate(t *testing.T) {
 		wantMsg string
 	}{
 		{name: "valid RSA", token: valid, want: &auth.Identity{User: "alice", Method: "oidc"}},
-		{name: "valid ECDSA", token: sign(t, ec1, is.claims()), want: &auth.Identity{User: "alice", Method: "oidc"}},
-		{name: "audience among several", token: sign(t, rsa1, with(func(c map[string]any) { c["aud"] = []string{"other", audience} })), want: &auth.Identity{User: "alice", Method: "oidc"}},
-		{name: "groups as array", token: sign(t, rsa1, with(func(c map[string]any) { c["groups"] = []string{"admins", "", "viewers"} })), want: &auth.Identity{User: "alice", Groups: []string{"admins", "viewers"}, Method: "oidc"}},
-		{name: "groups as string", token: sign(t, rsa1, with(func(c map[string]any) { c["groups"] = "admins" })), want: &auth.Identity{User: "alice", Groups: []string{"admins"}, Method: "oidc"}},
-		{name: "groups null", token: sign(t, rsa1, with(func(c map[string]any) { c["groups"] = nil })), want: &auth.Identity{User: "alice", Method: "oidc"}},
-		{name: "expired within skew", token: sign(t, rsa1, with(func(c map[string]any) { c["exp"] = now.Add(-30 * time.Second).Unix() })), want: &auth.Identity{User: "alice", Method: "oidc"}},
-		{name: "nbf within skew", token: sign(t, rsa1, with(func(c map[string]any) { c["nbf"] = now.Add(30 * time.Second).Unix() })), want: &auth.Identity{User: "alice", Method: "oidc"}},
-		{name: "nbf past", token: sign(t, rsa1, with(func(c map[string]any) { c["nbf"] = now.Add(-time.Minute).Unix() })), want: &auth.Identity{User: "alice", Method: "oidc"}},
-		{name: "iat within skew", token: sign(t, rsa1, with(func(c map[string]any) { c["iat"] = now.Add(30 * time.Second).Unix() })), want: &auth.Identity{User: "alice", Method: "oidc"}},
+		{name: "valid ECDSA", token: authtest.Sign(t, ec1, is.Claims()), want: &auth.Identity{User: "alice", Method: "oidc"}},
+		{name: "audience among several", token: authtest.Sign(t, rsa1, with(func(c map[string]any) { c["aud"] = []string{"other", audience} })), want: &auth.Identity{User: "alice", Method: "oidc"}},
+		{name: "groups as array", token: authtest.Sign(t, rsa1, with(func(c map[string]any) { c["groups"] = []string{"admins", "", "viewers"} })), want: &auth.Identity{User: "alice", Groups: []string{"admins", "viewers"}, Method: "oidc"}},
+		{name: "groups as string", token: authtest.Sign(t, rsa1, with(func(c map[string]any) { c["groups"] = "admins" })), want: &auth.Identity{User: "alice", Groups: []string{"admins"}, Method: "oidc"}},
+		{name: "groups null", token: authtest.Sign(t, rsa1, with(func(c map[string]any) { c["groups"] = nil })), want: &auth.Identity{User: "alice", Method: "oidc"}},
+		{name: "expired within skew", token: authtest.Sign(t, rsa1, with(func(c map[string]any) { c["exp"] = now.Add(-30 * time.Second).Unix() })), want: &auth.Identity{User: "alice", Method: "oidc"}},
+		{name: "nbf within skew", token: authtest.Sign(t, rsa1, with(func(c map[string]any) { c["nbf"] = now.Add(30 * time.Second).Unix() })), want: &auth.Identity{User: "alice", Method: "oidc"}},
+		{name: "nbf past", token: authtest.Sign(t, rsa1, with(func(c map[string]any) { c["nbf"] = now.Add(-time.Minute).Unix() })), want: &auth.Identity{User: "alice", Method: "oidc"}},
+		{name: "iat within skew", token: authtest.Sign(t, rsa1, with(func(c map[string]any) { c["iat"] = now.Add(30 * time.Second).Unix() })), want: &auth.Identity{User: "alice", Method: "oidc"}},
 
 		{name: "no authorization", wantErr: auth.ErrNoCredentials},
 		{name: "basic auth", token: "", wantErr: auth.ErrNoCredentials},
@@ -252,28 +139,28 @@ func TestAuthenticate(t *testing.T) {
 		{name: "JWE", token: "a.b.c.d.e", wantErr: auth.ErrNoCredentials},
 		{name: "not base64url", token: parts[0] + "." + parts[1] + "+/", wantErr: auth.ErrNoCredentials},
 
-		{name: "expired", token: sign(t, rsa1, with(func(c map[string]any) { c["exp"] = now.Add(-2 * time.Minute).Unix() })), wantErr: auth.ErrUnauthenticated, wantMsg: "token expired"},
-		{name: "no expiry", token: sign(t, rsa1, with(func(c map[string]any) { delete(c, "exp") })), wantErr: auth.ErrUnauthenticated, wantMsg: "no expiry"},
-		{name: "nbf in future", token: sign(t, rsa1, with(func(c map[string]any) { c["nbf"] = now.Add(5 * time.Minute).Unix() })), wantErr: auth.ErrUnauthenticated, wantMsg: "not valid yet"},
-		{name: "nbf not a number", token: sign(t, rsa1, with(func(c map[string]any) { c["nbf"] = "soon" })), wantErr: auth.ErrUnauthenticated, wantMsg: "malformed token"},
-		{name: "iat in future", token: sign(t, rsa1, with(func(c map[string]any) { c["iat"] = now.Add(5 * time.Minute).Unix() })), wantErr: auth.ErrUnauthenticated, wantMsg: "issued in the future"},
-		{name: "wrong audience", token: sign(t, rsa1, with(func(c map[string]any) { c["aud"] = "secret-other-app" })), wantErr: auth.ErrUnauthenticated, wantMsg: "another audience"},
-		{name: "no audience", token: sign(t, rsa1, with(func(c map[string]any) { delete(c, "aud") })), wantErr: auth.ErrUnauthenticated, wantMsg: "another audience"},
-		{name: "wrong issuer", token: sign(t, rsa1, with(func(c map[string]any) { c["iss"] = "https://evil.example.com" })), wantErr: auth.ErrUnauthenticated, wantMsg: "another issuer"},
-		{name: "issuer with trailing slash", token: sign(t, rsa1, with(func(c map[string]any) { c["iss"] = is.srv.URL + "/" })), wantErr: auth.ErrUnauthenticated, wantMsg: "another issuer"},
-		{name: "signed by another key with a known kid", token: sign(t, signingKey{kid: "rsa1", alg: jose.RS256, priv: keys().other}, is.claims()), wantErr: auth.ErrUnauthenticated, wantMsg: "signature is not valid"},
+		{name: "expired", token: authtest.Sign(t, rsa1, with(func(c map[string]any) { c["exp"] = now.Add(-2 * time.Minute).Unix() })), wantErr: auth.ErrUnauthenticated, wantMsg: "token expired"},
+		{name: "no expiry", token: authtest.Sign(t, rsa1, with(func(c map[string]any) { delete(c, "exp") })), wantErr: auth.ErrUnauthenticated, wantMsg: "no expiry"},
+		{name: "nbf in future", token: authtest.Sign(t, rsa1, with(func(c map[string]any) { c["nbf"] = now.Add(5 * time.Minute).Unix() })), wantErr: auth.ErrUnauthenticated, wantMsg: "not valid yet"},
+		{name: "nbf not a number", token: authtest.Sign(t, rsa1, with(func(c map[string]any) { c["nbf"] = "soon" })), wantErr: auth.ErrUnauthenticated, wantMsg: "malformed token"},
+		{name: "iat in future", token: authtest.Sign(t, rsa1, with(func(c map[string]any) { c["iat"] = now.Add(5 * time.Minute).Unix() })), wantErr: auth.ErrUnauthenticated, wantMsg: "issued in the future"},
+		{name: "wrong audience", token: authtest.Sign(t, rsa1, with(func(c map[string]any) { c["aud"] = "secret-other-app" })), wantErr: auth.ErrUnauthenticated, wantMsg: "another audience"},
+		{name: "no audience", token: authtest.Sign(t, rsa1, with(func(c map[string]any) { delete(c, "aud") })), wantErr: auth.ErrUnauthenticated, wantMsg: "another audience"},
+		{name: "wrong issuer", token: authtest.Sign(t, rsa1, with(func(c map[string]any) { c["iss"] = "https://evil.example.com" })), wantErr: auth.ErrUnauthenticated, wantMsg: "another issuer"},
+		{name: "issuer with trailing slash", token: authtest.Sign(t, rsa1, with(func(c map[string]any) { c["iss"] = is.URL() + "/" })), wantErr: auth.ErrUnauthenticated, wantMsg: "another issuer"},
+		{name: "signed by another key with a known kid", token: authtest.Sign(t, authtest.Key{ID: "rsa1", Algorithm: jose.RS256, Private: keys().other}, is.Claims()), wantErr: auth.ErrUnauthenticated, wantMsg: "signature is not valid"},
 		{name: "tampered payload", token: parts[0] + "." + b64(t, with(func(c map[string]any) { c["sub"] = "root" })) + "." + parts[2], wantErr: auth.ErrUnauthenticated, wantMsg: "signature is not valid"},
-		{name: "unknown kid", token: sign(t, signingKey{kid: "unknown", alg: jose.RS256, priv: keys().other}, is.claims()), wantErr: auth.ErrUnauthenticated, wantMsg: "unknown key"},
-		{name: "key's algorithm differs", token: sign(t, signingKey{kid: "rsa1", alg: jose.PS256, priv: keys().rsa1}, is.claims()), wantErr: auth.ErrUnauthenticated, wantMsg: "algorithm that is not accepted"},
-		{name: "alg none", token: b64(t, map[string]string{"alg": "none", "typ": "JWT"}) + "." + b64(t, is.claims()) + ".", wantErr: auth.ErrUnauthenticated, wantMsg: "algorithm that is not accepted"},
-		{name: "HS256 with the public key as secret", token: sign(t, signingKey{kid: "rsa1", alg: jose.HS256, priv: hmacPEM}, is.claims()), wantErr: auth.ErrUnauthenticated, wantMsg: "algorithm that is not accepted"},
-		{name: "RS384 not accepted", token: sign(t, signingKey{kid: "rsa1", alg: jose.RS384, priv: keys().rsa1}, is.claims()), wantErr: auth.ErrUnauthenticated, wantMsg: "algorithm that is not accepted"},
+		{name: "unknown kid", token: authtest.Sign(t, authtest.Key{ID: "unknown", Algorithm: jose.RS256, Private: keys().other}, is.Claims()), wantErr: auth.ErrUnauthenticated, wantMsg: "unknown key"},
+		{name: "key's algorithm differs", token: authtest.Sign(t, authtest.Key{ID: "rsa1", Algorithm: jose.PS256, Private: keys().rsa1}, is.Claims()), wantErr: auth.ErrUnauthenticated, wantMsg: "algorithm that is not accepted"},
+		{name: "alg none", token: b64(t, map[string]string{"alg": "none", "typ": "JWT"}) + "." + b64(t, is.Claims()) + ".", wantErr: auth.ErrUnauthenticated, wantMsg: "algorithm that is not accepted"},
+		{name: "HS256 with the public key as secret", token: authtest.Sign(t, authtest.Key{ID: "rsa1", Algorithm: jose.HS256, Private: hmacPEM}, is.Claims()), wantErr: auth.ErrUnauthenticated, wantMsg: "algorithm that is not accepted"},
+		{name: "RS384 not accepted", token: authtest.Sign(t, authtest.Key{ID: "rsa1", Algorithm: jose.RS384, Private: keys().rsa1}, is.Claims()), wantErr: auth.ErrUnauthenticated, wantMsg: "algorithm that is not accepted"},
 		{name: "malformed header", token: "bm90IGpzb24.e30.c2ln", wantErr: auth.ErrUnauthenticated, wantMsg: "malformed token"},
 		{name: "malformed payload", token: parts[0] + ".bm90IGpzb24." + parts[2], wantErr: auth.ErrUnauthenticated, wantMsg: "signature is not valid"},
-		{name: "missing sub", token: sign(t, rsa1, with(func(c map[string]any) { delete(c, "sub") })), wantErr: auth.ErrUnauthenticated, wantMsg: `no "sub" claim`},
-		{name: "empty sub", token: sign(t, rsa1, with(func(c map[string]any) { c["sub"] = "" })), wantErr: auth.ErrUnauthenticated, wantMsg: `no "sub" claim`},
-		{name: "groups of numbers", token: sign(t, rsa1, with(func(c map[string]any) { c["groups"] = []int{1} })), wantErr: auth.ErrUnauthenticated, wantMsg: `"groups" claim is not`},
-		{name: "groups an object", token: sign(t, rsa1, with(func(c map[string]any) { c["groups"] = map[string]string{"a": "b"} })), wantErr: auth.ErrUnauthenticated, wantMsg: `"groups" claim is not`},
+		{name: "missing sub", token: authtest.Sign(t, rsa1, with(func(c map[string]any) { delete(c, "sub") })), wantErr: auth.ErrUnauthenticated, wantMsg: `no "sub" claim`},
+		{name: "empty sub", token: authtest.Sign(t, rsa1, with(func(c map[string]any) { c["sub"] = "" })), wantErr: auth.ErrUnauthenticated, wantMsg: `no "sub" claim`},
+		{name: "groups of numbers", token: authtest.Sign(t, rsa1, with(func(c map[string]any) { c["groups"] = []int{1} })), wantErr: auth.ErrUnauthenticated, wantMsg: `"groups" claim is not`},
+		{name: "groups an object", token: authtest.Sign(t, rsa1, with(func(c map[string]any) { c["groups"] = map[string]string{"a": "b"} })), wantErr: auth.ErrUnauthenticated, wantMsg: `"groups" claim is not`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -354,9 +241,9 @@ func TestNew(t *testing.T) {
 func TestLazyDiscovery(t *testing.T) {
 	t.Parallel()
 	k := rsaKey("k")
-	is := newIssuer(t, k)
-	a := is.authenticator(t)
-	if n := is.discoveries.Load() + is.fetches.Load(); n != 0 {
+	is := authtest.NewIssuer(t, k)
+	a := authenticator(t, is)
+	if n := is.Discoveries() + is.KeyFetches(); n != 0 {
 		t.Fatalf("New made %d requests, want none", n)
 	}
 	// Credentials that are not a JWT do not reach the issuer either.
@@ -365,12 +252,12 @@ func TestLazyDiscovery(t *testing.T) {
 			t.Errorf("Authenticate(%q) error = %v, want ErrNoCredentials", h, err)
 		}
 	}
-	if n := is.discoveries.Load() + is.fetches.Load(); n != 0 {
+	if n := is.Discoveries() + is.KeyFetches(); n != 0 {
 		t.Fatalf("non-JWT credentials made %d requests, want none", n)
 	}
 
 	// Many first callers at once share one discovery and one fetch.
-	token := "Bearer " + sign(t, k, is.claims())
+	token := "Bearer " + authtest.Sign(t, k, is.Claims())
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
@@ -380,7 +267,7 @@ func TestLazyDiscovery(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if d, f := is.discoveries.Load(), is.fetches.Load(); d != 1 || f != 1 {
+	if d, f := is.Discoveries(), is.KeyFetches(); d != 1 || f != 1 {
 		t.Errorf("after concurrent first calls: %d discoveries, %d key fetches; want 1 and 1", d, f)
 	}
 }
@@ -388,10 +275,10 @@ func TestLazyDiscovery(t *testing.T) {
 func TestIssuerDown(t *testing.T) {
 	t.Parallel()
 	k := rsaKey("k")
-	is := newIssuer(t, k)
-	is.setDown(true)
-	a := is.authenticator(t)
-	token := "Bearer " + sign(t, k, is.claims())
+	is := authtest.NewIssuer(t, k)
+	is.SetDown(true)
+	a := authenticator(t, is)
+	token := "Bearer " + authtest.Sign(t, k, is.Claims())
 
 	for range 2 {
 		_, err := authenticate(a, token)
@@ -402,14 +289,14 @@ func TestIssuerDown(t *testing.T) {
 			t.Errorf("error = %q, want it to name discovery and not the token", err)
 		}
 	}
-	if n := is.discoveries.Load(); n != 2 {
+	if n := is.Discoveries(); n != 2 {
 		t.Errorf("%d discoveries, want 2: each call tries again", n)
 	}
 	if err := a.Refresh(t.Context()); err == nil {
 		t.Error("Refresh() with the issuer down succeeded")
 	}
 
-	is.setDown(false)
+	is.SetDown(false)
 	id, err := authenticate(a, token)
 	if err != nil || id.User != "alice" {
 		t.Fatalf("Authenticate() after the issuer came back = %v, %v; want alice", id, err)
@@ -417,7 +304,7 @@ func TestIssuerDown(t *testing.T) {
 
 	// Once keys are cached, the issuer being down does not matter to tokens
 	// signed with them.
-	is.setDown(true)
+	is.SetDown(true)
 	if _, err := authenticate(a, token); err != nil {
 		t.Errorf("Authenticate() with cached keys and the issuer down: %v", err)
 	}
@@ -426,16 +313,16 @@ func TestIssuerDown(t *testing.T) {
 func TestKeysDown(t *testing.T) {
 	t.Parallel()
 	k := rsaKey("k")
-	is := newIssuer(t, k)
-	a := is.authenticator(t, func(c *oidc.Config) { c.KeyRefreshInterval = -1 })
-	token := "Bearer " + sign(t, k, is.claims())
+	is := authtest.NewIssuer(t, k)
+	a := authenticator(t, is, func(c *oidc.Config) { c.KeyRefreshInterval = -1 })
+	token := "Bearer " + authtest.Sign(t, k, is.Claims())
 	if err := a.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	// A key the cache lacks while the issuer is down: the issuer may have
 	// it, so the answer is "unavailable", not "unauthenticated".
-	is.setDown(true)
-	other := "Bearer " + sign(t, signingKey{kid: "new", alg: jose.ES256, priv: keys().ec1}, is.claims())
+	is.SetDown(true)
+	other := "Bearer " + authtest.Sign(t, authtest.Key{ID: "new", Algorithm: jose.ES256, Private: keys().ec1}, is.Claims())
 	_, err := authenticate(a, other)
 	if err == nil || errors.Is(err, auth.ErrUnauthenticated) {
 		t.Errorf("Authenticate(unknown key, issuer down) error = %v, want a non-authentication error", err)
@@ -447,23 +334,23 @@ func TestKeysDown(t *testing.T) {
 
 func TestKeyRotation(t *testing.T) {
 	t.Parallel()
-	old, next := rsaKey("2025"), signingKey{kid: "2026", alg: jose.RS256, priv: keys().rsa2}
-	is := newIssuer(t, old)
-	a := is.authenticator(t, func(c *oidc.Config) { c.KeyRefreshInterval = -1 })
+	old, next := rsaKey("2025"), authtest.Key{ID: "2026", Algorithm: jose.RS256, Private: keys().rsa2}
+	is := authtest.NewIssuer(t, old)
+	a := authenticator(t, is, func(c *oidc.Config) { c.KeyRefreshInterval = -1 })
 
-	if _, err := authenticate(a, "Bearer "+sign(t, old, is.claims())); err != nil {
+	if _, err := authenticate(a, "Bearer "+authtest.Sign(t, old, is.Claims())); err != nil {
 		t.Fatalf("old key: %v", err)
 	}
-	newToken := "Bearer " + sign(t, next, is.claims())
+	newToken := "Bearer " + authtest.Sign(t, next, is.Claims())
 	if _, err := authenticate(a, newToken); !errors.Is(err, auth.ErrUnauthenticated) {
 		t.Fatalf("new key before the issuer publishes it: error = %v, want ErrUnauthenticated", err)
 	}
-	is.addKey(next)
+	is.AddKey(next)
 	id, err := authenticate(a, newToken)
 	if err != nil || id.User != "alice" {
 		t.Fatalf("new key after the issuer published it = %v, %v; want alice", id, err)
 	}
-	if d := is.discoveries.Load(); d != 1 {
+	if d := is.Discoveries(); d != 1 {
 		t.Errorf("%d discoveries, want 1", d)
 	}
 }
@@ -471,18 +358,18 @@ func TestKeyRotation(t *testing.T) {
 func TestKeyRefreshInterval(t *testing.T) {
 	t.Parallel()
 	k := rsaKey("k")
-	is := newIssuer(t, k)
-	a := is.authenticator(t) // the default interval, longer than this test
-	if _, err := authenticate(a, "Bearer "+sign(t, k, is.claims())); err != nil {
+	is := authtest.NewIssuer(t, k)
+	a := authenticator(t, is) // the default interval, longer than this test
+	if _, err := authenticate(a, "Bearer "+authtest.Sign(t, k, is.Claims())); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 5 {
-		tok := sign(t, signingKey{kid: "made-up-" + string(rune('a'+i)), alg: jose.RS256, priv: keys().other}, is.claims())
+		tok := authtest.Sign(t, authtest.Key{ID: "made-up-" + string(rune('a'+i)), Algorithm: jose.RS256, Private: keys().other}, is.Claims())
 		if _, err := authenticate(a, "Bearer "+tok); !errors.Is(err, auth.ErrUnauthenticated) {
 			t.Errorf("unknown key: error = %v, want ErrUnauthenticated", err)
 		}
 	}
-	if f := is.fetches.Load(); f != 1 {
+	if f := is.KeyFetches(); f != 1 {
 		t.Errorf("%d key fetches, want 1: tokens with unknown keys must not make the key set be fetched each time", f)
 	}
 }
@@ -490,12 +377,12 @@ func TestKeyRefreshInterval(t *testing.T) {
 func TestJWKSURL(t *testing.T) {
 	t.Parallel()
 	k := ecKey("ec")
-	is := newIssuer(t, k)
-	a := is.authenticator(t, func(c *oidc.Config) { c.JWKSURL = is.srv.URL + "/keys" })
-	if _, err := authenticate(a, "Bearer "+sign(t, k, is.claims())); err != nil {
+	is := authtest.NewIssuer(t, k)
+	a := authenticator(t, is, func(c *oidc.Config) { c.JWKSURL = is.JWKSURL() })
+	if _, err := authenticate(a, "Bearer "+authtest.Sign(t, k, is.Claims())); err != nil {
 		t.Fatal(err)
 	}
-	if d, f := is.discoveries.Load(), is.fetches.Load(); d != 0 || f != 1 {
+	if d, f := is.Discoveries(), is.KeyFetches(); d != 0 || f != 1 {
 		t.Errorf("%d discoveries and %d fetches, want 0 and 1", d, f)
 	}
 }
@@ -503,26 +390,26 @@ func TestJWKSURL(t *testing.T) {
 func TestCAFile(t *testing.T) {
 	t.Parallel()
 	k := rsaKey("k")
-	is := newIssuer(t, k)
-	token := "Bearer " + sign(t, k, is.claims())
+	is := authtest.NewIssuer(t, k)
+	token := "Bearer " + authtest.Sign(t, k, is.Claims())
 
 	// Without the issuer's CA, the issuer cannot be reached.
-	a := is.authenticator(t, func(c *oidc.Config) { c.HTTPClient = nil })
+	a := authenticator(t, is, func(c *oidc.Config) { c.HTTPClient = nil })
 	if _, err := authenticate(a, token); err == nil || errors.Is(err, auth.ErrUnauthenticated) {
 		t.Errorf("Authenticate() without the CA: error = %v, want a non-authentication error", err)
 	}
 
 	dir := t.TempDir()
 	caFile := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: is.srv.Certificate().Raw}), 0o600); err != nil {
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: is.Certificate().Raw}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a = is.authenticator(t, func(c *oidc.Config) { c.HTTPClient, c.CAFile = nil, caFile })
+	a = authenticator(t, is, func(c *oidc.Config) { c.HTTPClient, c.CAFile = nil, caFile })
 	if _, err := authenticate(a, token); err != nil {
 		t.Errorf("Authenticate() with the CA file: %v", err)
 	}
 
-	a = is.authenticator(t, func(c *oidc.Config) { c.HTTPClient, c.CAFile = nil, filepath.Join(dir, "missing.pem") })
+	a = authenticator(t, is, func(c *oidc.Config) { c.HTTPClient, c.CAFile = nil, filepath.Join(dir, "missing.pem") })
 	if _, err := authenticate(a, token); err == nil || errors.Is(err, auth.ErrUnauthenticated) || !strings.Contains(err.Error(), "CA file") {
 		t.Errorf("Authenticate() with a missing CA file: error = %v, want a CA file error", err)
 	}
@@ -531,7 +418,7 @@ func TestCAFile(t *testing.T) {
 func TestClaims(t *testing.T) {
 	t.Parallel()
 	k := rsaKey("k")
-	is := newIssuer(t, k)
+	is := authtest.NewIssuer(t, k)
 	ctx := t.Context()
 	tests := []struct {
 		name    string
@@ -602,13 +489,13 @@ func TestClaims(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			a := is.authenticator(t, tt.cfg)
+			a := authenticator(t, is, tt.cfg)
 			if err := a.Refresh(ctx); err != nil {
 				t.Fatal(err)
 			}
-			c := is.claims()
+			c := is.Claims()
 			tt.claims(c)
-			id, err := authenticate(a, "Bearer "+sign(t, k, c))
+			id, err := authenticate(a, "Bearer "+authtest.Sign(t, k, c))
 			if tt.want == nil {
 				if !errors.Is(err, auth.ErrUnauthenticated) || !strings.Contains(err.Error(), tt.wantMsg) {
 					t.Errorf("Authenticate() error = %v, want ErrUnauthenticated saying %q", err, tt.wantMsg)
@@ -628,12 +515,12 @@ func TestClaims(t *testing.T) {
 func TestCanceledRequest(t *testing.T) {
 	t.Parallel()
 	k := rsaKey("k")
-	is := newIssuer(t, k)
-	a := is.authenticator(t)
+	is := authtest.NewIssuer(t, k)
+	a := authenticator(t, is)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	r := httptest.NewRequestWithContext(ctx, "GET", "/", nil)
-	r.Header.Set("Authorization", "Bearer "+sign(t, k, is.claims()))
+	r.Header.Set("Authorization", "Bearer "+authtest.Sign(t, k, is.Claims()))
 	// The fetch serves other callers too, so it goes on; the caller gets
 	// its answer.
 	if _, err := a.Authenticate(r); err != nil && !errors.Is(err, context.Canceled) {
@@ -644,12 +531,12 @@ func TestCanceledRequest(t *testing.T) {
 func TestChain(t *testing.T) {
 	t.Parallel()
 	k := rsaKey("k")
-	is := newIssuer(t, k)
-	chain := auth.Chain{is.authenticator(t)}
+	is := authtest.NewIssuer(t, k)
+	chain := auth.Chain{authenticator(t, is)}
 	if _, err := authenticate(chain, "Bearer opaque"); !errors.Is(err, auth.ErrUnauthenticated) {
 		t.Errorf("Chain with an opaque token: error = %v, want ErrUnauthenticated", err)
 	}
-	if id, err := authenticate(chain, "Bearer "+sign(t, k, is.claims())); err != nil || id.User != "alice" {
+	if id, err := authenticate(chain, "Bearer "+authtest.Sign(t, k, is.Claims())); err != nil || id.User != "alice" {
 		t.Errorf("Chain with a valid JWT = %v, %v", id, err)
 	}
 }

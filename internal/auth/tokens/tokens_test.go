@@ -1,7 +1,6 @@
 package tokens_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,12 +11,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cup-dev/cup/internal/auth"
 	"github.com/cup-dev/cup/internal/auth/tokens"
+	"github.com/cup-dev/cup/internal/testlog"
 )
 
 func hash(token string) string {
@@ -229,24 +228,6 @@ func TestReload(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the logger and the test to share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // eventually fails t unless cond holds within a few seconds.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -261,7 +242,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 func TestRun(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs testlog.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	f, path := load(t, "tokens:\n- sha256: "+hash("one")+"\n  user: u1\n", tokens.WithLogger(logger))
 
