@@ -89,17 +89,6 @@ func (m *memo) do(ctx context.Context, k memoKey, fn func() (any, int64, error))
 	}
 }
 
-func (m *memo) get(k memoKey) (any, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	el, ok := m.items[k]
-	if !ok {
-		return nil, false
-	}
-	m.ll.MoveToFront(el)
-	return el.Value.(*memoItem).val, true
-}
-
 // add stores v under k, counting size bytes against the budget. A value larger
 // than the whole budget is not stored.
 func (m *memo) add(k memoKey, v any, size int64) {

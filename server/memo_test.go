@@ -42,8 +42,8 @@ func TestMemoDoComputesOnceForConcurrentCallers(t *testing.T) {
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("computed %d times, want once", n)
 	}
-	if v, ok := m.get(k); !ok || v != "listing" {
-		t.Fatalf("memoised %v, %v", v, ok)
+	if el, ok := m.items[k]; !ok || el.Value.(*memoItem).val != "listing" {
+		t.Fatalf("memoised %v, %v", el, ok)
 	}
 }
 
@@ -87,7 +87,7 @@ func TestMemoDoRecomputesWhenTheComputingCallerGaveUp(t *testing.T) {
 	if _, err := m.do(t.Context(), memoKey{commit: "d"}, func() (any, int64, error) { return nil, 0, boom }); !errors.Is(err, boom) {
 		t.Fatalf("do = %v", err)
 	}
-	if _, ok := m.get(memoKey{commit: "d"}); ok {
+	if _, ok := m.items[memoKey{commit: "d"}]; ok {
 		t.Fatal("a failure was memoised")
 	}
 }

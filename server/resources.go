@@ -300,26 +300,22 @@ type listing struct {
 // error wrapping controller.ErrNotFound.
 func (s *Server) getEntry(ctx context.Context, t *Type, snap *source.Snapshot, namespace, name string) (*entry, error) {
 	k := memoKey{commit: snap.Commit, typ: t, namespace: namespace, name: name}
-	v, ok := s.memo.get(k)
-	if !ok {
-		var err error
-		v, err = s.memo.do(ctx, k, func() (any, int64, error) {
-			r, err := t.Controller.Get(ctx, &controller.GetRequest{FS: snap.FS, Type: t.controllerType(), Namespace: namespace, Name: name})
-			if errors.Is(err, controller.ErrNotFound) {
-				return (*entry)(nil), 64, nil // remembered: it is not there
-			}
-			if err != nil {
-				return nil, 0, err
-			}
-			e, err := s.interner.entry(r)
-			if err != nil {
-				return nil, 0, err
-			}
-			return e, e.size(), nil
-		})
-		if err != nil {
-			return nil, err
+	v, err := s.memo.do(ctx, k, func() (any, int64, error) {
+		r, err := t.Controller.Get(ctx, &controller.GetRequest{FS: snap.FS, Type: t.controllerType(), Namespace: namespace, Name: name})
+		if errors.Is(err, controller.ErrNotFound) {
+			return (*entry)(nil), 64, nil // remembered: it is not there
 		}
+		if err != nil {
+			return nil, 0, err
+		}
+		e, err := s.interner.entry(r)
+		if err != nil {
+			return nil, 0, err
+		}
+		return e, e.size(), nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	e, _ := v.(*entry)
 	if e == nil {
@@ -336,9 +332,6 @@ func notFound(t *Type, namespace, name string) error {
 // listEntries reads every resource of t in namespace at snap, memoised.
 func (s *Server) listEntries(ctx context.Context, t *Type, snap *source.Snapshot, namespace string) (*listing, error) {
 	k := memoKey{commit: snap.Commit, typ: t, namespace: namespace}
-	if v, ok := s.memo.get(k); ok {
-		return v.(*listing), nil
-	}
 	v, err := s.memo.do(ctx, k, func() (any, int64, error) {
 		var l *listing
 		var err error
