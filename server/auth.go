@@ -103,7 +103,7 @@ func denial(id *auth.Identity, a auth.Attributes) error {
 }
 
 func subjectKind(id *auth.Identity) string {
-	if id.Method == "certificate" {
+	if id.Method == auth.MethodCertificate {
 		return "certificate subject"
 	}
 	return "user"

@@ -250,7 +250,7 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 	case f.tlsCertFile != "" || f.tlsKeyFile != "":
 		if tlsConfig, err = auth.ServerTLS(auth.TLSConfig{
 			CertFile: f.tlsCertFile, KeyFile: f.tlsKeyFile,
-			ClientCAFile: f.tlsClientCAFile, RequireClientCert: f.tlsRequireCert,
+			ClientCAFile: f.tlsClientCAFile, RequireClientCert: f.tlsRequireCert, Logger: logger,
 		}); err != nil {
 			return fmt.Errorf("--tls-*: %w", err)
 		}

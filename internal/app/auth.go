@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/cup-dev/cup/internal/auth"
@@ -48,7 +49,11 @@ type access struct {
 	tokens *tokens.File
 	oidc   *oidc.Authenticator
 	every  time.Duration
+	logger *slog.Logger
 }
+
+// oidcStartTimeout bounds the fetch of the OIDC issuer's keys at start.
+const oidcStartTimeout = 10 * time.Second
 
 // newAccess loads the policy and the tokens; it returns nil when c turns
 // nothing on.
@@ -61,7 +66,7 @@ func newAccess(c Auth, logger *slog.Logger) (*access, error) {
 	case !c.authenticates():
 		return nil, errors.New("--policy needs a way to authenticate callers: --tokens-file, --oidc-issuer-url or --tls-client-ca-file")
 	}
-	a := &access{every: c.ReloadInterval}
+	a := &access{every: c.ReloadInterval, logger: logger}
 	var err error
 	if a.policy, err = rbac.LoadFile(c.PolicyPath, rbac.WithLogger(logger)); err != nil {
 		return nil, fmt.Errorf("--policy: %w", err)
@@ -84,15 +89,23 @@ func newAccess(c Auth, logger *slog.Logger) (*access, error) {
 	return a, nil
 }
 
-// run keeps the policy and tokens files fresh until ctx is done.
+// run keeps the policy and tokens files fresh until ctx is done. Meanwhile
+// it fetches the OIDC issuer's keys once, so that a misconfigured issuer
+// shows in the log at start rather than at the first request; a failure is
+// only logged, since the issuer may come up later (requests try again).
 func (a *access) run(ctx context.Context) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = a.policy.Run(ctx, a.every)
-	}()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { _ = a.policy.Run(ctx, a.every) })
 	if a.tokens != nil {
-		_ = a.tokens.Run(ctx, a.every)
+		wg.Go(func() { _ = a.tokens.Run(ctx, a.every) })
 	}
-	<-done
+	if a.oidc != nil {
+		rctx, cancel := context.WithTimeout(ctx, oidcStartTimeout)
+		err := a.oidc.Refresh(rctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			a.logger.WarnContext(ctx, "could not fetch the OIDC issuer's keys; requests with its tokens will try again", "error", err)
+		}
+	}
 }

@@ -15,8 +15,8 @@ package auth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 )
 
@@ -27,13 +27,21 @@ type Identity struct {
 	User string
 	// Groups are the groups the caller belongs to, for bindings to name.
 	Groups []string
-	// Method says how the caller was authenticated: "token", "oidc" or
-	// "certificate".
+	// Method says how the caller was authenticated: one of the Method
+	// constants.
 	Method string
 }
 
-// InGroup reports whether the identity belongs to group.
-func (id *Identity) InGroup(group string) bool { return slices.Contains(id.Groups, group) }
+// Values of Identity.Method.
+const (
+	// MethodToken: a static bearer token (package tokens).
+	MethodToken = "token"
+	// MethodOIDC: a JWT of an OpenID Connect issuer (package oidc).
+	MethodOIDC = "oidc"
+	// MethodCertificate: a verified TLS client certificate
+	// ([ClientCertificates]).
+	MethodCertificate = "certificate"
+)
 
 // Sentinel errors of authentication. Authenticators wrap them with a
 // reason that is safe to show the caller: it never repeats the credential
@@ -81,23 +89,22 @@ func (c Chain) Authenticate(r *http.Request) (*Identity, error) {
 		}
 	}
 	if r.Header.Get("Authorization") != "" {
-		return nil, unauthenticated("the credentials in the Authorization header are not recognised")
+		return nil, Unauthenticatedf("the credentials in the Authorization header are not recognised")
 	}
-	return nil, unauthenticated("no credentials: send a bearer token in the Authorization header")
-}
-
-func unauthenticated(reason string) error {
-	return &reasonError{reason: reason, sentinel: ErrUnauthenticated}
+	return nil, Unauthenticatedf("no credentials: send a bearer token in the Authorization header")
 }
 
 // Unauthenticatedf returns an error wrapping ErrUnauthenticated whose
-// message is reason.
-func Unauthenticatedf(reason string) error { return unauthenticated(reason) }
+// message is format formatted with args, as by [fmt.Sprintf]. The message
+// is shown to the caller: it must not repeat the credential.
+func Unauthenticatedf(format string, args ...any) error {
+	return &reasonError{reason: fmt.Sprintf(format, args...), sentinel: ErrUnauthenticated}
+}
 
 // NoCredentialsf returns an error wrapping ErrNoCredentials whose message is
-// reason.
-func NoCredentialsf(reason string) error {
-	return &reasonError{reason: reason, sentinel: ErrNoCredentials}
+// format formatted with args, as by [fmt.Sprintf].
+func NoCredentialsf(format string, args ...any) error {
+	return &reasonError{reason: fmt.Sprintf(format, args...), sentinel: ErrNoCredentials}
 }
 
 type reasonError struct {

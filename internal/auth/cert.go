@@ -29,5 +29,5 @@ func (ClientCertificates) Authenticate(r *http.Request) (*Identity, error) {
 		return nil, Unauthenticatedf("the client certificate's subject has no common name to name the user")
 	}
 	groups := slices.DeleteFunc(slices.Clone(leaf.Subject.Organization), func(g string) bool { return g == "" })
-	return &Identity{User: leaf.Subject.CommonName, Groups: groups, Method: "certificate"}, nil
+	return &Identity{User: leaf.Subject.CommonName, Groups: groups, Method: MethodCertificate}, nil
 }

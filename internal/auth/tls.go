@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
@@ -26,6 +27,11 @@ type TLSConfig struct {
 	// a client certificate is verified if the client sends one, and a
 	// client without one may authenticate otherwise (a bearer token).
 	RequireClientCert bool
+	// Logger receives a line whenever the certificate files changed: at
+	// level Info when the new pair was loaded, at level Warn (with the
+	// error) when it could not be and the previous pair stays in use. Nil
+	// logs nothing.
+	Logger *slog.Logger
 }
 
 // certCheckInterval is the least time between two looks at whether the
@@ -40,7 +46,7 @@ const certCheckInterval = time.Second
 // most once a second), so a renewed certificate is served without a
 // restart; if the new pair cannot be loaded (say the certificate was
 // written and the key not yet), the previous pair stays in use until the
-// files change again.
+// files change again, and cfg.Logger is told.
 //
 // The configuration requires TLS 1.2 or later and offers HTTP/2 ("h2") and
 // HTTP/1.1 by ALPN, which gRPC clients need.
@@ -51,7 +57,11 @@ func ServerTLS(cfg TLSConfig) (*tls.Config, error) {
 	if cfg.RequireClientCert && cfg.ClientCAFile == "" {
 		return nil, errors.New("tls: requiring client certificates needs a client CA file to verify them")
 	}
-	kp := &keyPair{certFile: cfg.CertFile, keyFile: cfg.KeyFile}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	kp := &keyPair{certFile: cfg.CertFile, keyFile: cfg.KeyFile, logger: logger}
 	if err := kp.load(); err != nil {
 		return nil, err
 	}
@@ -83,6 +93,7 @@ func ServerTLS(cfg TLSConfig) (*tls.Config, error) {
 // keyPair is the server's certificate, reloaded when its files change.
 type keyPair struct {
 	certFile, keyFile string
+	logger            *slog.Logger
 
 	mu       sync.Mutex
 	cert     *tls.Certificate
@@ -116,7 +127,13 @@ func (kp *keyPair) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	if now := time.Now(); now.Sub(kp.checked) >= certCheckInterval {
 		kp.checked = now
 		if changed(kp.certStat, kp.certFile) || changed(kp.keyStat, kp.keyFile) {
-			_ = kp.load() // on failure, serve the previous pair
+			// On failure, serve the previous pair until the files change
+			// again.
+			if err := kp.load(); err != nil {
+				kp.logger.Warn("reloading the TLS certificate failed; keeping the previous one", "error", err)
+			} else {
+				kp.logger.Info("reloaded the TLS certificate", "cert", kp.certFile)
+			}
 		}
 	}
 	return kp.cert, nil

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"log"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/cup-dev/cup/internal/auth"
 	"github.com/cup-dev/cup/internal/auth/authtest"
+	"github.com/cup-dev/cup/internal/testlog"
 )
 
 // serverCert is a certificate for cupd on 127.0.0.1 signed by ca, with
@@ -287,6 +289,8 @@ func TestServerCertificateReload(t *testing.T) {
 	t.Parallel()
 	ca := authtest.NewCA(t, "ca")
 	cfg := serverFiles(t, ca, 1)
+	var logs testlog.Buffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	addr := serve(t, cfg)
 	if serial, _ := handshake(t, addr, ca); serial != 1 {
 		t.Fatalf("serial = %d, want 1", serial)
@@ -314,5 +318,12 @@ func TestServerCertificateReload(t *testing.T) {
 		if serial, _ := handshake(t, addr, ca); serial != 2 {
 			t.Fatalf("after a mismatched pair: serial = %d, want 2", serial)
 		}
+	}
+	got := logs.String()
+	if !strings.Contains(got, "reloaded the TLS certificate") {
+		t.Errorf("log = %q, want the reload", got)
+	}
+	if n := strings.Count(got, "reloading the TLS certificate failed"); n != 1 {
+		t.Errorf("log = %q, want the failed reload once", got)
 	}
 }

@@ -45,10 +45,8 @@ type Log[T any] struct {
 	// files' path.
 	Attrs []any
 	// ReadFailed is the message logged at level Warn when Read fails: once
-	// until Read succeeds or fails otherwise, or at every check if
-	// EveryReadFailure is set.
-	ReadFailed       string
-	EveryReadFailure bool
+	// until Read succeeds or fails otherwise.
+	ReadFailed string
 	// Invalid is the message logged at level Warn when Parse fails for
 	// files that changed. The value in force stays.
 	Invalid string
@@ -142,7 +140,7 @@ func (v *Value[S, T]) check(ctx context.Context) {
 	if err != nil {
 		// Perhaps the moment of a replacement: keep the value and look
 		// again next time.
-		if v.log.EveryReadFailure || err.Error() != v.readErr {
+		if err.Error() != v.readErr {
 			v.readErr = err.Error()
 			v.warn(ctx, v.log.ReadFailed, err)
 		}

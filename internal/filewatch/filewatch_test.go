@@ -122,16 +122,15 @@ func (r *records) take() []string {
 	return out
 }
 
-func newValue(src *files, everyReadFailure bool) (*filewatch.Value[state, string], *records) {
+func newValue(src *files) (*filewatch.Value[state, string], *records) {
 	logs := &records{}
 	v := filewatch.New(src, filewatch.Log[string]{
-		Logger:           slog.New(logs),
-		Attrs:            []any{"path", "/p"},
-		ReadFailed:       "read failed",
-		EveryReadFailure: everyReadFailure,
-		Invalid:          "invalid",
-		Reloaded:         "reloaded",
-		ReloadedAttrs:    func(s *string) []any { return []any{"text", *s} },
+		Logger:        slog.New(logs),
+		Attrs:         []any{"path", "/p"},
+		ReadFailed:    "read failed",
+		Invalid:       "invalid",
+		Reloaded:      "reloaded",
+		ReloadedAttrs: func(s *string) []any { return []any{"text", *s} },
 	})
 	return v, logs
 }
@@ -146,7 +145,7 @@ func current(v *filewatch.Value[state, string]) string {
 func TestReload(t *testing.T) {
 	t.Parallel()
 	src := &files{}
-	v, logs := newValue(src, false)
+	v, logs := newValue(src)
 	if got := v.Load(); got != nil {
 		t.Errorf("Load before Reload = %q, want nil", *got)
 	}
@@ -182,86 +181,70 @@ func TestReload(t *testing.T) {
 
 func TestRun(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name             string
-		everyReadFailure bool
-		wantReadFailures []string
-	}{
-		{name: "read failures logged once", wantReadFailures: []string{"WARN read failed path=/p error=gone"}},
-		{
-			name: "every read failure logged", everyReadFailure: true,
-			wantReadFailures: []string{"WARN read failed path=/p error=gone", "WARN read failed path=/p error=gone", "WARN read failed path=/p error=gone"},
-		},
+	src := &files{}
+	src.set("one", nil)
+	v, logs := newValue(src)
+	if err := v.Reload(); err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			src := &files{}
-			src.set("one", nil)
-			v, logs := newValue(src, tt.everyReadFailure)
-			if err := v.Reload(); err != nil {
-				t.Fatal(err)
-			}
-			src.gate = newGate()
-			ctx, cancel := context.WithCancel(t.Context())
-			done := make(chan error, 1)
-			go func() { done <- v.Run(ctx, time.Millisecond) }()
-			defer func() {
-				cancel()
-				close(src.gate.stop)
-				if err := <-done; err != nil {
-					t.Errorf("Run = %v, want nil", err)
-				}
-			}()
-			<-src.gate.arrive // the first check waits to read
-			// checks lets n checks run, and returns once they are done
-			// and the next one waits to read.
-			checks := func(n int) {
-				for range n {
-					src.gate.proceed <- struct{}{}
-					<-src.gate.arrive
-				}
-			}
-			want := func(what string, wantLogs ...string) {
-				t.Helper()
-				if got := logs.take(); !slices.Equal(got, wantLogs) {
-					t.Errorf("%s: logged %q, want %q", what, got, wantLogs)
-				}
-			}
-
-			checks(3)
-			want("unchanged files")
-
-			src.set("two", nil)
-			checks(3)
-			if got := current(v); got != "two" {
-				t.Errorf("after a change: Load = %q, want two", got)
-			}
-			want("a change", "INFO reloaded path=/p text=two")
-
-			src.set("bad", nil)
-			parses := src.parseCount()
-			checks(3)
-			if got := src.parseCount() - parses; got != 1 {
-				t.Errorf("invalid files parsed %d times, want once", got)
-			}
-			if got := current(v); got != "two" {
-				t.Errorf("after an invalid change: Load = %q, want two", got)
-			}
-			want("an invalid change", "WARN invalid path=/p error=bad text")
-
-			src.set("three", errors.New("gone"))
-			checks(3)
-			want("read failures", tt.wantReadFailures...)
-
-			src.set("three", nil)
-			checks(1)
-			if got := current(v); got != "three" {
-				t.Errorf("after recovering: Load = %q, want three", got)
-			}
-			want("recovering", "INFO reloaded path=/p text=three")
-		})
+	src.gate = newGate()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- v.Run(ctx, time.Millisecond) }()
+	defer func() {
+		cancel()
+		close(src.gate.stop)
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v, want nil", err)
+		}
+	}()
+	<-src.gate.arrive // the first check waits to read
+	// checks lets n checks run, and returns once they are done and the
+	// next one waits to read.
+	checks := func(n int) {
+		for range n {
+			src.gate.proceed <- struct{}{}
+			<-src.gate.arrive
+		}
 	}
+	want := func(what string, wantLogs ...string) {
+		t.Helper()
+		if got := logs.take(); !slices.Equal(got, wantLogs) {
+			t.Errorf("%s: logged %q, want %q", what, got, wantLogs)
+		}
+	}
+
+	checks(3)
+	want("unchanged files")
+
+	src.set("two", nil)
+	checks(3)
+	if got := current(v); got != "two" {
+		t.Errorf("after a change: Load = %q, want two", got)
+	}
+	want("a change", "INFO reloaded path=/p text=two")
+
+	src.set("bad", nil)
+	parses := src.parseCount()
+	checks(3)
+	if got := src.parseCount() - parses; got != 1 {
+		t.Errorf("invalid files parsed %d times, want once", got)
+	}
+	if got := current(v); got != "two" {
+		t.Errorf("after an invalid change: Load = %q, want two", got)
+	}
+	want("an invalid change", "WARN invalid path=/p error=bad text")
+
+	src.set("three", errors.New("gone"))
+	checks(3)
+	want("read failures, logged once", "WARN read failed path=/p error=gone")
+
+	src.set("three", nil)
+	checks(1)
+	if got := current(v); got != "three" {
+		t.Errorf("after recovering: Load = %q, want three", got)
+	}
+	want("recovering", "INFO reloaded path=/p text=three")
 }
 
 func TestRunStops(t *testing.T) {

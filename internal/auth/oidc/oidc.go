@@ -26,12 +26,10 @@ import (
 	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -43,6 +41,8 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
+	josejson "github.com/go-jose/go-jose/v4/json"
+	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/cup-dev/cup/internal/auth"
 )
@@ -137,9 +137,8 @@ type Config struct {
 // Authenticator accepts JWTs of one issuer. It is an [auth.Authenticator]
 // and safe for concurrent use.
 type Authenticator struct {
-	cfg      Config
-	algs     []jose.SignatureAlgorithm
-	verifier *oidc.IDTokenVerifier
+	cfg  Config
+	algs []jose.SignatureAlgorithm
 
 	// state holds the key set and the outcome of the last fetch.
 	state atomic.Pointer[keyState]
@@ -223,16 +222,6 @@ func New(cfg Config) (*Authenticator, error) {
 	}
 	a := &Authenticator{cfg: cfg, algs: algs, fetching: make(chan struct{}, 1)}
 	a.state.Store(&keyState{})
-	// go-oidc checks the algorithm and the signature (with the keys cached
-	// here) and parses the claims; the issuer, audience and time checks are
-	// done below, so that they say what was wrong and honour ClockSkew
-	// (go-oidc allows no leeway on exp and a fixed 5 minutes on nbf).
-	a.verifier = oidc.NewVerifier(cfg.IssuerURL, (*cachedKeys)(a), &oidc.Config{
-		SupportedSigningAlgs: cfg.SigningAlgorithms,
-		SkipClientIDCheck:    true,
-		SkipIssuerCheck:      true,
-		SkipExpiryCheck:      true,
-	})
 	return a, nil
 }
 
@@ -263,7 +252,7 @@ func checkURL(s string) error {
 // with [auth.ErrNoCredentials]. A JWT that is not valid fails with an error
 // wrapping [auth.ErrUnauthenticated] whose message says why without
 // repeating the token or its claims. If the issuer's keys cannot be
-// fetched, the error wraps neither. The identity's Method is "oidc".
+// fetched, the error wraps neither. The identity's Method is [auth.MethodOIDC].
 func (a *Authenticator) Authenticate(r *http.Request) (*auth.Identity, error) {
 	token, ok := auth.BearerToken(r)
 	if !ok {
@@ -272,35 +261,49 @@ func (a *Authenticator) Authenticate(r *http.Request) (*auth.Identity, error) {
 	if !isJWT(token) {
 		return nil, auth.NoCredentialsf("the bearer token is not a JWT")
 	}
-	var header struct {
-		Alg string `json:"alg"`
-		Kid string `json:"kid"`
+	jws, err := jose.ParseSignedCompact(token, a.algs)
+	if err != nil {
+		if _, ok := errors.AsType[*jose.ErrUnexpectedSignatureAlgorithm](err); ok {
+			return nil, auth.Unauthenticatedf("token is signed with an algorithm that is not accepted (accepted: %s)", strings.Join(a.cfg.SigningAlgorithms, ", "))
+		}
+		return nil, auth.Unauthenticatedf("malformed token")
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(token[:strings.IndexByte(token, '.')])
-	if err != nil || json.Unmarshal(raw, &header) != nil {
-		return nil, auth.Unauthenticatedf("malformed token: its header is not base64url-encoded JSON")
-	}
-	if !slices.Contains(a.cfg.SigningAlgorithms, header.Alg) {
-		return nil, auth.Unauthenticatedf("token is signed with an algorithm that is not accepted (accepted: " + strings.Join(a.cfg.SigningAlgorithms, ", ") + ")")
-	}
-	ctx := r.Context()
-	if err := a.ensureKeys(ctx, header.Kid); err != nil {
+	h := jws.Signatures[0].Header
+	if err := a.ensureKeys(r.Context(), h.KeyID); err != nil {
 		return nil, err
 	}
-
-	var sig signatureCheck
-	idt, err := a.verifier.Verify(context.WithValue(ctx, signatureCheckKey{}, &sig), token)
+	payload, err := a.verify(jws, h)
 	if err != nil {
-		switch {
-		case sig.err != nil:
-			return nil, sig.err
-		case sig.ok:
-			return nil, auth.Unauthenticatedf("malformed token: its claims are not valid JSON of the right types")
-		default:
-			return nil, auth.Unauthenticatedf("malformed token")
+		return nil, err
+	}
+	// Decoded as go-jose's jwt package decodes claims: with its JSON
+	// package, whose field names are case-sensitive.
+	var std jwt.Claims
+	var claims map[string]any
+	if josejson.Unmarshal(payload, &std) != nil || josejson.Unmarshal(payload, &claims) != nil || claims == nil {
+		return nil, auth.Unauthenticatedf("malformed token: its claims are not valid JSON of the right types")
+	}
+	return a.identity(&std, claims)
+}
+
+// verify checks the signature of jws, whose only signature has header h,
+// with the cached keys that h's kid (any, if it has none) and algorithm
+// select, and returns its payload.
+func (a *Authenticator) verify(jws *jose.JSONWebSignature, h jose.Header) ([]byte, error) {
+	known := false
+	for _, key := range a.state.Load().keys {
+		if h.KeyID != "" && key.KeyID != h.KeyID || key.Algorithm != "" && key.Algorithm != h.Algorithm {
+			continue
+		}
+		known = true
+		if payload, err := jws.Verify(key.Key); err == nil {
+			return payload, nil
 		}
 	}
-	return a.identity(idt)
+	if !known {
+		return nil, auth.Unauthenticatedf("token is signed by an unknown key")
+	}
+	return nil, auth.Unauthenticatedf("token signature is not valid")
 }
 
 // isJWT reports whether token has the form of a JWS in compact
@@ -321,42 +324,30 @@ func isJWT(token string) bool {
 	return true
 }
 
-// identity checks the claims of a token whose signature verified.
-func (a *Authenticator) identity(idt *oidc.IDToken) (*auth.Identity, error) {
-	if idt.Issuer != a.cfg.IssuerURL {
+// identity checks the claims of a token whose signature verified: std,
+// and claims, all of them.
+func (a *Authenticator) identity(std *jwt.Claims, claims map[string]any) (*auth.Identity, error) {
+	err := std.ValidateWithLeeway(jwt.Expected{Issuer: a.cfg.IssuerURL, AnyAudience: jwt.Audience{a.cfg.Audience}}, a.cfg.ClockSkew)
+	switch {
+	case errors.Is(err, jwt.ErrInvalidIssuer):
 		return nil, auth.Unauthenticatedf("token is from another issuer")
-	}
-	if !slices.Contains(idt.Audience, a.cfg.Audience) {
+	case errors.Is(err, jwt.ErrInvalidAudience):
 		return nil, auth.Unauthenticatedf("token is for another audience")
-	}
-	var claims map[string]any
-	if err := idt.Claims(&claims); err != nil {
-		return nil, auth.Unauthenticatedf("malformed token: its claims are not a JSON object")
-	}
-
-	now, skew := time.Now(), a.cfg.ClockSkew
-	if idt.Expiry.IsZero() {
+	case std.Expiry == nil:
 		return nil, auth.Unauthenticatedf("token has no expiry (exp claim)")
-	}
-	if !now.Before(idt.Expiry.Add(skew)) {
+	case errors.Is(err, jwt.ErrExpired):
 		return nil, auth.Unauthenticatedf("token expired")
-	}
-	if v, ok := claims["nbf"]; ok && v != nil {
-		nbf, ok := v.(float64)
-		if !ok {
-			return nil, auth.Unauthenticatedf("malformed token: nbf claim is not a number")
-		}
-		if now.Add(skew).Before(unixTime(nbf)) {
-			return nil, auth.Unauthenticatedf("token is not valid yet")
-		}
-	}
-	if !idt.IssuedAt.IsZero() && now.Add(skew).Before(idt.IssuedAt) {
+	case errors.Is(err, jwt.ErrNotValidYet):
+		return nil, auth.Unauthenticatedf("token is not valid yet")
+	case errors.Is(err, jwt.ErrIssuedInTheFuture):
 		return nil, auth.Unauthenticatedf("token is issued in the future")
+	case err != nil:
+		return nil, auth.Unauthenticatedf("token's claims are not valid")
 	}
 
 	user, _ := claims[a.cfg.UserClaim].(string)
 	if user == "" {
-		return nil, auth.Unauthenticatedf(fmt.Sprintf("token has no %q claim (a non-empty string) to name the user", a.cfg.UserClaim))
+		return nil, auth.Unauthenticatedf("token has no %q claim (a non-empty string) to name the user", a.cfg.UserClaim)
 	}
 	if a.cfg.UserClaim == "email" {
 		if v, ok := claims["email_verified"]; ok && v != true {
@@ -372,29 +363,25 @@ func (a *Authenticator) identity(idt *oidc.IDToken) (*auth.Identity, error) {
 		for _, g := range v {
 			s, ok := g.(string)
 			if !ok {
-				return nil, auth.Unauthenticatedf(fmt.Sprintf("token's %q claim is not a string or a list of strings", a.cfg.GroupsClaim))
+				return nil, auth.Unauthenticatedf("token's %q claim is not a string or a list of strings", a.cfg.GroupsClaim)
 			}
 			groups = append(groups, s)
 		}
 	default:
-		return nil, auth.Unauthenticatedf(fmt.Sprintf("token's %q claim is not a string or a list of strings", a.cfg.GroupsClaim))
+		return nil, auth.Unauthenticatedf("token's %q claim is not a string or a list of strings", a.cfg.GroupsClaim)
 	}
 	groups = slices.DeleteFunc(groups, func(g string) bool { return g == "" })
 	for i, g := range groups {
 		groups[i] = a.cfg.GroupPrefix + g
 	}
-	return &auth.Identity{User: a.cfg.UserPrefix + user, Groups: groups, Method: "oidc"}, nil
-}
-
-func unixTime(f float64) time.Time {
-	sec, frac := math.Modf(f)
-	return time.Unix(int64(sec), int64(frac*1e9))
+	return &auth.Identity{User: a.cfg.UserPrefix + user, Groups: groups, Method: auth.MethodOIDC}, nil
 }
 
 // Refresh fetches the discovery document (unless JWKSURL is set or it was
 // fetched before) and the key set now, whatever was cached. The server may
 // call it at startup, to report a misconfigured issuer at once rather than
-// on the first request.
+// on the first request. If ctx is done before the fetch ends, Refresh
+// returns its error and leaves the cache as it was.
 func (a *Authenticator) Refresh(ctx context.Context) error {
 	select {
 	case a.fetching <- struct{}{}:
@@ -435,7 +422,9 @@ func (a *Authenticator) ensureKeys(ctx context.Context, kid string) error {
 		// fetch again (which would hammer an issuer that is down).
 		return now.outcome(kid)
 	}
-	if err := a.fetch(ctx); err != nil && !a.state.Load().has(kid) {
+	// The fetch serves every caller waiting for it, so one caller giving up
+	// does not cancel it.
+	if err := a.fetch(context.WithoutCancel(ctx)); err != nil && !a.state.Load().has(kid) {
 		return err
 	}
 	return nil
@@ -449,14 +438,17 @@ func (s *keyState) outcome(kid string) error {
 	return nil
 }
 
-// fetch discovers the key set's URL if need be and fetches the key set.
-// Callers hold the fetching semaphore.
+// fetch discovers the key set's URL if need be and fetches the key set,
+// within fetchTimeout. A fetch that fails because ctx is done leaves the
+// state as it was, so that callers waiting for it fetch again. Callers hold
+// the fetching semaphore.
 func (a *Authenticator) fetch(ctx context.Context) error {
-	// The fetch serves every caller waiting for it, so one caller giving up
-	// does not cancel it.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fetchTimeout)
+	fctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
-	keys, err := a.fetchKeys(ctx)
+	keys, err := a.fetchKeys(fctx)
+	if err != nil && ctx.Err() != nil {
+		return err
+	}
 	prev := a.state.Load()
 	next := &keyState{gen: prev.gen + 1, keys: prev.keys, fetched: prev.fetched, tried: time.Now(), err: err}
 	if err == nil {
@@ -565,54 +557,4 @@ func (a *Authenticator) httpClient() (*http.Client, error) {
 	}
 	a.client = &http.Client{Transport: t}
 	return a.client, nil
-}
-
-// cachedKeys is the go-oidc key set: the keys the Authenticator cached.
-// It does no I/O; ensureKeys fetched what was needed before.
-type cachedKeys Authenticator
-
-// signatureCheck carries the outcome of the signature check from
-// cachedKeys.VerifySignature back to Authenticate, since go-oidc flattens
-// the key set's errors into strings.
-type signatureCheck struct {
-	ok  bool
-	err error
-}
-
-type signatureCheckKey struct{}
-
-// VerifySignature implements [oidc.KeySet].
-func (k *cachedKeys) VerifySignature(ctx context.Context, token string) ([]byte, error) {
-	check, _ := ctx.Value(signatureCheckKey{}).(*signatureCheck)
-	if check == nil {
-		check = new(signatureCheck)
-	}
-	// go-oidc has checked the algorithm already; checking again costs
-	// little.
-	jws, err := jose.ParseSigned(token, k.algs)
-	if err != nil || len(jws.Signatures) != 1 {
-		check.err = auth.Unauthenticatedf("malformed token")
-		return nil, check.err
-	}
-	h := jws.Signatures[0].Header
-	known := false
-	for _, key := range k.state.Load().keys {
-		if h.KeyID != "" && key.KeyID != h.KeyID {
-			continue
-		}
-		if key.Algorithm != "" && key.Algorithm != h.Algorithm {
-			continue
-		}
-		known = true
-		if payload, err := jws.Verify(key); err == nil {
-			check.ok = true
-			return payload, nil
-		}
-	}
-	if !known {
-		check.err = auth.Unauthenticatedf("token is signed by an unknown key")
-	} else {
-		check.err = auth.Unauthenticatedf("token signature is not valid")
-	}
-	return nil, check.err
 }

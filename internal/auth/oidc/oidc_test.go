@@ -54,7 +54,7 @@ var keys = sync.OnceValue(func() testKeys {
 
 // authenticator is an authenticator for is, trusting its certificate,
 // with its configuration changed by change.
-func authenticator(t *testing.T, is *authtest.Issuer, change ...func(*oidc.Config)) *oidc.Authenticator {
+func authenticator(t testing.TB, is *authtest.Issuer, change ...func(*oidc.Config)) *oidc.Authenticator {
 	t.Helper()
 	cfg := oidc.Config{IssuerURL: is.URL(), Audience: audience, HTTPClient: is.Client()}
 	for _, c := range change {

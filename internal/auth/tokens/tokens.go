@@ -64,7 +64,7 @@ func WithLogger(l *slog.Logger) Option {
 // [auth.Authenticator]. It never holds a plain token, only hashes. Its
 // methods are safe for concurrent use.
 type File struct {
-	set *filewatch.Value[os.FileInfo, tokenSet]
+	set *filewatch.Value[contents, tokenSet]
 }
 
 var _ auth.Authenticator = (*File)(nil)
@@ -102,7 +102,7 @@ func (f *File) Len() int { return len(f.set.Load().byHash) }
 // token, or with one whose hash the file does not list, fails with
 // [auth.ErrNoCredentials], so that another authenticator (OIDC) may accept
 // it; [auth.Chain] reports a token that nobody accepts. A listed token
-// yields the entry's user and groups, with Method "token".
+// yields the entry's user and groups, with Method [auth.MethodToken].
 func (f *File) Authenticate(r *http.Request) (*auth.Identity, error) {
 	token, ok := auth.BearerToken(r)
 	if !ok {
@@ -123,43 +123,43 @@ func (f *File) Authenticate(r *http.Request) (*auth.Identity, error) {
 func (f *File) Reload() error { return f.set.Reload() }
 
 // Run checks every interval (DefaultInterval if interval is zero or less)
-// whether the file changed (its modification time, size or inode), and
-// reloads it if so. Failures are logged (see WithLogger) and keep the
-// previous tokens; the file is read again once it changes again. Run
-// returns nil when ctx is done.
+// whether the file's contents changed, and reloads it if so. Failures are
+// logged (see WithLogger) and keep the previous tokens: a failure to read
+// the file once until it succeeds or fails otherwise, invalid contents once
+// until they change. Run returns nil when ctx is done.
 func (f *File) Run(ctx context.Context, interval time.Duration) error {
 	return f.set.Run(ctx, interval)
 }
 
-// source is the tokens file at path. A change is one of its modification
-// time, size or inode; a failure to look at it is logged at every check.
+// source is the tokens file at path. A change is one of its contents,
+// compared by their SHA-256, so that an edit in place that keeps the size
+// and the modification time (one hash swapped for another) is not missed.
 type source struct {
 	path string
 }
 
-var _ filewatch.Source[os.FileInfo, tokenSet] = source{}
+var _ filewatch.Source[contents, tokenSet] = source{}
 
-func (s source) Read() (os.FileInfo, error) {
-	st, err := os.Stat(s.path)
+// contents are the file's bytes as read, and their hash.
+type contents struct {
+	data []byte
+	sum  [sha256.Size]byte
+}
+
+func (s source) Read() (contents, error) {
+	data, err := os.ReadFile(s.path)
 	if err != nil {
 		// Possibly the moment of an atomic replacement: Run keeps the
 		// tokens and looks again next time.
-		return nil, fmt.Errorf("tokens file: %w", err)
+		return contents{}, fmt.Errorf("tokens file: %w", err)
 	}
-	return st, nil
+	return contents{data: data, sum: sha256.Sum256(data)}, nil
 }
 
-func (source) Same(prev, cur os.FileInfo) bool {
-	return os.SameFile(prev, cur) && prev.ModTime().Equal(cur.ModTime()) && prev.Size() == cur.Size()
-}
+func (source) Same(prev, cur contents) bool { return prev.sum == cur.sum }
 
-// Parse reads the file again: Read looks at its metadata only.
-func (s source) Parse(os.FileInfo) (*tokenSet, error) {
-	data, err := os.ReadFile(s.path)
-	if err != nil {
-		return nil, fmt.Errorf("tokens file: %w", err)
-	}
-	set, err := parse(data)
+func (s source) Parse(c contents) (*tokenSet, error) {
+	set, err := parse(c.data)
 	if err != nil {
 		return nil, fmt.Errorf("tokens file %s: %w", s.path, err)
 	}
@@ -210,7 +210,7 @@ func parse(data []byte) (*tokenSet, error) {
 				return nil, fmt.Errorf("tokens[%d].groups[%d]: empty group name", i, j)
 			}
 		}
-		set.byHash[h] = &auth.Identity{User: e.User, Groups: e.Groups, Method: "token"}
+		set.byHash[h] = &auth.Identity{User: e.User, Groups: e.Groups, Method: auth.MethodToken}
 	}
 	return set, nil
 }

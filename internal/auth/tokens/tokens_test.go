@@ -292,3 +292,47 @@ func TestRunStops(t *testing.T) {
 		t.Errorf("Run(done context) = %v, want nil", err)
 	}
 }
+
+// TestRunSameSizeRewrite revokes a token by rewriting the file in place with
+// another hash of the same length, keeping its inode, size and modification
+// time: Run must still notice, since the contents changed.
+func TestRunSameSizeRewrite(t *testing.T) {
+	t.Parallel()
+	f, path := load(t, "tokens:\n- sha256: "+hash("one")+"\n  user: u1\n")
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error)
+	go func() { done <- f.Run(ctx, 10*time.Millisecond) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run() = %v, want nil", err)
+		}
+	})
+
+	// In place (no rename), so the inode stays.
+	if err := os.WriteFile(path, []byte("tokens:\n- sha256: "+hash("two")+"\n  user: u1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, before.ModTime(), before.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) || after.Size() != before.Size() || !after.ModTime().Equal(before.ModTime()) {
+		t.Fatalf("the rewrite changed the file's inode, size or modification time")
+	}
+	eventually(t, "the old token to be refused", func() bool {
+		_, err := authenticate(f, "Bearer one")
+		return errors.Is(err, auth.ErrNoCredentials)
+	})
+	if id, err := authenticate(f, "Bearer two"); err != nil || id.User != "u1" {
+		t.Errorf("new token = %v, %v; want u1", id, err)
+	}
+}
