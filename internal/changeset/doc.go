@@ -12,8 +12,9 @@
 // An update with an idempotency key records the key and the request's
 // fingerprint as trailers of its commit message ([Message]). Before
 // applying a keyed update a source looks for an earlier commit with the
-// key ([Find]) on the branch the update would write, and if it finds one
-// answers with that commit's result ([Replay]) instead of writing again.
+// key on the branch the update would write, and if it finds one answers
+// with that commit's result instead of writing again ([Lookup], built on
+// [Find] and [Replay]).
 // Because the record lives in the repository, a repeat is recognised by any
 // process, after any failure, also when the first caller never saw its
 // answer.

@@ -21,8 +21,8 @@ type Base struct {
 // Prepared is an update applied and committed to the object store but not
 // yet published (by moving or pushing a branch).
 type Prepared struct {
-	// Result is the answer so far: Branch as given to Prepare, Base, and
-	// Changes. Commit is empty until the source sets it after publishing.
+	// Result is the answer so far: Base and Changes. Branch and Commit are
+	// empty until the source sets them.
 	Result *source.UpdateResult
 	// Commit and Tree are the new commit and its tree; zero when the update
 	// is a dry run or changes nothing (see Result.Unchanged).
@@ -35,10 +35,9 @@ type Prepared struct {
 // nothing, writes the new tree and a commit on base to store: the step
 // every source takes before publishing. The committer is committer; the
 // author is req.Author where it is set; sign, when not nil, signs the
-// commit. branch is the branch the update will write ("" when not known
-// yet). applyErr reports that err came from req.Apply, which is returned
-// as it is.
-func Prepare(ctx context.Context, store *gitfs.Store, base Base, req *source.UpdateRequest, branch string, committer source.Signature, sign source.Signer) (_ *Prepared, applyErr bool, _ error) {
+// commit. applyErr reports that err came from req.Apply, which is
+// returned as it is.
+func Prepare(ctx context.Context, store *gitfs.Store, base Base, req *source.UpdateRequest, committer source.Signature, sign source.Signer) (_ *Prepared, applyErr bool, _ error) {
 	snap := &source.Snapshot{Revision: base.Revision, Commit: base.Commit.String(), FS: store.FS(base.Tree)}
 	ov := gitfs.NewOverlay(store.FS(base.Tree))
 	if err := req.Apply(ctx, snap, ov); err != nil {
@@ -51,7 +50,6 @@ func Prepare(ctx context.Context, store *gitfs.Store, base Base, req *source.Upd
 	p := &Prepared{
 		Result: &source.UpdateResult{
 			Unchanged: len(changes) == 0,
-			Branch:    branch,
 			Base:      base.Commit.String(),
 			Changes:   FileChanges(changes),
 		},

@@ -23,24 +23,8 @@ const HistoryLimit = 200
 // landed on a branch that has moved on since. A history cut short (a
 // shallow clone) does not reach.
 func Reaches(ctx context.Context, store *gitfs.Store, head, target plumbing.Hash, limit int) (bool, error) {
-	h := head
-	for i := 0; i < limit && !h.IsZero(); i++ {
-		if h == target {
-			return true, nil
-		}
-		if err := ctx.Err(); err != nil {
-			return false, err
-		}
-		c, err := store.ReadCommit(h)
-		if i > 0 && errors.Is(err, plumbing.ErrObjectNotFound) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		h = c.FirstParent()
-	}
-	return false, nil
+	c, err := walk(ctx, store, head, limit, func(c *gitfs.CommitInfo) bool { return c.Hash == target })
+	return c != nil, err
 }
 
 // Find walks the first-parent history of head, newest first, through at
@@ -52,26 +36,40 @@ func Find(ctx context.Context, store *gitfs.Store, head plumbing.Hash, key strin
 	if key == "" {
 		return nil, false, nil
 	}
+	c, err := walk(ctx, store, head, limit, func(c *gitfs.CommitInfo) bool {
+		if !strings.Contains(c.Message, key) {
+			return false
+		}
+		v, ok := Trailer(c.Message, source.TrailerIdempotencyKey)
+		return ok && v == key
+	})
+	return c, c != nil, err
+}
+
+// walk follows the first-parent history of head, newest first, through at
+// most limit commits, and returns the first for which match reports true.
+// It returns nil when there is none, or when the history ends: at a root
+// commit, or at a parent that the store does not hold (the edge of a
+// shallow clone; head itself must be there).
+func walk(ctx context.Context, store *gitfs.Store, head plumbing.Hash, limit int, match func(*gitfs.CommitInfo) bool) (*gitfs.CommitInfo, error) {
 	h := head
 	for i := 0; i < limit && !h.IsZero(); i++ {
 		if err := ctx.Err(); err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		c, err := store.ReadCommit(h)
 		if i > 0 && errors.Is(err, plumbing.ErrObjectNotFound) {
-			return nil, false, nil
+			return nil, nil
 		}
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
-		if strings.Contains(c.Message, key) {
-			if v, ok := Trailer(c.Message, source.TrailerIdempotencyKey); ok && v == key {
-				return c, true, nil
-			}
+		if match(c) {
+			return c, nil
 		}
 		h = c.FirstParent()
 	}
-	return nil, false, nil
+	return nil, nil
 }
 
 // Replay returns the result of the earlier update that made commit c on
@@ -107,6 +105,31 @@ func Replay(ctx context.Context, store *gitfs.Store, branch string, c *gitfs.Com
 	}
 	res.Changes = FileChanges(changes)
 	return res, nil
+}
+
+// Lookup looks among the last [HistoryLimit] commits of branch (a short or
+// full branch name), whose head is head, for the commit an earlier update
+// with req's idempotency key made ([Find]), and returns that update's
+// result ([Replay]). It returns nil when req has no key or no commit
+// records it. keyBranch says that branch is the change set named after the
+// key ([BranchName]), which only an update with the key makes: when none of
+// its commits records the key, Lookup fails with an error wrapping
+// source.ErrIdempotencyKeyReused.
+func Lookup(ctx context.Context, store *gitfs.Store, req *source.UpdateRequest, branch string, head plumbing.Hash, keyBranch bool) (*source.UpdateResult, error) {
+	if req.IdempotencyKey == "" {
+		return nil, nil
+	}
+	c, found, err := Find(ctx, store, head, req.IdempotencyKey, HistoryLimit)
+	switch {
+	case err != nil:
+		return nil, err
+	case found:
+		return Replay(ctx, store, branch, c, req.Fingerprint)
+	case keyBranch:
+		return nil, fmt.Errorf("%w: branch %s, named after the key, exists but none of its last %d commits records the key",
+			source.ErrIdempotencyKeyReused, strings.TrimPrefix(branch, "refs/heads/"), HistoryLimit)
+	}
+	return nil, nil
 }
 
 // FileChanges converts changes, as [gitfs.Overlay.Changes] and

@@ -219,11 +219,11 @@ func SanitizeIdent(s string) string {
 	return strings.TrimSpace(s)
 }
 
-// EncodeSigned returns the commit in Git's object format, signed by
+// encodeSigned returns the commit in Git's object format, signed by
 // c.Signer (unsigned without one): the signature of the unsigned encoding
 // goes in a gpgsig header after the committer, each line after the first
 // indented by a space, as git commit -S writes it.
-func (c *Commit) EncodeSigned() ([]byte, error) {
+func (c *Commit) encodeSigned() ([]byte, error) {
 	payload := c.Encode()
 	if c.Signer == nil {
 		return payload, nil
@@ -247,7 +247,7 @@ func (c *Commit) EncodeSigned() ([]byte, error) {
 
 // WriteCommit writes c, signed when it has a Signer, and returns its id.
 func (s *Store) WriteCommit(c *Commit) (plumbing.Hash, error) {
-	data, err := c.EncodeSigned()
+	data, err := c.encodeSigned()
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}

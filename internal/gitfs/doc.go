@@ -24,6 +24,8 @@
 //     Git's own lock-file protocol, so that it interoperates with the git
 //     command and other implementations working on the same repository.
 //   - [LooseWriter] writes loose objects straight into an objects directory.
+//   - [ResolveRevision] resolves the revision syntax beyond names and ids
+//     (short ids, main~1) with go-git, mapping its errors to the sources'.
 //
 // Nothing in this package starts goroutines.
 package gitfs

@@ -19,7 +19,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
@@ -296,60 +295,19 @@ func Log(dir, rev string) ([]CommitInfo, error) {
 		return nil, err
 	}
 	var log []CommitInfo
-	for {
-		data, err := r.store.ReadObject(plumbing.CommitObject, h)
+	for !h.IsZero() {
+		c, err := r.store.ReadCommit(h)
 		if err != nil {
 			return nil, err
 		}
-		c, err := parseCommit(h.String(), data)
-		if err != nil {
-			return nil, err
+		info := CommitInfo{ID: c.Hash.String(), Tree: c.Tree.String(), Author: c.Author, Committer: c.Committer, Message: c.Message}
+		for _, p := range c.Parents {
+			info.Parents = append(info.Parents, p.String())
 		}
-		log = append(log, c)
-		if len(c.Parents) == 0 {
-			return log, nil
-		}
-		h = plumbing.NewHash(c.Parents[0])
+		log = append(log, info)
+		h = c.FirstParent()
 	}
-}
-
-func parseCommit(id string, data []byte) (CommitInfo, error) {
-	c := CommitInfo{ID: id}
-	headers, msg, _ := strings.Cut(string(data), "\n\n")
-	c.Message = msg
-	for line := range strings.SplitSeq(headers, "\n") {
-		key, val, _ := strings.Cut(line, " ")
-		switch key {
-		case "tree":
-			c.Tree = val
-		case "parent":
-			c.Parents = append(c.Parents, val)
-		case "author":
-			c.Author = parseSignature(val)
-		case "committer":
-			c.Committer = parseSignature(val)
-		}
-	}
-	if c.Tree == "" {
-		return c, fmt.Errorf("malformed commit %s", id)
-	}
-	return c, nil
-}
-
-func parseSignature(s string) source.Signature {
-	var sig source.Signature
-	name, rest, _ := strings.Cut(s, " <")
-	email, rest, _ := strings.Cut(rest, "> ")
-	sig.Name, sig.Email = name, email
-	secs, tz, _ := strings.Cut(rest, " ")
-	var unix int64
-	fmt.Sscan(secs, &unix)
-	loc := time.UTC
-	if t, err := time.Parse("-0700", tz); err == nil {
-		loc = t.Location()
-	}
-	sig.When = time.Unix(unix, 0).In(loc)
-	return sig
+	return log, nil
 }
 
 // Files returns every file in the tree of rev (see Resolve), by path.

@@ -119,7 +119,7 @@ func Open(url string, opts ...Option) (*Source, error) {
 	if cfg.branch != "" && !gitfs.ValidRefName("refs/heads/"+cfg.branch) {
 		return nil, fmt.Errorf("git: invalid branch name %q", cfg.branch)
 	}
-	if cfg.prefix == "" || !gitfs.ValidRefName("refs/heads/"+cfg.prefix+"x") {
+	if !changeset.ValidPrefix(cfg.prefix) {
 		return nil, fmt.Errorf("git: invalid branch prefix %q", cfg.prefix)
 	}
 	if cfg.mode != source.ModeDirect && cfg.mode != source.ModeBranch {
@@ -397,7 +397,15 @@ func (s *Source) resolve(st *refState, rev string) (resolved, error) {
 			}
 		}
 	}
-	return s.resolveOther(rev)
+	g, err := gogit.Open(s.locked, nil)
+	if err != nil {
+		return resolved{}, fmt.Errorf("git: resolve %q: %w", rev, err)
+	}
+	h, err := gitfs.ResolveRevision(g, rev)
+	if err != nil {
+		return resolved{}, err
+	}
+	return s.peelAs(rev, h, "")
 }
 
 func (s *Source) peelAs(rev string, h plumbing.Hash, branch string) (resolved, error) {
@@ -411,32 +419,6 @@ func (s *Source) peelAs(rev string, h plumbing.Hash, branch string) (resolved, e
 func (s *Source) peel(h plumbing.Hash) (peeled, error) {
 	commit, tree, err := s.store.Peel(h)
 	return peeled{commit: commit, tree: tree}, err
-}
-
-// resolveOther resolves revision syntax beyond names and full ids with
-// go-git, over the local object store.
-func (s *Source) resolveOther(rev string) (res resolved, err error) {
-	var h *plumbing.Hash
-	func() {
-		defer func() {
-			if p := recover(); p != nil {
-				err = fmt.Errorf("%w %q: %v", source.ErrInvalidRevision, rev, p)
-			}
-		}()
-		var g *gogit.Repository
-		if g, err = gogit.Open(s.locked, nil); err == nil {
-			h, err = g.ResolveRevision(plumbing.Revision(rev))
-		}
-	}()
-	switch {
-	case errors.Is(err, source.ErrInvalidRevision):
-		return resolved{}, err
-	case err != nil && strings.HasPrefix(err.Error(), "Revision invalid"):
-		return resolved{}, fmt.Errorf("%w %q: %v", source.ErrInvalidRevision, rev, err)
-	case err != nil:
-		return resolved{}, notFound(rev, err)
-	}
-	return s.peelAs(rev, *h, "")
 }
 
 func notFound(rev string, err error) error {

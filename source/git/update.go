@@ -85,7 +85,7 @@ func (s *Source) Update(ctx context.Context, req *source.UpdateRequest) (_ *sour
 	}
 	for attempt := 0; ; attempt++ {
 		if key != "" {
-			if res, found, err := s.replay(ctx, tg, req); found || err != nil {
+			if res, err := s.replay(ctx, tg, req); res != nil || err != nil {
 				return res, err
 			}
 		}
@@ -129,11 +129,12 @@ func (s *Source) target(st *refState, req *source.UpdateRequest) (target, error)
 	return target{branch: res.branch, base: res.branch}, nil
 }
 
-// replay looks for a commit that an earlier update with req's key made.
-func (s *Source) replay(ctx context.Context, tg target, req *source.UpdateRequest) (*source.UpdateResult, bool, error) {
+// replay returns the result of an earlier update with req's idempotency
+// key on the branch tg writes, if there is one, and nil otherwise.
+func (s *Source) replay(ctx context.Context, tg target, req *source.UpdateRequest) (*source.UpdateResult, error) {
 	st, err := s.current()
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	branch := tg.branch
 	if tg.create {
@@ -141,17 +142,9 @@ func (s *Source) replay(ctx context.Context, tg target, req *source.UpdateReques
 	}
 	head, ok := st.heads[branch]
 	if !ok {
-		return nil, false, nil
+		return nil, nil
 	}
-	c, found, err := changeset.Find(ctx, s.store, head, req.IdempotencyKey, changeset.HistoryLimit)
-	if err != nil || !found {
-		if err == nil && tg.create {
-			err = fmt.Errorf("%w: branch %s, named after the key, exists but none of its last %d commits records the key", source.ErrIdempotencyKeyReused, branch, changeset.HistoryLimit)
-		}
-		return nil, err != nil, err
-	}
-	res, err := changeset.Replay(ctx, s.store, branch, c, req.Fingerprint)
-	return res, true, err
+	return changeset.Lookup(ctx, s.store, req, branch, head, tg.create)
 }
 
 // attempt applies req on the head of tg.base and, unless it is a dry run
@@ -173,14 +166,14 @@ func (s *Source) attempt(ctx context.Context, tg target, req *source.UpdateReque
 	}
 	committer := source.Signature{Name: s.cfg.authorName, Email: s.cfg.authorEmail, When: s.cfg.clock()}
 	prep, _, err := changeset.Prepare(ctx, s.store, changeset.Base{Revision: req.Revision, Commit: head, Tree: p.tree},
-		req, name, committer, s.cfg.signer)
+		req, committer, s.cfg.signer)
 	if err != nil {
 		return nil, false, err // Apply's error as it is, or the store's
 	}
 	result, commit := prep.Result, prep.Commit
 	if result.Unchanged || req.DryRun {
-		if tg.create {
-			result.Branch = "" // no change set was made
+		if !tg.create { // else no change set was made
+			result.Branch = name
 		}
 		return result, false, nil
 	}
@@ -196,7 +189,7 @@ func (s *Source) attempt(ctx context.Context, tg target, req *source.UpdateReque
 		return nil, errors.Is(err, errMoved), err
 	}
 	s.setHead(ctx, name, commit)
-	result.Commit = commit.String()
+	result.Branch, result.Commit = name, commit.String()
 	return result, false, nil
 }
 

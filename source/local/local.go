@@ -320,14 +320,14 @@ func (s *Source) attempt(ctx context.Context, r *repo, t target, req *source.Upd
 	head := res.commit
 	committer := source.Signature{Name: s.cfg.authorName, Email: s.cfg.authorEmail, When: s.cfg.clock()}
 	p, applyErr, err := changeset.Prepare(ctx, r.store, changeset.Base{Revision: t.rev, Commit: head, Tree: res.tree},
-		req, shortBranch(t.write), committer, s.cfg.signer)
+		req, committer, s.cfg.signer)
 	if err != nil {
 		return nil, applyErr, err
 	}
 	result, commit := p.Result, p.Commit
 	if result.Unchanged || req.DryRun {
-		if t.create {
-			result.Branch = "" // no change set is made
+		if !t.create { // else no change set is made
+			result.Branch = shortBranch(t.write)
 		}
 		return result, false, nil
 	}
@@ -369,11 +369,10 @@ func (s *Source) move(ctx context.Context, r *repo, t target, head, commit plumb
 
 // replay returns the result of an earlier update with req's idempotency
 // key on the branch t writes, if there is one, and nil otherwise (always
-// on a dry run). head is
-// the head of t's base, which is the branch t writes unless t creates it.
+// on a dry run). head is the head of t's base, which is the branch t
+// writes unless t creates it.
 func (s *Source) replay(ctx context.Context, r *repo, t target, head plumbing.Hash, req *source.UpdateRequest) (*source.UpdateResult, error) {
-	key := req.IdempotencyKey
-	if key == "" || t.write == "" || req.DryRun {
+	if req.IdempotencyKey == "" || t.write == "" || req.DryRun {
 		return nil, nil
 	}
 	if t.create {
@@ -386,17 +385,7 @@ func (s *Source) replay(ctx context.Context, r *repo, t target, head plumbing.Ha
 		}
 		head = res.commit
 	}
-	c, found, err := changeset.Find(ctx, r.store, head, key, changeset.HistoryLimit)
-	switch {
-	case err != nil:
-		return nil, err
-	case found:
-		return changeset.Replay(ctx, r.store, t.write, c, req.Fingerprint)
-	case t.create:
-		return nil, fmt.Errorf("%w: branch %s, named after the key, exists but none of its last %d commits records the key",
-			source.ErrIdempotencyKeyReused, shortBranch(t.write), changeset.HistoryLimit)
-	}
-	return nil, nil
+	return changeset.Lookup(ctx, r.store, req, t.write, head, t.create)
 }
 
 func shortBranch(name string) string {

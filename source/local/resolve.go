@@ -93,33 +93,20 @@ func (s *Source) defaultBranch(r *repo) string {
 
 // resolveOther resolves the revision syntax beyond names and full ids,
 // such as short ids and main~1, with go-git.
-func (s *Source) resolveOther(r *repo, rev string) (res resolved, err error) {
-	var h *plumbing.Hash
-	err = r.store.Exclusive(func() (err error) {
-		defer func() {
-			if p := recover(); p != nil {
-				err = fmt.Errorf("%w %q: %v", source.ErrInvalidRevision, rev, p)
-			}
-		}()
+func (s *Source) resolveOther(r *repo, rev string) (resolved, error) {
+	var h plumbing.Hash
+	err := r.store.Exclusive(func() error {
 		g, err := r.goGit()
 		if err != nil {
-			return err
+			return fmt.Errorf("resolve %q: %w", rev, err)
 		}
-		h, err = g.ResolveRevision(plumbing.Revision(rev))
+		h, err = gitfs.ResolveRevision(g, rev)
 		return err
 	})
-	switch {
-	case errors.Is(err, source.ErrInvalidRevision):
+	if err != nil {
 		return resolved{}, err
-	case err != nil && strings.HasPrefix(err.Error(), "Revision invalid"):
-		// go-git's parser error, whose type is internal to go-git.
-		return resolved{}, fmt.Errorf("%w %q: %v", source.ErrInvalidRevision, rev, err)
-	case errors.Is(err, plumbing.ErrReferenceNotFound), errors.Is(err, plumbing.ErrObjectNotFound), errors.Is(err, io.EOF):
-		return resolved{}, notFound(rev, err)
-	case err != nil:
-		return resolved{}, fmt.Errorf("resolve %q: %w", rev, err)
 	}
-	p, err := r.peel(*h)
+	p, err := r.peel(h)
 	if err != nil {
 		return resolved{}, notFound(rev, err)
 	}
