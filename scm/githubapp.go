@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
+
+	"github.com/cup-dev/cup/scm/internal/hostapi"
 )
 
 // GitHubApp identifies a GitHub App installation to authenticate as.
@@ -55,8 +56,7 @@ func GitHubAppToken(cfg GitHubApp) (TokenSource, error) {
 		return nil, fmt.Errorf("github app %d: %w", cfg.AppID, err)
 	}
 	if cfg.BaseURL != "" {
-		u, err := url.Parse(cfg.BaseURL)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		if u, err := url.Parse(cfg.BaseURL); err != nil || !hostapi.IsHTTPURL(u) {
 			return nil, fmt.Errorf("github app: base URL %q is not an http(s) URL such as https://github.example.com/api/v3/",
 				cfg.BaseURL)
 		}
@@ -83,8 +83,7 @@ func (s *githubAppToken) Token(ctx context.Context) (string, error) {
 		switch res := he.Response; {
 		case res != nil:
 			// ghinstallation leaves the body of a refusal open.
-			_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
-			_ = res.Body.Close()
+			discard(res)
 			switch {
 			case res.StatusCode == http.StatusTooManyRequests:
 				kind = ErrRateLimited

@@ -210,11 +210,8 @@ func (t *transport) send(r *http.Request) (*http.Response, error) {
 // tokenError reports a TokenSource's failure, as ErrUnauthenticated unless
 // it says better.
 func tokenError(err error) error {
-	for _, known := range []error{ErrUnauthenticated, ErrUnavailable, ErrRateLimited, ErrPermissionDenied,
-		context.Canceled, context.DeadlineExceeded} {
-		if errors.Is(err, known) {
-			return fmt.Errorf("getting a token: %w", err)
-		}
+	if IsSentinel(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("getting a token: %w", err)
 	}
 	return fmt.Errorf("%w: getting a token: %w", ErrUnauthenticated, err)
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cup-dev/cup/scm/internal/hostapi"
 )
 
 // verdict is the transport's decision to retry an answer.
@@ -32,7 +34,7 @@ func (t *transport) judge(r *http.Request, res *http.Response, retries int, gate
 	}
 	now := time.Now()
 	idempotent := r.Method == http.MethodGet || r.Method == http.MethodHead
-	after, hasAfter := retryAfter(res.Header, now)
+	after, hasAfter := hostapi.RetryAfter(res.Header, now)
 	b, hasBudget := parseBudget(res.Header, now)
 	spent := hasBudget && b.remaining == 0
 	var v verdict
@@ -83,31 +85,6 @@ type peekedBody struct {
 	io.Closer
 }
 
-// retryAfter reads the Retry-After header: delay seconds or an HTTP date.
-func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
-	s := strings.TrimSpace(h.Get("Retry-After"))
-	if s == "" {
-		return 0, false
-	}
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return time.Duration(min(max(n, 0), 1<<31)) * time.Second, true
-	}
-	if at, err := http.ParseTime(s); err == nil {
-		return max(hostTime(h, at, now).Sub(now), 0), true
-	}
-	return 0, false
-}
-
-// hostTime converts a time the host gave into the local clock's, using the
-// answer's Date header; without one, the clocks are taken to agree.
-func hostTime(h http.Header, at, now time.Time) time.Time {
-	date, err := http.ParseTime(h.Get("Date"))
-	if err != nil {
-		return at
-	}
-	return now.Add(at.Sub(date))
-}
-
 // budget is a host's rate-limit budget as an answer reported it.
 type budget struct {
 	remaining int
@@ -148,7 +125,7 @@ func parseBudget(h http.Header, now time.Time) (budget, bool) {
 				// Seconds from now, as in the IETF RateLimit headers.
 				b.reset = now.Add(time.Duration(v) * time.Second)
 			} else {
-				b.reset = hostTime(h, time.Unix(v, 0), now)
+				b.reset = hostapi.LocalTime(h, time.Unix(v, 0), now)
 			}
 		}
 		return b, true

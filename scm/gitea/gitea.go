@@ -29,6 +29,7 @@ import (
 	sdk "code.gitea.io/sdk/gitea"
 
 	"github.com/cup-dev/cup/scm"
+	"github.com/cup-dev/cup/scm/internal/hostapi"
 )
 
 // LabelColor is the color of the labels Open creates when a proposal asks
@@ -83,7 +84,7 @@ func New(cfg Config) (*Provider, error) {
 		return nil, errors.New("gitea: BaseURL is required")
 	}
 	u, err := url.Parse(cfg.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if err != nil || !hostapi.IsHTTPURL(u) {
 		// The parse error may quote the URL, which could hold credentials.
 		return nil, errors.New("gitea: BaseURL must be an absolute http or https URL, such as https://gitea.example.com/")
 	}
@@ -347,7 +348,7 @@ func wrap(ctx context.Context, op string, resp *sdk.Response, err error) error {
 	}
 	d := detail(resp, err)
 	if ra := resp.Header.Get("Retry-After"); ra != "" && resp.StatusCode == http.StatusTooManyRequests {
-		d += "; retry after " + retryAfter(ra)
+		d += "; retry after " + retryAfter(resp.Header)
 	}
 	if sentinel := scm.ForStatus(resp.StatusCode); sentinel != nil {
 		return fmt.Errorf("gitea: %s: %w (%s)", op, sentinel, d)
@@ -369,25 +370,20 @@ func detail(resp *sdk.Response, err error) string {
 	return "HTTP " + status + ": " + message(err)
 }
 
-// message returns err's message on one line and at most 300 bytes long.
+// message returns err's message on one line, truncated as
+// hostapi.TruncateMessage does.
 func message(err error) string {
-	msg := strings.Join(strings.Fields(err.Error()), " ")
-	if len(msg) > 300 {
-		msg = strings.ToValidUTF8(msg[:300], "") + "…"
-	}
-	return msg
+	return hostapi.TruncateMessage(strings.Join(strings.Fields(err.Error()), " "))
 }
 
-// retryAfter renders a Retry-After header's value (seconds or an HTTP date)
-// as a duration.
-func retryAfter(v string) string {
-	if s, err := strconv.Atoi(v); err == nil {
-		return (time.Duration(s) * time.Second).String()
+// retryAfter renders the wait an answer's Retry-After header asks for
+// (seconds or an HTTP date) as a duration, or quotes a header that is
+// neither.
+func retryAfter(h http.Header) string {
+	if d, ok := hostapi.RetryAfter(h, time.Now()); ok {
+		return d.Round(time.Second).String()
 	}
-	if t, err := http.ParseTime(v); err == nil {
-		return time.Until(t).Round(time.Second).String()
-	}
-	return strconv.Quote(v)
+	return strconv.Quote(h.Get("Retry-After"))
 }
 
 // parseID parses a proposal ID as a pull request index. An ID that is not
@@ -452,10 +448,8 @@ func branch(b *sdk.PRBranchInfo) string {
 // trimWIP removes a work-in-progress prefix from title and reports whether
 // it had one.
 func trimWIP(title string) (string, bool) {
-	for _, prefix := range wipPrefixes {
-		if len(title) >= len(prefix) && strings.EqualFold(title[:len(prefix)], prefix) {
-			return strings.TrimLeft(title[len(prefix):], " "), true
-		}
+	if rest, ok := hostapi.CutPrefixFold(title, wipPrefixes); ok {
+		return strings.TrimLeft(rest, " "), true
 	}
 	return title, false
 }

@@ -22,6 +22,7 @@ import (
 	gh "github.com/google/go-github/v88/github"
 
 	"github.com/cup-dev/cup/scm"
+	"github.com/cup-dev/cup/scm/internal/hostapi"
 )
 
 // pageSize is the number of pull requests List asks for per page, GitHub's
@@ -70,8 +71,7 @@ func New(cfg Config) (*Provider, error) {
 		gh.WithDisableRateLimitCheck(),
 	}
 	if cfg.BaseURL != "" {
-		u, err := url.Parse(cfg.BaseURL)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		if u, err := url.Parse(cfg.BaseURL); err != nil || !hostapi.IsHTTPURL(u) {
 			return nil, fmt.Errorf("github: base URL %q is not an http(s) URL such as https://github.example.com/api/v3/", cfg.BaseURL)
 		}
 		opts = append(opts, gh.WithURLs(&cfg.BaseURL, nil))
@@ -286,7 +286,7 @@ func (p *Provider) wrap(ctx context.Context, op string, err error) error {
 		return fmt.Errorf("%s: %w: %s", op, scm.ErrUnauthenticated, message(otp.Message, otp.Response))
 	case errors.As(err, &resp):
 		return fmt.Errorf("%s: %w: %s", op, statusError(resp.Response), describe(resp))
-	case errors.Is(err, scm.ErrUnauthenticated), errors.Is(err, scm.ErrRateLimited):
+	case scm.IsSentinel(err):
 		// The transport's own verdict, such as a token it could not get.
 		return fmt.Errorf("%s: %w", op, err)
 	default:
@@ -296,30 +296,29 @@ func (p *Provider) wrap(ctx context.Context, op string, err error) error {
 	}
 }
 
-// statusError maps an HTTP status that go-github did not type to a sentinel.
+// statusError maps an HTTP status that go-github did not type to a
+// sentinel: scm.ForStatus, refined where GitHub says more.
 func statusError(r *http.Response) error {
 	if r == nil {
 		return scm.ErrUnavailable
 	}
 	switch c := r.StatusCode; {
-	case c == http.StatusUnauthorized:
-		return scm.ErrUnauthenticated
-	case (c == http.StatusForbidden || c == http.StatusTooManyRequests) && r.Header.Get("Retry-After") != "":
+	case c == http.StatusForbidden && r.Header.Get("Retry-After") != "":
 		// A secondary rate limit whose documentation_url go-github did not
 		// recognize.
 		return scm.ErrRateLimited
-	case c == http.StatusTooManyRequests:
-		return scm.ErrRateLimited
-	case c == http.StatusForbidden || c == http.StatusUnavailableForLegalReasons:
-		return scm.ErrPermissionDenied
-	case c == http.StatusNotFound || c == http.StatusGone:
+	case c == http.StatusGone:
 		return scm.ErrNotFound
-	case c >= 500:
-		return scm.ErrUnavailable
-	case c >= 400:
+	case c == http.StatusUnavailableForLegalReasons:
+		return scm.ErrPermissionDenied
+	case c == http.StatusRequestTimeout:
+		// Unlike scm.ForStatus, which reads 408 as ErrUnavailable.
 		return scm.ErrInvalid
-	default:
+	case c < 400:
+		// Such as 304 Not Modified, which go-github reports as an error.
 		return scm.ErrUnavailable
+	default:
+		return scm.ForStatus(c)
 	}
 }
 

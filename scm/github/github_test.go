@@ -345,6 +345,18 @@ func TestErrors(t *testing.T) {
 		{name: "TransportError", err: errors.New("connection refused"), want: scm.ErrUnavailable, text: "connection refused"},
 		{name: "TransportTimeout", err: context.DeadlineExceeded, want: scm.ErrUnavailable},
 		{name: "TokenSource", err: scm.ErrUnauthenticated, want: scm.ErrUnauthenticated},
+		{name: "TokenSourcePermissionDenied", err: fmt.Errorf("getting a token: %w", scm.ErrPermissionDenied), want: scm.ErrPermissionDenied},
+		{name: "NotModified", status: 304, want: scm.ErrUnavailable, text: "HTTP 304"},
+		{name: "Unauthorized", status: 401, body: `{"message":"Bad credentials"}`, want: scm.ErrUnauthenticated, text: "Bad credentials"},
+		{name: "NotFound", status: 404, body: `{"message":"Not Found"}`, want: scm.ErrNotFound},
+		{name: "RequestTimeout", status: 408, want: scm.ErrInvalid, text: "HTTP 408"},
+		{name: "Conflict", status: 409, body: `{"message":"Conflict"}`, want: scm.ErrInvalid},
+		{name: "Unprocessable", status: 422, body: `{"message":"Validation Failed","errors":[{"resource":"PullRequest","code":"custom","message":"No commits between main and cup/x"}]}`,
+			want: scm.ErrInvalid, text: "No commits between main and cup/x"},
+		{name: "TooManyRequests", status: 429, body: `{"message":"slow down"}`, want: scm.ErrRateLimited},
+		{name: "TooManyRequestsRetryAfter", status: 429, header: http.Header{"Retry-After": {"60"}}, body: `{"message":"slow down"}`, want: scm.ErrRateLimited},
+		{name: "UnavailableForLegalReasons", status: 451, body: `{"message":"Repository access blocked"}`, want: scm.ErrPermissionDenied},
+		{name: "BadGateway", status: 502, want: scm.ErrUnavailable, text: "HTTP 502"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

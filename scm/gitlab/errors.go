@@ -13,11 +13,8 @@ import (
 	gitlab "gitlab.com/gitlab-org/api/client-go"
 
 	"github.com/cup-dev/cup/scm"
+	"github.com/cup-dev/cup/scm/internal/hostapi"
 )
-
-// maxMessage bounds how much of GitLab's error message an error keeps, as
-// a proxy's HTML error page can be long.
-const maxMessage = 300
 
 // wrapError maps an error from GitLab's client to the scm sentinels,
 // keeping GitLab's message. op says what was being done. The error of a
@@ -49,7 +46,8 @@ func wrapError(ctx context.Context, op string, err error) error {
 
 // message returns GitLab's message from an error answer: the "message" or
 // "error" of its JSON body, a short plain-text body (as the rate limiter
-// sends) or else the status text (a proxy's HTML page says no more).
+// sends) or else the status text (a proxy's HTML page says no more),
+// truncated as hostapi.TruncateMessage does.
 func message(resp *gitlab.ErrorResponse) string {
 	var body struct {
 		Message any    `json:"message"`
@@ -67,10 +65,7 @@ func message(resp *gitlab.ErrorResponse) string {
 	if msg == "" {
 		msg = http.StatusText(resp.Response.StatusCode)
 	}
-	if len(msg) > maxMessage {
-		msg = msg[:maxMessage] + "…"
-	}
-	return msg
+	return hostapi.TruncateMessage(msg)
 }
 
 // formatMessage formats GitLab's "message", which is a string, a list of

@@ -22,6 +22,7 @@ import (
 	gitlab "gitlab.com/gitlab-org/api/client-go"
 
 	"github.com/cup-dev/cup/scm"
+	"github.com/cup-dev/cup/scm/internal/hostapi"
 )
 
 // DefaultBaseURL is the base URL of gitlab.com, which Config.BaseURL
@@ -119,7 +120,7 @@ func baseURL(s string) (string, error) {
 		return "", fmt.Errorf("gitlab: Config.BaseURL is not a URL: %w", err)
 	}
 	switch {
-	case u.Scheme != "http" && u.Scheme != "https", u.Host == "":
+	case !hostapi.IsHTTPURL(u):
 		return "", fmt.Errorf("gitlab: Config.BaseURL %q is not an http or https URL with a host", u.Redacted())
 	case u.User != nil:
 		return "", fmt.Errorf("gitlab: Config.BaseURL %q carries credentials; give them to the HTTP client instead", u.Redacted())
@@ -146,6 +147,9 @@ func (p *Provider) Name() string { return "gitlab" }
 // GitLab's "Draft: " title prefix. Labels GitLab does not know yet are
 // created by GitLab; a label name may not contain a comma.
 func (p *Provider) Open(ctx context.Context, req *scm.OpenRequest) (*scm.Proposal, error) {
+	if req == nil {
+		return nil, fmt.Errorf("gitlab: opening a merge request in %s: %w: no request", p.project, scm.ErrInvalid)
+	}
 	op := fmt.Sprintf("opening a merge request from %q into %q in %s", req.Head, req.Base, p.project)
 	opt := &gitlab.CreateMergeRequestOptions{
 		Title:        gitlab.Ptr(req.Title),
@@ -184,9 +188,13 @@ func (p *Provider) Get(ctx context.Context, id string) (*scm.Proposal, error) {
 	return proposal(&mr.BasicMergeRequest), nil
 }
 
-// List returns the merge requests req selects, newest first. GitLab
-// filters by state and exact head branch; HeadPrefix is applied here.
+// List returns the merge requests req selects, newest first; a nil req
+// selects all. GitLab filters by state and exact head branch; HeadPrefix is
+// applied here.
 func (p *Provider) List(ctx context.Context, req *scm.ListRequest) ([]*scm.Proposal, error) {
+	if req == nil {
+		req = &scm.ListRequest{}
+	}
 	state, err := listState(req.State)
 	if err != nil {
 		return nil, err
@@ -301,13 +309,15 @@ func state(s string) scm.State {
 	}
 }
 
-// stripDraft removes the draft marker GitLab recognises at the start of a
-// title: "Draft:", "[Draft]" or "(Draft)", in any case.
+// draftMarkers are the draft markers GitLab recognises at the start of a
+// title, in any case.
+var draftMarkers = []string{"draft:", "[draft]", "(draft)"}
+
+// stripDraft removes a draft marker ("Draft:", "[Draft]" or "(Draft)", in
+// any case) from the start of title, with the blanks after it.
 func stripDraft(title string) string {
-	for _, marker := range []string{"draft:", "[draft]", "(draft)"} {
-		if len(title) >= len(marker) && strings.EqualFold(title[:len(marker)], marker) {
-			return strings.TrimLeft(title[len(marker):], " \t")
-		}
+	if rest, ok := hostapi.CutPrefixFold(title, draftMarkers); ok {
+		return strings.TrimLeft(rest, " \t")
 	}
 	return title
 }

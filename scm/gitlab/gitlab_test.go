@@ -232,6 +232,20 @@ func TestListCalls(t *testing.T) {
 	}
 }
 
+// TestListNilRequest checks that a nil ListRequest selects every merge
+// request, as an empty one does.
+func TestListNilRequest(t *testing.T) {
+	t.Parallel()
+	_, p := openOne(t)
+	got, err := p.List(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].ID != "1" {
+		t.Errorf("List(nil) = %v, want !1", got)
+	}
+}
+
 func TestListPages(t *testing.T) {
 	t.Parallel()
 	fake := gitlabtest.NewFake(t, project)
@@ -366,6 +380,10 @@ func TestErrors(t *testing.T) {
 			_, err := p.Get(ctx, "!1")
 			return err
 		}, scm.ErrInvalid, "not a positive number"},
+		{"no open request", scmtest.FaultNone, func(ctx context.Context, p scm.Provider) error {
+			_, err := p.Open(ctx, nil)
+			return err
+		}, scm.ErrInvalid, "no request"},
 		{"bad state", scmtest.FaultNone, func(ctx context.Context, p scm.Provider) error {
 			_, err := p.List(ctx, &scm.ListRequest{State: 9})
 			return err
