@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"strings"
 )
 
 // Sentinel errors. Implementations wrap them (fmt.Errorf("...: %w", ErrNotFound))
@@ -53,8 +54,10 @@ type Selector interface {
 }
 
 // WriteFS is a writable view of a repository tree.
-// Paths are slash-separated and relative to the tree root, as for [fs.ValidPath];
-// anything else is rejected. Reads through the embedded fs.FS see earlier writes.
+// Paths are slash-separated and relative to the tree root, as for [fs.ValidPath].
+// WriteFile and Remove take the paths of files a Git tree can hold, those
+// [CheckWritePath] accepts, and reject anything else with an error wrapping
+// [fs.ErrInvalid]. Reads through the embedded fs.FS see earlier writes.
 type WriteFS interface {
 	fs.FS
 	// WriteFile creates or replaces the file at name, creating parent directories.
@@ -63,6 +66,48 @@ type WriteFS interface {
 	// wrapping fs.ErrNotExist.
 	Remove(name string) error
 }
+
+// CheckWritePath returns nil if name is a path a [WriteFS] writes and
+// removes files at, and otherwise an error saying why not, which wraps
+// [fs.ErrInvalid] and whose message is the reason alone, e.g. "has a .git
+// element", for callers to wrap in an [fs.PathError]. Such a path is valid
+// for [fs.ValidPath], is not the root ".", holds no NUL byte and no
+// backslash, and has no element that is ".git" in any case (Git keeps its
+// own files there, and case-insensitive file systems read .GIT as .git).
+func CheckWritePath(name string) error {
+	switch {
+	case name == ".":
+		return errNamesRoot
+	case !fs.ValidPath(name):
+		return errNotValid
+	case strings.IndexByte(name, 0) >= 0:
+		return errNUL
+	case strings.IndexByte(name, '\\') >= 0:
+		return errBackslash
+	}
+	for elem := range strings.SplitSeq(name, "/") {
+		if strings.EqualFold(elem, ".git") {
+			return errDotGit
+		}
+	}
+	return nil
+}
+
+// The reasons CheckWritePath gives.
+var (
+	errNamesRoot = pathError("names the root directory")
+	errNotValid  = pathError("not a relative slash-separated path without empty, . or .. elements")
+	errNUL       = pathError("contains a NUL byte")
+	errBackslash = pathError("contains a backslash")
+	errDotGit    = pathError("has a .git element")
+)
+
+// pathError is why CheckWritePath refuses a path. It matches fs.ErrInvalid.
+type pathError string
+
+func (e pathError) Error() string { return string(e) }
+
+func (e pathError) Is(target error) bool { return target == fs.ErrInvalid }
 
 // ContentIDFS is an optional ability of a read-only file system: naming a
 // file's content without reading it. Equal identifiers mean equal bytes; a

@@ -67,7 +67,7 @@ Array fields are walked into their items. $ref is not followed.`,
 				if len(found) == 0 {
 					continue
 				}
-				if t, err = c.resolveType(cmd.Context(), name); err != nil {
+				if t, err = chooseType(name, found); err != nil {
 					return err
 				}
 				path = parts[i:]

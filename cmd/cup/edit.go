@@ -89,7 +89,9 @@ error at the top of the file as # comments; an unchanged file cancels.`,
 					_, err := fmt.Fprintln(c.stdout, "Edit cancelled, no changes made.")
 					return err
 				}
-				rs, err := parseResources(file, body)
+				// The file as edited, comments and all, so that the lines
+				// an error names are the file's.
+				rs, err := parseResources(file, edited)
 				if err == nil && len(rs) != 1 {
 					err = errors.New("the file must hold exactly one resource")
 				}

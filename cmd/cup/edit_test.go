@@ -1,12 +1,15 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 // fakeEditor writes a shell script that counts its runs in a file next to
@@ -100,4 +103,49 @@ func TestEdit(t *testing.T) { // not parallel: it sets $EDITOR
 		fakeEditor(t, `exit 3`)
 		fails(t, url, "editor", "edit", "flags", "new-checkout")
 	})
+}
+
+// TestEditKeepsEveryCharacter: strings holding characters that YAML must
+// escape (DEL, C1 controls such as NEL, line and paragraph separators,
+// noncharacters) print as YAML and come back from an edit as they were.
+func TestEditKeepsEveryCharacter(t *testing.T) { // not parallel: it sets $EDITOR
+	url := newServer(t)
+	const description = "a\u0085b\u007fc\u009bd\u2028e\u2029f\uffffg"
+	in, err := json.Marshal(map[string]any{
+		"apiVersion": "flags.cup.dev/v1alpha1", "kind": "Flag",
+		"metadata": map[string]any{"name": "controls"},
+		"spec":     map[string]any{"enabled": true, "description": description},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := cup(t, url, string(in), "apply", "-f", "-"); r.code != 0 {
+		t.Fatalf("apply: exit %d\nstderr: %s", r.code, r.stderr)
+	}
+	type flag struct {
+		Spec struct {
+			Enabled     bool   `json:"enabled"`
+			Description string `json:"description"`
+		} `json:"spec"`
+	}
+	y := ok(t, url, "get", "flags", "controls", "-o", "yaml")
+	var got flag
+	if err := yaml.Unmarshal([]byte(y), &got); err != nil {
+		t.Fatalf("get -o yaml printed YAML that does not decode: %v\n%s", err, y)
+	}
+	if got.Spec.Description != description {
+		t.Errorf("get -o yaml: description %q, want %q\n%s", got.Spec.Description, description, y)
+	}
+
+	fakeEditor(t, `sed -i 's/enabled: true/enabled: false/' "$1"`)
+	if out := ok(t, url, "edit", "flags", "controls"); !strings.Contains(out, "edited: committed") {
+		t.Fatalf("edit: %q", out)
+	}
+	got = flag{}
+	if err := json.Unmarshal([]byte(ok(t, url, "get", "flags", "controls", "-o", "json")), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.Enabled || got.Spec.Description != description {
+		t.Errorf("after edit: enabled %v, description %q; want false, %q", got.Spec.Enabled, got.Spec.Description, description)
+	}
 }

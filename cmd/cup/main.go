@@ -50,8 +50,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 // errorMessage is what the user sees of err: a Connect error's message
-// without its code prefix, and any other error as it is.
+// without its code prefix, prefixed with the resource for a call about one
+// (resourceError), and any other error as it is.
 func errorMessage(err error) string {
+	if re, ok := errors.AsType[*resourceError](err); ok {
+		return re.Error()
+	}
 	var ce *connect.Error
 	if errors.As(err, &ce) {
 		var ne net.Error
@@ -71,7 +75,6 @@ type cli struct {
 	server, context, namespace, protocol, token, tokenFile string
 	tls                                                    tlsSettings
 
-	root *cobra.Command
 	defs []*cupv1alpha1.ResourceDefinition // cached ListDefinitions
 	conn *connection
 }
@@ -115,7 +118,6 @@ or against --certificate-authority alone when it is given.`,
 	root.SetIn(c.stdin)
 	root.SetOut(c.stdout)
 	root.SetErr(c.stderr)
-	c.root = root
 	pf := root.PersistentFlags()
 	pf.StringVar(&c.server, "server", "", "cupd's URL (default from the context, CUP_SERVER or http://127.0.0.1:8181)")
 	pf.StringVar(&c.context, "context", "", "the configuration context to use (default CUP_CONTEXT or the current context)")

@@ -22,6 +22,11 @@ func TestParseResources(t *testing.T) {
 		{name: "list", in: "apiVersion: v1\nkind: List\nitems:\n- metadata: {name: a}\n- metadata: {name: b}\n", want: []string{"a", "b"}},
 		{name: "unknown field", in: "kind: Flag\nmetadata: {name: a}\nstatus: {}\n", err: "document 1"},
 		{name: "bad yaml", in: "kind: [\n", err: "in.yaml"},
+		{name: "duplicate yaml key", in: "kind: Flag\n---\nkind: Flag\nmetadata: {name: a}\nkind: Flag\n", err: `in.yaml: unmarshal errors: line 5: key "kind" already set in map`},
+		{name: "duplicate json key", in: "[{\"metadata\": {\"name\": \"a\"}},\n {\"kind\": \"Flag\", \"kind\": \"Flag\"}]", err: `in.yaml: line 2: duplicate key "[1].kind"`},
+		{name: "error in a later document", in: "kind: Flag\nmetadata: {name: a}\n---\n\nstatus: {}\n", err: "document 2 (line 3)"},
+		{name: "json holding DEL and NEL", in: "{\"metadata\": {\"name\": \"a\", \"labels\": {\"x\": \"\x7f\u0085\"}}}", want: []string{"a"}},
+		{name: "yaml flow mapping", in: "{kind: Flag, metadata: {name: a}}", want: []string{"a"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -17,9 +17,9 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
-	"sigs.k8s.io/yaml"
 
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
+	"github.com/cup-dev/cup/internal/document"
 )
 
 // typeRef is a resolved type: its definition and the version used.
@@ -86,7 +86,12 @@ func (c *cli) resolveType(ctx context.Context, name string) (typeRef, error) {
 	if err != nil {
 		return typeRef{}, err
 	}
-	found := lookupType(defs, name)
+	return chooseType(name, lookupType(defs, name))
+}
+
+// chooseType makes the typeRef of name from the types lookupType found for
+// it: an error unless there is exactly one.
+func chooseType(name string, found []*cupv1alpha1.ResourceDefinition) (typeRef, error) {
 	switch len(found) {
 	case 0:
 		return typeRef{}, fmt.Errorf("the server has no resource type %q (see cup api-resources)", name)
@@ -169,7 +174,7 @@ func encode(w io.Writer, v any, format string) error {
 		return err
 	}
 	if format == "yaml" {
-		if b, err = yaml.JSONToYAML(b); err != nil {
+		if b, err = document.JSONToYAML(b); err != nil {
 			return err
 		}
 	} else {
@@ -243,46 +248,66 @@ func (c *cli) readResources(paths []string) ([]*cupv1alpha1.Resource, error) {
 }
 
 // parseResources reads JSON (one resource or an array) or YAML (documents
-// separated by ---; a kind: List's items are read too).
+// separated by ---; a kind: List's items are read too). Both are read
+// strictly, as cupd reads its own files: a key set twice is an error, which
+// names the line.
 func parseResources(name string, b []byte) ([]*cupv1alpha1.Resource, error) {
-	var docs [][]byte
-	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '[' {
+	// A document is one JSON value of the file, numbered from 1 with its
+	// line, for messages.
+	type doc struct {
+		data []byte
+		n    int
+		line int
+	}
+	var docs []doc
+	// JSON is read as JSON, not as the YAML it also is, which would refuse
+	// strings holding characters such as DEL that JSON may hold unescaped.
+	// A "{" that does not start valid JSON starts a YAML flow mapping.
+	if t := bytes.TrimSpace(b); len(t) > 0 && (t[0] == '[' || (t[0] == '{' && json.Valid(t))) {
 		var items []json.RawMessage
-		if err := json.Unmarshal(t, &items); err != nil {
+		if t[0] == '{' {
+			items = []json.RawMessage{t}
+		} else if err := json.Unmarshal(t, &items); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		for _, it := range items {
-			docs = append(docs, it)
+		if loc, dups := document.ScanJSON(t); len(dups) > 0 {
+			return nil, fmt.Errorf("%s: line %d: duplicate key %q", name, loc.Line(document.ParentPath(dups[0])), dups[0])
+		}
+		for i, it := range items {
+			docs = append(docs, doc{data: it, n: i + 1})
 		}
 	} else {
-		for _, doc := range splitYAML(b) {
-			j, err := yaml.YAMLToJSON(doc)
+		for i, d := range document.SplitYAML(b) {
+			j, err := d.JSON()
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
-			if t := bytes.TrimSpace(j); len(t) == 0 || string(t) == "null" {
-				continue
+			if j != nil {
+				docs = append(docs, doc{data: j, n: i + 1, line: d.Line})
 			}
-			docs = append(docs, j)
 		}
 	}
 	var out []*cupv1alpha1.Resource
-	for i, d := range docs {
+	for _, d := range docs {
+		where := fmt.Sprintf("%s: document %d", name, d.n)
+		if d.line > 0 {
+			where = fmt.Sprintf("%s: document %d (line %d)", name, d.n, d.line)
+		}
 		var list struct {
 			Kind  string            `json:"kind"`
 			Items []json.RawMessage `json:"items"`
 		}
-		if err := json.Unmarshal(d, &list); err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", name, i+1, err)
+		if err := json.Unmarshal(d.data, &list); err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
 		}
-		items := []json.RawMessage{d}
+		items := []json.RawMessage{d.data}
 		if list.Kind == "List" {
 			items = list.Items
 		}
 		for _, it := range items {
 			var r cupv1alpha1.Resource
 			if err := protojson.Unmarshal(it, &r); err != nil {
-				return nil, fmt.Errorf("%s: document %d: %w", name, i+1, err)
+				return nil, fmt.Errorf("%s: %w", where, err)
 			}
 			out = append(out, &r)
 		}
@@ -320,22 +345,6 @@ func short(commit string) string {
 		return commit[:7]
 	}
 	return commit
-}
-
-// splitYAML splits a YAML stream into its documents, at lines starting
-// with "---".
-func splitYAML(b []byte) [][]byte {
-	var docs [][]byte
-	var cur []byte
-	for line := range bytes.Lines(b) {
-		if bytes.HasPrefix(line, []byte("---")) && (len(line) == 3 || line[3] == ' ' || line[3] == '\n' || line[3] == '\r' || line[3] == '\t') {
-			docs = append(docs, cur)
-			cur = nil
-			continue
-		}
-		cur = append(cur, line...)
-	}
-	return append(docs, cur)
 }
 
 func (c *cli) completeNames(ctx context.Context, typ string) ([]string, cobra.ShellCompDirective) {

@@ -58,6 +58,18 @@ func (w *writeFlags) key(i, n int) string {
 	return fmt.Sprintf("%s-%d", w.idempotencyKey, i+1)
 }
 
+// resourceError is a call about one resource that failed: its message names
+// the resource (plural.group/name) and says what went wrong as errorMessage
+// does, and it wraps the call's error, so that hint finds a Connect error.
+type resourceError struct {
+	resource string
+	err      error
+}
+
+func (e *resourceError) Error() string { return e.resource + ": " + errorMessage(e.err) }
+
+func (e *resourceError) Unwrap() error { return e.err }
+
 // target is a resource of -f with its type and namespace resolved.
 type target struct {
 	t         typeRef
@@ -140,7 +152,7 @@ Prints a line per resource: plural.group/name, then unchanged, committed
 			for i, tg := range tgs {
 				res, err := c.put(ctx, tg, &w, cs, w.key(i, len(tgs)), w.dryRun, "")
 				if err != nil {
-					return fmt.Errorf("%s/%s: %s", tg.t.qualified(), tg.r.GetMetadata().GetName(), errorMessage(err))
+					return &resourceError{resource: tg.t.qualified() + "/" + tg.r.GetMetadata().GetName(), err: err}
 				}
 				fmt.Fprintf(c.stdout, "%s/%s %s\n", tg.t.qualified(), tg.r.GetMetadata().GetName(), describeResult(res.GetResult()))
 			}
@@ -201,7 +213,7 @@ proposed <url> or dry run: N files.`,
 					DryRun: w.dryRun, Message: w.message, ChangeSet: cs, IdempotencyKey: w.key(i, len(tgs)),
 				}))
 				if err != nil {
-					return fmt.Errorf("%s/%s: %s", tg.t.qualified(), name, errorMessage(err))
+					return &resourceError{resource: tg.t.qualified() + "/" + name, err: err}
 				}
 				fmt.Fprintf(c.stdout, "%s/%s deleted: %s\n", tg.t.qualified(), name, describeResult(res.Msg.GetResult()))
 			}
@@ -239,7 +251,7 @@ Prints nothing when nothing would change; the exit code is 0 either way.`,
 			for _, tg := range tgs {
 				res, err := c.put(ctx, tg, &w, cs, "", true, "")
 				if err != nil {
-					return fmt.Errorf("%s/%s: %s", tg.t.qualified(), tg.r.GetMetadata().GetName(), errorMessage(err))
+					return &resourceError{resource: tg.t.qualified() + "/" + tg.r.GetMetadata().GetName(), err: err}
 				}
 				for _, ch := range res.GetResult().GetChanges() {
 					d := ch.GetDiff()

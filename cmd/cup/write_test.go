@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -184,4 +185,43 @@ func TestChangeSet(t *testing.T) {
 	}
 	fails(t, url, "change set", "apply", "-f", second, "--change-set", "cup/nope")
 	fails(t, url, "use one", "apply", "-f", second, "--change-set", branch, "--proposal", "1")
+}
+
+// TestWriteHints: a write the server refuses for want of credentials says
+// which resource it was about and how to give credentials, as reads do.
+func TestWriteHints(t *testing.T) {
+	t.Parallel()
+	const noCredentials = "no credentials: send a bearer token in the Authorization header"
+	// The demo's cupd, answering every write Unauthenticated: discovery
+	// works, so that cup gets as far as the write.
+	h := newHandler(t)
+	ew := connect.NewErrorWriter()
+	url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case cupv1alpha1connect.ResourceServicePutProcedure, cupv1alpha1connect.ResourceServiceDeleteProcedure:
+			_ = ew.Write(w, r, connect.NewError(connect.CodeUnauthenticated, errors.New(noCredentials)))
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	file := writeFile(t, t.TempDir(), "flags.yaml", twoFlags)
+	const hint = "hint: the server wants credentials: give a bearer token with --token, --token-file, CUP_TOKEN or CUP_TOKEN_FILE, or keep one in a context (cup config set-context NAME --token-file FILE)\n"
+	for _, tt := range []struct {
+		name     string
+		args     []string
+		resource string
+	}{
+		{"apply", []string{"apply", "-f", file}, "flags.flags.cup.dev/beta-banner"},
+		{"diff", []string{"diff", "-f", file}, "flags.flags.cup.dev/beta-banner"},
+		{"delete", []string{"delete", "flags", "dark-mode"}, "flags.flags.cup.dev/dark-mode"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := cup(t, url, "", tt.args...)
+			want := "error: " + tt.resource + ": " + noCredentials + "\n" + hint
+			if r.code != 1 || r.stdout != "" || r.stderr != want {
+				t.Errorf("exit %d, stdout %q\nstderr: %q\nwant:   %q", r.code, r.stdout, r.stderr, want)
+			}
+		})
+	}
 }

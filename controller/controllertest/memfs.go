@@ -26,8 +26,8 @@ var (
 // Git tree: writing a file creates its parents and removing the last file of a
 // directory removes the directory.
 //
-// Paths must satisfy [fs.ValidPath], name a file rather than the root, and
-// contain no NUL byte; WriteFile and Remove reject anything else with an error
+// WriteFile and Remove take the paths [controller.CheckWritePath] accepts, as
+// every WriteFS does, and reject anything else with an [*fs.PathError]
 // wrapping [fs.ErrInvalid]. A file cannot be written where a directory is, or
 // below another file.
 //
@@ -42,13 +42,20 @@ type MemFS struct {
 }
 
 // NewMemFS returns a MemFS holding a copy of files, which maps paths to
-// contents. It returns an error if a path is not acceptable to WriteFile or
-// if one path is a directory of another.
+// contents. Unlike WriteFile it takes any path [fs.ValidPath] accepts other
+// than the root and those holding a NUL byte, such as .git/config, so that
+// tests can check that controllers leave alone what a tree may hold but a
+// WriteFS does not write.
+// It returns an error wrapping [fs.ErrInvalid] for any other path, or if one
+// path is a directory of another.
 func NewMemFS(files map[string][]byte) (*MemFS, error) {
 	m := &MemFS{files: fstest.MapFS{}, dirs: map[string]int{}}
 	// Sorted, so that the error for a bad set of paths is deterministic.
 	for _, name := range slices.Sorted(maps.Keys(files)) {
-		if err := m.WriteFile(name, files[name], 0o644); err != nil {
+		if !fs.ValidPath(name) || name == "." || strings.IndexByte(name, 0) >= 0 {
+			return nil, &fs.PathError{Op: "write", Path: name, Err: fmt.Errorf("%w: not the path of a file in a tree", fs.ErrInvalid)}
+		}
+		if err := m.write(name, files[name], 0o644); err != nil {
 			return nil, err
 		}
 	}
@@ -85,9 +92,14 @@ func (m *MemFS) Stat(name string) (fs.FileInfo, error) {
 
 // WriteFile implements [controller.WriteFS]. It stores a copy of data.
 func (m *MemFS) WriteFile(name string, data []byte, perm fs.FileMode) error {
-	if err := checkPath("write", name); err != nil {
-		return err
+	if err := controller.CheckWritePath(name); err != nil {
+		return &fs.PathError{Op: "write", Path: name, Err: err}
 	}
+	return m.write(name, data, perm)
+}
+
+// write is WriteFile for a path already checked.
+func (m *MemFS) write(name string, data []byte, perm fs.FileMode) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.dirs[name] > 0 {
@@ -110,8 +122,8 @@ func (m *MemFS) WriteFile(name string, data []byte, perm fs.FileMode) error {
 // Remove implements [controller.WriteFS]. Removing a directory is an error
 // wrapping [fs.ErrInvalid].
 func (m *MemFS) Remove(name string) error {
-	if err := checkPath("remove", name); err != nil {
-		return err
+	if err := controller.CheckWritePath(name); err != nil {
+		return &fs.PathError{Op: "remove", Path: name, Err: err}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -163,15 +175,3 @@ func (r readOnly) Open(name string) (fs.File, error)          { return r.m.Open(
 func (r readOnly) ReadFile(name string) ([]byte, error)       { return r.m.ReadFile(name) }
 func (r readOnly) ReadDir(name string) ([]fs.DirEntry, error) { return r.m.ReadDir(name) }
 func (r readOnly) Stat(name string) (fs.FileInfo, error)      { return r.m.Stat(name) }
-
-func checkPath(op, name string) error {
-	switch {
-	case !fs.ValidPath(name):
-		return &fs.PathError{Op: op, Path: name, Err: fmt.Errorf("%w: not a valid slash-separated relative path", fs.ErrInvalid)}
-	case name == ".":
-		return &fs.PathError{Op: op, Path: name, Err: fmt.Errorf("%w: the root is not a file", fs.ErrInvalid)}
-	case strings.IndexByte(name, 0) >= 0:
-		return &fs.PathError{Op: op, Path: name, Err: fmt.Errorf("%w: NUL byte in path", fs.ErrInvalid)}
-	}
-	return nil
-}

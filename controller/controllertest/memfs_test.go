@@ -93,6 +93,10 @@ func TestMemFSRejects(t *testing.T) {
 		{"empty element", "write", "dir//x", fs.ErrInvalid},
 		{"trailing slash", "write", "dir/x/", fs.ErrInvalid},
 		{"NUL", "write", "dir/x\x00", fs.ErrInvalid},
+		{"backslash", "write", `dir\x`, fs.ErrInvalid},
+		{".git", "write", ".git/config", fs.ErrInvalid},
+		{".git in any case", "write", "dir/.GIT/x", fs.ErrInvalid},
+		{"remove inside .git", "remove", ".Git/x", fs.ErrInvalid},
 		{"over a directory", "write", "dir", fs.ErrInvalid},
 		{"below a file", "write", "dir/file/x", fs.ErrInvalid},
 		{"remove missing", "remove", "dir/missing", fs.ErrNotExist},
@@ -116,6 +120,22 @@ func TestMemFSRejects(t *testing.T) {
 	}
 	if got, err := fs.ReadFile(m, "dir/file"); err != nil || string(got) != "1" {
 		t.Errorf("rejected writes changed the tree: %q, %v", got, err)
+	}
+}
+
+func TestNewMemFSTakesWhatTreesHold(t *testing.T) {
+	t.Parallel()
+	// A tree may hold what a WriteFS does not write; tests check that
+	// controllers leave it alone.
+	m, err := controllertest.NewMemFS(map[string][]byte{".git/config": []byte("[core]"), `a\b`: nil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := fs.ReadFile(m, ".git/config"); err != nil || string(got) != "[core]" {
+		t.Errorf("ReadFile(.git/config) = %q, %v", got, err)
+	}
+	if err := m.Remove(".git/config"); !errors.Is(err, fs.ErrInvalid) {
+		t.Errorf("Remove(.git/config) = %v, want an error wrapping fs.ErrInvalid", err)
 	}
 }
 

@@ -9,11 +9,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/cup-dev/cup/controller"
+	"github.com/cup-dev/cup/internal/document"
 )
 
 // decodeContent decodes one file's content in enc. The result carries no
@@ -112,37 +112,11 @@ func encode(enc Encoding, r *controller.Resource) ([]byte, error) {
 	if enc == EncodingYAML {
 		// JSONToYAML sorts keys, which puts apiVersion, kind, metadata and
 		// spec in their usual order, and ends with a newline.
-		if data, err = yaml.JSONToYAML(escapeForYAML(data)); err != nil {
+		if data, err = document.JSONToYAML(data); err != nil {
 			return nil, fmt.Errorf("encoding resource as YAML: %w", err)
 		}
 	}
 	return data, nil
-}
-
-// escapeForYAML escapes, in JSON, the characters that encoding/json may
-// write as they are but a YAML parser refuses to read unescaped (DEL, the C1
-// controls, U+FFFE and U+FFFF) or reads as line breaks (NEL, U+2028 and
-// U+2029), so that JSONToYAML, which parses JSON as YAML, keeps every string
-// as it is; the YAML it writes escapes them again. Outside strings JSON
-// holds none of them, and bytes that are not UTF-8 are left as they are.
-func escapeForYAML(data []byte) []byte {
-	var out []byte
-	for i := 0; i < len(data); {
-		r, n := utf8.DecodeRune(data[i:])
-		if r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == 0x2028 || r == 0x2029 || r == 0xfffe || r == 0xffff {
-			if out == nil {
-				out = append(make([]byte, 0, len(data)+16), data[:i]...)
-			}
-			out = fmt.Appendf(out, `\u%04x`, r)
-		} else if out != nil {
-			out = append(out, data[i:i+n]...)
-		}
-		i += n
-	}
-	if out == nil {
-		return data
-	}
-	return out
 }
 
 // sameContent reports whether a and b hold the same resource: equal

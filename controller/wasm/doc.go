@@ -36,7 +36,10 @@
 // writes through an overlay kept in memory: it reads its own writes, may
 // make directories, rename and remove files and directories, and its
 // changes reach the caller's [controller.WriteFS] only when it exits 0, so a
-// failed call changes nothing. Paths cannot leave the tree, nor enter .git.
+// failed call changes nothing. Paths cannot leave the tree; making a file or
+// directory at a path a WriteFS refuses ([controller.CheckWritePath]: one
+// inside .git in any case, or holding a backslash) fails with "operation not
+// permitted".
 //
 // # Errors
 //

@@ -193,15 +193,11 @@ func (o *overlay) creatable(p string) experimentalsys.Errno {
 	}
 }
 
-// storable checks that a Git tree can hold a file at p: not the root, no NUL
-// or backslash, nothing inside .git.
+// storable checks that a Git tree can hold a file at p, as the WriteFS apply
+// hands it to will check (controller.CheckWritePath): a path it refuses is
+// EPERM, so that the module learns at once rather than when its call ends.
 func storable(p string) experimentalsys.Errno {
-	switch {
-	case p == ".":
-		return experimentalsys.EPERM
-	case strings.ContainsAny(p, "\x00\\"):
-		return experimentalsys.EINVAL
-	case slices.Contains(strings.Split(p, "/"), ".git"):
+	if controller.CheckWritePath(p) != nil {
 		return experimentalsys.EPERM
 	}
 	return 0
@@ -449,14 +445,18 @@ func (o *overlay) entries(p string) []experimentalsys.Dirent {
 			}
 		}
 	}
-	for _, m := range []map[string]bool{o.dirs, keysOf(o.files)} {
-		for q := range m {
-			if path.Dir(q) == p && q != "." {
-				if k, _ := o.lookup(q); k != missing {
-					found[path.Base(q)] = k
-				}
+	made := func(q string) {
+		if path.Dir(q) == p && q != "." {
+			if k, _ := o.lookup(q); k != missing {
+				found[path.Base(q)] = k
 			}
 		}
+	}
+	for q := range o.dirs {
+		made(q)
+	}
+	for q := range o.files {
+		made(q)
 	}
 	out := make([]experimentalsys.Dirent, 0, len(found))
 	for _, name := range slices.Sorted(maps.Keys(found)) {
@@ -465,14 +465,6 @@ func (o *overlay) entries(p string) []experimentalsys.Dirent {
 			e.Type = fs.ModeDir
 		}
 		out = append(out, e)
-	}
-	return out
-}
-
-func keysOf(m map[string]*node) map[string]bool {
-	out := make(map[string]bool, len(m))
-	for k := range m {
-		out[k] = true
 	}
 	return out
 }

@@ -48,18 +48,23 @@ func WithLogger(l *slog.Logger) RuntimeOption {
 type Runtime struct {
 	cfg runtimeConfig
 
-	mu        sync.Mutex
-	cache     wazero.CompilationCache // nil until first needed
-	rt        wazero.Runtime          // nil until first needed
-	closed    bool
-	compiling map[[sha256.Size]byte]*sync.Mutex     // by module digest
-	compiled  map[[sha256.Size]byte]*compiledModule // by module digest
+	mu      sync.Mutex
+	cache   wazero.CompilationCache // nil until first needed
+	rt      wazero.Runtime          // nil until first needed
+	closed  bool
+	modules map[[sha256.Size]byte]*compiledModule // by module digest
 }
 
-// compiledModule is a compiled module shared by the controllers made from
-// the same bytes.
+// compiledModule is a module being compiled or compiled, shared by the
+// controllers made from the same bytes. It is in Runtime.modules while refs
+// is not 0.
 type compiledModule struct {
-	m    wazero.CompiledModule
+	// mu is held while compiling, so that compilations of the module take
+	// turns.
+	mu sync.Mutex
+	m  wazero.CompiledModule // guarded by mu; nil until compiled
+	// refs counts the compile calls waiting for m or holding it, guarded by
+	// Runtime.mu.
 	refs int
 }
 
@@ -67,51 +72,50 @@ type compiledModule struct {
 // controller of this runtime holds it already: even a compilation found in
 // wazero's cache decodes the module again (35 ms for a 5 MB Go module).
 // Compilations of the same module take turns, since wazero shares one only
-// once it has finished. release gives the module back; the last release
-// closes it.
+// once it has finished; after a failed one, the next in turn tries again.
+// release gives the module back; the last release closes it.
 func (r *Runtime) compile(ctx context.Context, rt wazero.Runtime, module []byte) (_ wazero.CompiledModule, release func(context.Context) error, _ error) {
 	sum := sha256.Sum256(module)
 	r.mu.Lock()
-	if r.compiling == nil {
-		r.compiling = make(map[[sha256.Size]byte]*sync.Mutex)
-		r.compiled = make(map[[sha256.Size]byte]*compiledModule)
+	if r.modules == nil {
+		r.modules = make(map[[sha256.Size]byte]*compiledModule)
 	}
-	l := r.compiling[sum]
-	if l == nil {
-		l = new(sync.Mutex)
-		r.compiling[sum] = l
-	}
-	r.mu.Unlock()
-	l.Lock()
-	defer l.Unlock()
-	r.mu.Lock()
-	cm := r.compiled[sum]
-	if cm != nil {
-		cm.refs++
-	}
-	r.mu.Unlock()
+	cm := r.modules[sum]
 	if cm == nil {
+		cm = new(compiledModule)
+		r.modules[sum] = cm
+	}
+	cm.refs++
+	r.mu.Unlock()
+	// drop gives back this call's reference and reports whether it was the
+	// last, which removes cm from r.modules.
+	drop := func() (last bool) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		cm.refs--
+		if cm.refs == 0 {
+			delete(r.modules, sum)
+			return true
+		}
+		return false
+	}
+	cm.mu.Lock()
+	if cm.m == nil {
 		m, err := rt.CompileModule(ctx, module)
 		if err != nil {
+			cm.mu.Unlock()
+			drop()
 			return nil, nil, err
 		}
-		cm = &compiledModule{m: m, refs: 1}
-		r.mu.Lock()
-		r.compiled[sum] = cm
-		r.mu.Unlock()
+		cm.m = m
 	}
+	m := cm.m
+	cm.mu.Unlock()
 	var once sync.Once
-	return cm.m, func(ctx context.Context) (err error) {
+	return m, func(ctx context.Context) (err error) {
 		once.Do(func() {
-			r.mu.Lock()
-			cm.refs--
-			last := cm.refs == 0
-			if last && r.compiled[sum] == cm {
-				delete(r.compiled, sum)
-			}
-			r.mu.Unlock()
-			if last {
-				err = cm.m.Close(ctx)
+			if drop() {
+				err = m.Close(ctx)
 			}
 		})
 		return err

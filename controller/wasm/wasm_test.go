@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/cup-dev/cup/controller"
+	"github.com/cup-dev/cup/controller/controllertest"
 	"github.com/cup-dev/cup/controller/wasm"
 )
 
@@ -471,6 +472,25 @@ func TestOverlay(t *testing.T) {
 	}
 	if ch := fsys.Changes(); !slices.Equal(ch, wantChanges) {
 		t.Errorf("changes = %q, want %q (nothing for what ends as it was)", ch, wantChanges)
+	}
+}
+
+// TestDotGit: a module cannot make a file or directory named .git in any
+// case, even inside a directory of the tree: the overlay refuses it where the
+// module makes it, as the WriteFS would when the call ends.
+func TestDotGit(t *testing.T) {
+	t.Parallel()
+	c := newController(t, nil, "faults", nil)
+	mem, err := controllertest.NewMemFS(map[string][]byte{".GIT/keep": []byte("kept")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys := &recorder{MemFS: mem}
+	if err := c.Put(t.Context(), &controller.PutRequest{FS: fsys, Type: flagType, Resource: newFlag("default", "dotgit", "")}); err != nil {
+		t.Fatal(err)
+	}
+	if ch, want := fsys.Changes(), []string{"write ok.txt"}; !slices.Equal(ch, want) {
+		t.Errorf("changes = %q, want %q", ch, want)
 	}
 }
 

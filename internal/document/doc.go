@@ -11,6 +11,11 @@
 // would silently resolve to the last value, and [Position] turns a
 // decoder's byte offset into a line and a column.
 //
+// # Writing
+//
+// [JSONToYAML] writes JSON as YAML, keeping every string as it is, which
+// sigs.k8s.io/yaml's JSONToYAML alone does not.
+//
 // # Locations
 //
 // A field path names a value the way messages do: "metadata.name",

@@ -95,6 +95,53 @@ func TestYAMLDocJSON(t *testing.T) {
 	}
 }
 
+func TestJSONToYAML(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, s string }{
+		{name: "plain", s: "plain text, é, 名前"},
+		{name: "DEL", s: "a\u007fb"},
+		{name: "C1 controls", s: "\u0080\u0084\u0086\u009f"},
+		{name: "NEL", s: "line\u0085break"},
+		{name: "line and paragraph separators", s: "a\u2028b\u2029c"},
+		{name: "noncharacters", s: "\ufffe\uffff"},
+		{name: "C0 controls and newlines", s: "\x00\t\r\n\x1b"},
+		{name: "all at once", s: "\u007f \u0085 \u2028\n\u009b\uffff"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			js, err := json.Marshal(map[string]any{"s": tt.s, "list": []string{tt.s}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			y, err := document.JSONToYAML(js)
+			if err != nil {
+				t.Fatalf("JSONToYAML(%s): %v", js, err)
+			}
+			back, err := document.YAMLDoc{Data: y, Line: 1}.JSON()
+			if err != nil {
+				t.Fatalf("reading back %q: %v", y, err)
+			}
+			var got struct {
+				S    string   `json:"s"`
+				List []string `json:"list"`
+			}
+			if err := json.Unmarshal(back, &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.S != tt.s || len(got.List) != 1 || got.List[0] != tt.s {
+				t.Errorf("round trip through %q = %q, %q; want %q", y, got.S, got.List, tt.s)
+			}
+		})
+	}
+	// Keys are sorted and the YAML ends with a newline, as with
+	// sigs.k8s.io/yaml.
+	y, err := document.JSONToYAML([]byte(`{"spec": {"b": 1, "a": [true]}, "kind": "K"}`))
+	if want := "kind: K\nspec:\n  a:\n  - true\n  b: 1\n"; err != nil || string(y) != want {
+		t.Errorf("JSONToYAML = %q, %v; want %q", y, err, want)
+	}
+}
+
 func TestYAMLLocator(t *testing.T) {
 	t.Parallel()
 	const data = `# comment

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"sigs.k8s.io/yaml"
 )
@@ -79,6 +80,40 @@ func (d YAMLDoc) JSON() ([]byte, error) {
 		return nil, nil
 	}
 	return js, nil
+}
+
+// JSONToYAML converts JSON to YAML as sigs.k8s.io/yaml's JSONToYAML does,
+// keys sorted and ending with a newline, but keeps every string as it is.
+// JSONToYAML alone parses JSON as YAML, so it refuses strings holding DEL,
+// a C1 control, U+FFFE or U+FFFF ("control characters are not allowed"),
+// which encoding/json writes unescaped, and turns NEL, U+2028 and U+2029
+// into line breaks, which the YAML it writes then folds into spaces. Here
+// they are escaped in the JSON first, and the YAML escapes them again.
+func JSONToYAML(data []byte) ([]byte, error) {
+	return yaml.JSONToYAML(escapeForYAML(data))
+}
+
+// escapeForYAML escapes, in JSON, the characters that a YAML parser refuses
+// to read unescaped or reads as line breaks. Outside strings JSON holds none
+// of them, and bytes that are not UTF-8 are left as they are.
+func escapeForYAML(data []byte) []byte {
+	var out []byte
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		if r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == 0x2028 || r == 0x2029 || r == 0xfffe || r == 0xffff {
+			if out == nil {
+				out = append(make([]byte, 0, len(data)+16), data[:i]...)
+			}
+			out = fmt.Appendf(out, `\u%04x`, r)
+		} else if out != nil {
+			out = append(out, data[i:i+n]...)
+		}
+		i += n
+	}
+	if out == nil {
+		return data
+	}
+	return out
 }
 
 // YAMLError is a document that is not valid YAML.

@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
+	"github.com/cup-dev/cup/controller"
 	"github.com/cup-dev/cup/source"
 )
 
@@ -499,22 +500,11 @@ func (e *invalidPathError) Is(target error) bool {
 	return target == source.ErrInvalidPath || target == fs.ErrInvalid
 }
 
-// checkPath returns why name is not acceptable for writing, or "".
+// checkPath says why name is not a path a write may name (see
+// controller.CheckWritePath, the one statement of the rule), or "".
 func checkPath(name string) string {
-	switch {
-	case name == ".":
-		return "names the root directory"
-	case !fs.ValidPath(name):
-		return "not a relative slash-separated path without empty, . or .. elements"
-	case strings.IndexByte(name, 0) >= 0:
-		return "contains a NUL byte"
-	case strings.IndexByte(name, '\\') >= 0:
-		return "contains a backslash"
-	}
-	for elem := range strings.SplitSeq(name, "/") {
-		if strings.EqualFold(elem, ".git") {
-			return "has a .git element"
-		}
+	if err := controller.CheckWritePath(name); err != nil {
+		return err.Error()
 	}
 	return ""
 }

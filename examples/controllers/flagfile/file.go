@@ -11,8 +11,8 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// A file is a parsed <plural>/<namespace>.yaml: its text, its YAML tree and
-// the resources of its entries.
+// A file is a parsed <plural>.<group>/<namespace>.yaml (see filePath): its
+// text, its YAML tree and the resources of its entries.
 type file struct {
 	path, kind, namespace string
 

@@ -1,16 +1,19 @@
 // Command flagfile is a cup WASM controller that keeps every resource of a
 // namespace in one YAML file, instead of one file per resource.
 //
-// It serves any kind. Resources of kind K in namespace N live in the file
+// It serves any kind. Resources of a type in namespace N live in the file
 //
-//	<plural>/N.yaml
+//	<plural>.<group>/N.yaml
 //
-// where <plural> is K in lower case with an "s" appended (Segment →
-// segments/, Flag → flags/; no English plural rules, so Policy → policys/),
-// because that needs nothing but the kind on the command line. So two kinds
-// of the same name in different API groups share their files: bind flagfile
-// to one group per kind. Kinds are ASCII letters and digits; a namespace must
-// be a valid file name.
+// named after the type's full name as Kubernetes spells a CRD's, from the
+// plural and group the host passes in CUP_PLURAL and CUP_GROUP (cupd always
+// does): Segments of flags.cup.dev live in segments.flags.cup.dev/N.yaml, so
+// types of different API groups never share a file. A host that passes the
+// kind only (the original Cup) gets <lower-case kind>s/N.yaml instead
+// (Segment → segments/; no English plural rules, so Policy → policys/), where
+// two kinds of the same name in different groups share their files. Plurals,
+// groups and kinds are ASCII letters, digits, dots and dashes; a namespace
+// must be a valid file name.
 //
 // The file is a mapping from resource name to entry, in the order written:
 //

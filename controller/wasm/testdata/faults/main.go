@@ -105,6 +105,8 @@ func main() {
 		escape(verb)
 	case "fsops":
 		fsops()
+	case "dotgit":
+		dotgit()
 	case "bigfile":
 		// Writes until refused, and then pretends all went well.
 		f, _ := os.Create("/big.bin")
@@ -348,6 +350,37 @@ func fsops() {
 	check("chtimes /keep.txt", os.Chtimes("/keep.txt", time.Unix(1, 0), time.Unix(1, 0)))
 
 	expect("/", names("/"), []string{"a/", "dir/", "keep.txt", "log.txt", "new/", "renamed/", "swap/", "trunc.txt"})
+	if len(problems) > 0 {
+		fmt.Fprintln(os.Stderr, strings.Join(problems, "\n"))
+		os.Exit(1)
+	}
+}
+
+// dotgit makes files and directories named .git in other cases, which a
+// put must refuse as EPERM where it makes them: at open, mkdir or rename.
+// It exits 1 listing what was not refused. The tree it starts from holds
+// .GIT/keep; /ok.txt, which it writes, is the one change it leaves.
+func dotgit() {
+	var problems []string
+	check := func(what string, err error) {
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", what, err))
+		}
+	}
+	refused := func(what string, err error) {
+		if !errors.Is(err, syscall.EPERM) {
+			problems = append(problems, fmt.Sprintf("%s: %v, want EPERM", what, err))
+		}
+	}
+	_, err := os.Stat("/.GIT/keep")
+	check("stat /.GIT/keep", err)
+	refused("create /.GIT/x", os.WriteFile("/.GIT/x", []byte("x"), 0o644))
+	refused("create /.Git", os.WriteFile("/.Git", []byte("x"), 0o644))
+	refused("mkdir /.git", os.Mkdir("/.git", 0o755))
+	check("mkdir /a", os.Mkdir("/a", 0o755))
+	refused("mkdir /a/.gIt", os.Mkdir("/a/.gIt", 0o755))
+	check("write /ok.txt", os.WriteFile("/ok.txt", []byte("ok"), 0o644))
+	refused("rename /ok.txt /a/.GIT", os.Rename("/ok.txt", "/a/.GIT"))
 	if len(problems) > 0 {
 		fmt.Fprintln(os.Stderr, strings.Join(problems, "\n"))
 		os.Exit(1)
