@@ -166,7 +166,7 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		if err != nil {
 			return nil, err
 		}
-		tmpl := proposals.DefaultTemplates()
+		var tmpl *proposals.Templates // nil: the defaults
 		if opts.SCM.TemplateDir != "" {
 			if tmpl, err = proposals.LoadTemplates(opts.SCM.TemplateDir); err != nil {
 				return nil, err
@@ -174,14 +174,14 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		}
 		a.proposals, err = proposals.New(proposals.Config{
 			Source: src, Provider: provider, DefaultBranch: a.branch,
-			BranchPrefix: or(opts.BranchPrefix, source.DefaultBranchPrefix),
+			BranchPrefix: opts.BranchPrefix,
 			Labels:       opts.SCM.Labels, Draft: opts.SCM.Draft, Templates: tmpl,
 			RefreshInterval: opts.SCM.RefreshInterval, Logger: opts.Logger,
 		})
 		if err != nil {
 			return nil, err
 		}
-		served = proposingSource{Manager: a.proposals, inner: src}
+		served = a.proposals
 	}
 
 	set, modules, err := loadConfig(ctx, src, opts.ConfigDir)
@@ -360,7 +360,7 @@ func (a *App) buildDemo() error {
 		return fmt.Errorf("creating the demo repository: %w", err)
 	}
 	a.cleanup = func() { _ = os.RemoveAll(dir) }
-	files, err := readTree(examples.Demo, "demo")
+	files, err := examples.DemoFiles()
 	if err != nil {
 		return fmt.Errorf("reading the embedded demo: %w", err)
 	}
@@ -370,23 +370,6 @@ func (a *App) buildDemo() error {
 	}
 	a.repo, a.demo = dir, true
 	return nil
-}
-
-// readTree reads every file below root of fsys, keyed by path relative to root.
-func readTree(fsys fs.FS, root string) (map[string][]byte, error) {
-	files := map[string][]byte{}
-	err := fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := fs.ReadFile(fsys, p)
-		if err != nil {
-			return err
-		}
-		files[strings.TrimPrefix(p, root+"/")] = b
-		return nil
-	})
-	return files, err
 }
 
 // loadConfig reads the configuration directory and the .cup/ folder of the

@@ -18,7 +18,6 @@ import (
 	"github.com/cup-dev/cup/scm/github"
 	"github.com/cup-dev/cup/scm/gitlab"
 	"github.com/cup-dev/cup/server"
-	"github.com/cup-dev/cup/source"
 	gitsource "github.com/cup-dev/cup/source/git"
 )
 
@@ -130,12 +129,14 @@ type proposalsAPI struct{ m *proposals.Manager }
 
 var _ server.Proposals = proposalsAPI{}
 
+// ListProposals runs on every Get of a resource, so it allocates for the
+// matches only: the filter sees each proposal as a value that stays on
+// the stack.
 func (a proposalsAPI) ListProposals(_ context.Context, f server.ProposalFilter) ([]*server.ProposalInfo, error) {
 	var out []*server.ProposalInfo
-	for _, p := range a.m.List(nil) {
-		if pi := info(p); f.Matches(pi) {
-			out = append(out, pi)
-		}
+	for _, p := range a.m.List(func(p *proposals.Info) bool { pi := info(p); return f.Matches(&pi) }) {
+		pi := info(p)
+		out = append(out, &pi)
 	}
 	return out, nil
 }
@@ -145,25 +146,13 @@ func (a proposalsAPI) GetProposal(ctx context.Context, id string) (*server.Propo
 	if err != nil {
 		return nil, err
 	}
-	return info(p), nil
+	pi := info(p)
+	return &pi, nil
 }
 
-func info(p *proposals.Info) *server.ProposalInfo {
-	return &server.ProposalInfo{
+func info(p *proposals.Info) server.ProposalInfo {
+	return server.ProposalInfo{
 		ID: p.ID, URL: p.URL, Title: p.Title, Branch: p.Head, Base: p.Base, Provider: p.Provider,
 		State: p.State, Draft: p.Draft, Resources: p.Resources, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt,
 	}
 }
-
-// proposingSource is the proposals manager with the wrapped source's
-// default branch, which the server reports as a proposal's base.
-type proposingSource struct {
-	*proposals.Manager
-	inner repoSource
-}
-
-func (p proposingSource) DefaultBranch() (string, error) { return p.inner.DefaultBranch() }
-func (p proposingSource) Close() error                   { return p.inner.Close() }
-
-var _ repoSource = proposingSource{}
-var _ source.Source = proposingSource{}

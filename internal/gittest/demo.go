@@ -1,9 +1,7 @@
 package gittest
 
 import (
-	"io/fs"
 	"os/exec"
-	"strings"
 	"testing"
 
 	"github.com/cup-dev/cup/examples"
@@ -19,15 +17,7 @@ const Demo = "demo.git"
 func NewDemo(t testing.TB, opts ...Option) *Server {
 	t.Helper()
 	srv := NewServer(t, opts...)
-	files := map[string][]byte{}
-	err := fs.WalkDir(examples.Demo, "demo", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := fs.ReadFile(examples.Demo, p)
-		files[strings.TrimPrefix(p, "demo/")] = b
-		return err
-	})
+	files, err := examples.DemoFiles()
 	if err != nil {
 		t.Fatalf("gittest: reading the demo: %v", err)
 	}

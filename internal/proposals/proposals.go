@@ -111,6 +111,10 @@ func New(cfg Config) (*Manager, error) {
 	return &Manager{cfg: cfg, pending: make(map[string]pendingSet)}, nil
 }
 
+// DefaultBranch is the branch proposals are for when an update names none
+// (Config.DefaultBranch). It never fails.
+func (m *Manager) DefaultBranch() (string, error) { return m.cfg.DefaultBranch, nil }
+
 // View reads from the wrapped source.
 func (m *Manager) View(ctx context.Context, rev string) (*source.Snapshot, error) {
 	return m.cfg.Source.View(ctx, rev)
@@ -128,7 +132,7 @@ func (m *Manager) Update(ctx context.Context, req *source.UpdateRequest) (*sourc
 	if base == "" {
 		base = m.cfg.DefaultBranch
 	}
-	data := &TemplateData{Message: req.Message, Subject: subject(req.Message), Resources: req.Resources, Requester: req.Requester, Base: base}
+	data := templateData(req, base)
 	msg, err := render(m.cfg.Templates.Commit, data)
 	if err != nil {
 		return nil, fmt.Errorf("proposals: commit message template: %w", err)
@@ -144,7 +148,7 @@ func (m *Manager) Update(ctx context.Context, req *source.UpdateRequest) (*sourc
 	if err != nil || res.Unchanged {
 		return res, err
 	}
-	prop, err := m.propose(ctx, res.Branch, base, req, data)
+	prop, err := m.propose(ctx, res.Branch, req, data)
 	if err != nil {
 		m.mu.Lock()
 		p := m.pending[res.Branch]
@@ -159,9 +163,15 @@ func (m *Manager) Update(ctx context.Context, req *source.UpdateRequest) (*sourc
 	return res, nil
 }
 
+// templateData is what the templates see of req, a write proposed for
+// base.
+func templateData(req *source.UpdateRequest, base string) *TemplateData {
+	return &TemplateData{Message: req.Message, Subject: subject(req.Message), Resources: req.Resources, Requester: req.Requester, Base: base}
+}
+
 // propose finds the open proposal of branch, bringing its description up
-// to date, or opens one.
-func (m *Manager) propose(ctx context.Context, branch, base string, req *source.UpdateRequest, data *TemplateData) (*Info, error) {
+// to date, or opens one for data.Base.
+func (m *Manager) propose(ctx context.Context, branch string, req *source.UpdateRequest, data *TemplateData) (*Info, error) {
 	open, err := m.cfg.Provider.List(ctx, &scm.ListRequest{Head: branch, State: scm.StateOpen})
 	if err != nil {
 		return nil, err
@@ -202,7 +212,7 @@ func (m *Manager) propose(ctx context.Context, branch, base string, req *source.
 		Title:  strings.TrimSpace(title),
 		Body:   withResources(body, data.Resources),
 		Head:   branch,
-		Base:   base,
+		Base:   data.Base,
 		Labels: m.cfg.Labels,
 		Draft:  m.cfg.Draft,
 	})
@@ -245,22 +255,19 @@ func (m *Manager) identical(ctx context.Context, req *source.UpdateRequest) (*so
 		}
 		prop := c.prop
 		if prop == nil {
-			data := &TemplateData{Message: req.Message, Subject: subject(req.Message), Resources: req.Resources, Requester: req.Requester}
-			if prop, err = m.propose(ctx, c.branch, c.base, req, data); err != nil {
+			if prop, err = m.propose(ctx, c.branch, req, templateData(req, c.base)); err != nil {
 				return nil, fmt.Errorf("branch %s holds this change, but its proposal could not be opened; repeat the request to open it: %w", c.branch, err)
 			}
 			m.mu.Lock()
 			delete(m.pending, c.branch)
 			m.mu.Unlock()
 		}
-		snap, err := m.cfg.Source.View(ctx, c.branch)
-		if err != nil {
-			return nil, err
-		}
+		// A dry run on a change set starts from its head: res.Base is the
+		// branch's commit.
 		return &source.UpdateResult{
 			Branch:   c.branch,
 			Base:     res.Base,
-			Commit:   snap.Commit,
+			Commit:   res.Base,
 			Replayed: true,
 			Proposal: &source.ProposalRef{ID: prop.ID, URL: prop.URL},
 		}, nil
@@ -278,9 +285,14 @@ func touchesAll(have, want []source.ResourceRef) bool {
 	return true
 }
 
+// info is what the Manager knows of p.
+func (m *Manager) info(p *scm.Proposal) *Info {
+	return &Info{Proposal: *p, Resources: resourcesOf(p.Body), Provider: m.cfg.Provider.Name()}
+}
+
 // remember records p in the list, replacing an older copy.
 func (m *Manager) remember(p *scm.Proposal) *Info {
-	info := &Info{Proposal: *p, Resources: resourcesOf(p.Body), Provider: m.cfg.Provider.Name()}
+	info := m.info(p)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for i, have := range m.list {
@@ -320,7 +332,7 @@ func (m *Manager) Refresh(ctx context.Context) error {
 	}
 	list := make([]*Info, len(ps))
 	for i, p := range ps {
-		list[i] = &Info{Proposal: *p, Resources: resourcesOf(p.Body), Provider: m.cfg.Provider.Name()}
+		list[i] = m.info(p)
 	}
 	m.mu.Lock()
 	m.list = list

@@ -370,3 +370,30 @@ func where(state scm.State, name string) func(*proposals.Info) bool {
 		return false
 	}
 }
+
+// TestPendingBranchProposalNamesBase: a branch pushed without its proposal
+// gets one on an identical retry, and its description names the branch it
+// is for.
+func TestPendingBranchProposalNamesBase(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.scm.setFail("Open", fmt.Errorf("%w: 502 Bad Gateway", scm.ErrUnavailable))
+	if _, err := f.m.Update(t.Context(), put(flagA, "a: 6\n")); !errors.Is(err, scm.ErrUnavailable) {
+		t.Fatalf("first: %v, want ErrUnavailable", err)
+	}
+	f.scm.setFail("Open", nil)
+	res, err := f.m.Update(t.Context(), put(flagA, "a: 6\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Replayed || res.Proposal == nil || len(f.scm.props) != 1 {
+		t.Fatalf("retry: %+v, %d proposals", res, len(f.scm.props))
+	}
+	if head, _ := gitrepo.Resolve(f.dir, res.Branch); res.Commit != head {
+		t.Errorf("commit %s, branch %s at %s", res.Commit, res.Branch, head)
+	}
+	pr := f.scm.props[0]
+	if want := "Branch `" + res.Branch + "` into `main`."; pr.Base != "main" || !strings.Contains(pr.Body, want) {
+		t.Errorf("proposal for %q, body lacks %q:\n%s", pr.Base, want, pr.Body)
+	}
+}
