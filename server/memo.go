@@ -4,13 +4,21 @@ import (
 	"container/list"
 	"context"
 	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
 	"sync"
+
+	"connectrpc.com/connect"
 )
 
 // memo caches what is derived from a commit: single resources and namespace
 // listings. Commits never change and controllers are deterministic, so
-// entries never go stale; the cache is bounded by an approximate byte budget
-// and evicts the least recently used entries.
+// entries never go stale; the cache is bounded by a byte budget and evicts
+// the least recently used entries. The budget counts keys as well as
+// values, and the memo keeps copies of its keys' strings, never the request
+// strings they came from: a key cut out of a long request line would
+// otherwise keep the whole line alive.
 type memo struct {
 	mu     sync.Mutex
 	budget int64
@@ -43,6 +51,27 @@ type memoItem struct {
 	size int64
 }
 
+// memoEntryOverhead is what one memoised entry costs besides its key's
+// strings and its value: the list element, the item, the map's slot and
+// the key's string headers.
+const memoEntryOverhead = 192
+
+// clone returns k holding strings of its own.
+func (k memoKey) clone() memoKey {
+	k.commit = strings.Clone(k.commit)
+	k.namespace = strings.Clone(k.namespace)
+	k.name = strings.Clone(k.name)
+	return k
+}
+
+// size is what k costs in the memo, the entry's overhead included.
+func (k memoKey) size() int64 {
+	return int64(len(k.commit)+len(k.namespace)+len(k.name)) + memoEntryOverhead
+}
+
+// errMemoPanic is the error the callers of a computation that panicked get.
+var errMemoPanic = connect.NewError(connect.CodeInternal, errors.New(internalMessage))
+
 func newMemo(budget int64) *memo {
 	return &memo{budget: budget, ll: list.New(), items: make(map[memoKey]*list.Element), inflight: make(map[memoKey]*memoCall)}
 }
@@ -51,7 +80,10 @@ func newMemo(budget int64) *memo {
 // none; fn returns the value and its size in bytes. Concurrent callers of
 // one key wait for a single computation. When that computation ends with
 // its caller's context error, the callers still waiting compute again
-// rather than fail for a caller that went away.
+// rather than fail for a caller that went away. When fn panics, every
+// caller waiting for it gets an Internal error, nothing is memoised, and
+// the panic is returned to fn's caller as an error holding its stack, so
+// that one bad read does not block its key until a restart.
 func (m *memo) do(ctx context.Context, k memoKey, fn func() (any, int64, error)) (any, error) {
 	for {
 		m.mu.Lock()
@@ -72,26 +104,47 @@ func (m *memo) do(ctx context.Context, k memoKey, fn func() (any, int64, error))
 			}
 			return c.val, c.err
 		}
+		k = k.clone()
 		c := &memoCall{done: make(chan struct{})}
 		m.inflight[k] = c
 		m.mu.Unlock()
+		return m.compute(k, c, fn)
+	}
+}
 
-		var size int64
-		c.val, size, c.err = fn()
-		if c.err == nil {
-			m.add(k, c.val, size)
+// compute runs fn for the call c of key k, memoises a success, and
+// releases c's waiters however fn ends.
+func (m *memo) compute(k memoKey, c *memoCall, fn func() (any, int64, error)) (val any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.val, c.err = nil, errMemoPanic
+			val, err = nil, fmt.Errorf("panic computing a memoised read of %s %s/%s at %s: %v\n%s",
+				k.typeName(), k.namespace, k.name, k.commit, p, debug.Stack())
 		}
 		m.mu.Lock()
 		delete(m.inflight, k)
 		m.mu.Unlock()
 		close(c.done)
-		return c.val, c.err
+	}()
+	var size int64
+	c.val, size, c.err = fn()
+	if c.err == nil {
+		m.add(k, c.val, size)
 	}
+	return c.val, c.err
 }
 
-// add stores v under k, counting size bytes against the budget. A value larger
-// than the whole budget is not stored.
+func (k memoKey) typeName() string {
+	if k.typ == nil {
+		return "?"
+	}
+	return k.typ.Names.Plural + "." + k.typ.Group
+}
+
+// add stores v under k, counting size bytes and k's own against the budget.
+// A value larger than the whole budget is not stored.
 func (m *memo) add(k memoKey, v any, size int64) {
+	size += k.size()
 	if size > m.budget {
 		return
 	}

@@ -3,10 +3,15 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"connectrpc.com/connect"
 )
 
 func TestMemoDoComputesOnceForConcurrentCallers(t *testing.T) {
@@ -89,5 +94,99 @@ func TestMemoDoRecomputesWhenTheComputingCallerGaveUp(t *testing.T) {
 	}
 	if _, ok := m.items[memoKey{commit: "d"}]; ok {
 		t.Fatal("a failure was memoised")
+	}
+}
+
+func TestMemoDoReleasesWaitersWhenTheComputationPanics(t *testing.T) {
+	t.Parallel()
+	m := newMemo(1 << 20)
+	k := memoKey{commit: "c", namespace: "ns", name: "boom"}
+	started, release := make(chan struct{}), make(chan struct{})
+	waiter := make(chan error, 1)
+	var leaderErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, leaderErr = m.do(t.Context(), k, func() (any, int64, error) {
+			close(started)
+			<-release
+			panic("controller bug")
+		})
+	}()
+	<-started
+	go func() {
+		_, err := m.do(t.Context(), k, func() (any, int64, error) { return "never", 1, nil })
+		waiter <- err
+	}()
+	// Let the waiter join the computation under way, then let it panic.
+	for {
+		m.mu.Lock()
+		c := m.inflight[k]
+		m.mu.Unlock()
+		if c != nil {
+			break
+		}
+	}
+	close(release)
+	<-done
+	if leaderErr == nil || !strings.Contains(leaderErr.Error(), "controller bug") {
+		t.Fatalf("the computing caller got %v, want the panic as an error", leaderErr)
+	}
+	select {
+	case err := <-waiter:
+		// The waiter either joined the failed computation (Internal) or
+		// came after it and computed the key itself.
+		if err != nil && connect.CodeOf(err) != connect.CodeInternal {
+			t.Fatalf("the waiting caller got %v, want Internal or a fresh value", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting caller is still blocked after the computation panicked")
+	}
+	// The failure was not memoised: the next read computes again (unless
+	// the waiter already did).
+	v, err := m.do(t.Context(), k, func() (any, int64, error) { return "fixed", 1, nil })
+	if err != nil || (v != "fixed" && v != "never") {
+		t.Fatalf("after the panic, do = %v, %v; want a new computation", v, err)
+	}
+}
+
+// TestMemoKeysDoNotPinRequestStrings fills a small memo with keys cut out
+// of large strings, as the REST form's path values are cut out of a request
+// line: the memo must keep copies, so the large strings can be collected,
+// and the budget must count the keys.
+func TestMemoKeysDoNotPinRequestStrings(t *testing.T) {
+	const budget = 256 << 10
+	m := newMemo(budget)
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range 400 {
+		line := strings.Repeat("x", 1<<20) + fmt.Sprintf("ns-%d", i) // a 1 MiB request line
+		k := memoKey{commit: "c", namespace: line[len(line)-8:], name: line[:10]}
+		if _, err := m.do(t.Context(), k, func() (any, int64, error) { return (*entry)(nil), 0, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > budget+(16<<20) {
+		t.Fatalf("the heap grew by %d MiB after 400 memoised misses of 1 MiB request lines, with a budget of %d KiB", grown>>20, budget>>10)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.used > budget {
+		t.Fatalf("the memo counts %d bytes, over its budget of %d", m.used, budget)
+	}
+	var counted int64
+	for el := m.ll.Front(); el != nil; el = el.Next() {
+		it := el.Value.(*memoItem)
+		counted += it.size
+		if it.size < it.key.size() {
+			t.Fatalf("an entry is counted as %d bytes, less than its key's %d", it.size, it.key.size())
+		}
+	}
+	if counted != m.used {
+		t.Fatalf("entries add up to %d bytes, the memo counts %d", counted, m.used)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"hash/maphash"
 	"maps"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strconv"
@@ -177,6 +178,13 @@ type keyedKey struct {
 
 const maxSkips = 1 << 16
 
+// clone returns k holding strings of its own, not parts of a request's.
+func (k keyedKey) clone() keyedKey {
+	k.namespace = strings.Clone(k.namespace)
+	k.key = strings.Clone(k.key)
+	return k
+}
+
 type contentKey [2]uint64
 
 func newInterner() *interner {
@@ -263,12 +271,13 @@ func (in *interner) remember(k keyedKey, ie *entry) {
 		if len(in.skips) >= maxSkips {
 			clear(in.skips)
 		}
-		in.skips[k] = struct{}{}
+		in.skips[k.clone()] = struct{}{}
 		return
 	}
 	if in.keyed[k].Value() == ie {
 		return
 	}
+	k = k.clone()
 	in.keyed[k] = weak.Make(ie)
 	runtime.AddCleanup(ie, in.forgetKeyed, k)
 }
@@ -303,7 +312,7 @@ func (s *Server) getEntry(ctx context.Context, t *Type, snap *source.Snapshot, n
 	v, err := s.memo.do(ctx, k, func() (any, int64, error) {
 		r, err := t.Controller.Get(ctx, &controller.GetRequest{FS: snap.FS, Type: t.controllerType(), Namespace: namespace, Name: name})
 		if errors.Is(err, controller.ErrNotFound) {
-			return (*entry)(nil), 64, nil // remembered: it is not there
+			return (*entry)(nil), 0, nil // remembered: it is not there; the key's size is counted
 		}
 		if err != nil {
 			return nil, 0, err
@@ -343,7 +352,7 @@ func (s *Server) listEntries(ctx context.Context, t *Type, snap *source.Snapshot
 		if err != nil {
 			return nil, 0, err
 		}
-		return l, l.bytes + 64, nil
+		return l, l.bytes + int64(cap(l.items))*8 + 64, nil
 	})
 	if err != nil {
 		return nil, err
@@ -438,7 +447,9 @@ func (s *Server) listKeyed(ctx context.Context, kl controller.KeyedLister, t *Ty
 }
 
 // parallel calls fn(0), ..., fn(n-1) on up to GOMAXPROCS goroutines and
-// returns the first error; all calls are done when it returns.
+// returns the first error; all calls are done when it returns. A panic in
+// fn on a worker goroutine is returned as an error, since nothing could
+// recover it there.
 func parallel(ctx context.Context, n int, fn func(i int) error) error {
 	workers := min(runtime.GOMAXPROCS(0), n)
 	if workers <= 1 {
@@ -464,7 +475,7 @@ func parallel(ctx context.Context, n int, fn func(i int) error) error {
 				if i >= n || ctx.Err() != nil {
 					return
 				}
-				if err := fn(i); err != nil {
+				if err := safeCall(fn, i); err != nil {
 					once.Do(func() { firstErr = err })
 					next.Store(int64(n)) // stop the others
 					return
@@ -477,6 +488,16 @@ func parallel(ctx context.Context, n int, fn func(i int) error) error {
 		return firstErr
 	}
 	return ctx.Err()
+}
+
+// safeCall calls fn(i), turning a panic into an error.
+func safeCall(fn func(int) error, i int) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return fn(i)
 }
 
 func (l *listing) add(e *entry) {

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -167,6 +168,10 @@ func (s *Server) Handler() http.Handler {
 	opts := []connect.HandlerOption{
 		connect.WithInterceptors(s.interceptor()),
 		connect.WithReadMaxBytes(int(s.cfg.maxBody)),
+		connect.WithRecover(func(ctx context.Context, spec connect.Spec, _ http.Header, p any) error {
+			logFailure(ctx, s.cfg.logger, spec.Procedure, fmt.Errorf("panic: %v\n%s", p, debug.Stack()))
+			return connect.NewError(connect.CodeInternal, errors.New(internalMessage))
+		}),
 	}
 	api.Handle(cupv1alpha1connect.NewResourceServiceHandler(&resourceService{s}, opts...))
 	api.Handle(cupv1alpha1connect.NewDiscoveryServiceHandler(&discoveryService{s}, opts...))
@@ -181,7 +186,7 @@ func (s *Server) Handler() http.Handler {
 	s.routeREST(api)
 
 	mux := http.NewServeMux()
-	mux.Handle("/", s.withTimeout(s.authenticate(api)))
+	mux.Handle("/", s.withTimeout(s.authenticate(s.recoverREST(api))))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
@@ -196,6 +201,25 @@ func (s *Server) Handler() http.Handler {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	return mux
+}
+
+// recoverREST answers a panic in h (the REST form; Connect's handlers
+// recover their own) with an Internal error and logs it, rather than
+// letting net/http drop the connection without an answer.
+func (s *Server) recoverREST(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			p := recover()
+			if p == nil || p == http.ErrAbortHandler {
+				if p != nil {
+					panic(p)
+				}
+				return
+			}
+			s.writeError(w, r, fmt.Errorf("panic: %v\n%s", p, debug.Stack()))
+		}()
+		h.ServeHTTP(w, r)
+	})
 }
 
 // NewHTTPServer returns an http.Server for h serving HTTP/1.1 and, without
