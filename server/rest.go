@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -46,18 +49,61 @@ const (
 var marshalJSON = protojson.MarshalOptions{}
 
 func (s *Server) routeREST(mux *http.ServeMux) {
-	mux.HandleFunc("GET /apis", s.restDefinitions)
-	mux.HandleFunc("GET /apis/{$}", s.restDefinitions)
-	mux.HandleFunc("GET "+collectionPath, s.restList)
-	mux.HandleFunc("GET "+itemPath, s.restGet)
-	mux.HandleFunc("PUT "+itemPath, s.restPut)
-	mux.HandleFunc("DELETE "+itemPath, s.restDelete)
-	mux.HandleFunc("GET "+proposalsPath, s.restListProposals)
-	mux.HandleFunc("GET "+proposalPath, s.restGetProposal)
+	write := []string{"revision", "message", "dryRun", "idempotencyKey", "resourceVersion", "changeSet"}
+	mux.Handle("GET /apis", s.params(s.restDefinitions))
+	mux.Handle("GET /apis/{$}", s.params(s.restDefinitions))
+	mux.Handle("GET "+collectionPath, s.params(s.restList, "revision", "labelSelector", "continue", "limit"))
+	mux.Handle("GET "+itemPath, s.params(s.restGet, "revision"))
+	mux.Handle("PUT "+itemPath, s.params(s.restPut, write...))
+	mux.Handle("DELETE "+itemPath, s.params(s.restDelete, write...))
+	mux.Handle("GET "+proposalsPath, s.params(s.restListProposals, "state", "group", "plural", "namespace", "name"))
+	mux.Handle("GET "+proposalPath, s.params(s.restGetProposal))
 	// Everything else under /apis answers in the REST form's JSON too,
 	// rather than with the mux's plain-text 404 or 405.
 	mux.HandleFunc("/apis", s.restNoRoute)
 	mux.HandleFunc("/apis/", s.restNoRoute)
+}
+
+// params serves h for requests whose query parameters are among allowed,
+// each given once; any other query is refused with InvalidArgument naming
+// the parameter, before anything else is done. A parameter a caller
+// misspells would otherwise be ignored, and the request would do something
+// other than what they asked.
+func (s *Server) params(h http.HandlerFunc, allowed ...string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.RawQuery == "" {
+			h(w, r)
+			return
+		}
+		q, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil {
+			s.writeError(w, r, fieldError("query", "%v", err))
+			return
+		}
+		for _, name := range slices.Sorted(maps.Keys(q)) {
+			switch {
+			case !slices.Contains(allowed, name):
+				if len(allowed) == 0 {
+					s.writeError(w, r, fieldError(truncate(name, 64), "unknown query parameter: %s takes none", r.Pattern))
+				} else {
+					s.writeError(w, r, fieldError(truncate(name, 64), "unknown query parameter: %s takes %s", r.Pattern, strings.Join(allowed, ", ")))
+				}
+				return
+			case len(q[name]) > 1:
+				s.writeError(w, r, fieldError(name, "given %d times: give it once", len(q[name])))
+				return
+			}
+		}
+		h(w, r)
+	})
+}
+
+// truncate shortens s to at most n bytes, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
 // restNoRoute answers what no route of the REST form serves: 405 with the

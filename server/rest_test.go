@@ -334,3 +334,40 @@ func TestRESTWrongMethod(t *testing.T) {
 		}
 	}
 }
+
+// TestRESTRefusesUnknownQueryParameters: a parameter the REST form does not
+// take, or one given twice, is refused before anything is read or written,
+// naming the parameter; a misspelt dryRun must not write.
+func TestRESTRefusesUnknownQueryParameters(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	head := f.head(t)
+	body := `{"spec":{"enabled":true}}`
+	for _, tc := range []struct {
+		method, path, body, field string
+	}{
+		{"GET", flagsPath + "/new-checkout?pad=" + strings.Repeat("x", 4096), "", "pad"},
+		{"GET", flagsPath + "?revison=main", "", "revison"},
+		{"GET", "/apis?x=1", "", "x"},
+		{"PUT", flagsPath + "/new-checkout?dry_run=true", body, "dry_run"},
+		{"PUT", flagsPath + "/new-checkout?dryRun=true&dryRun=false", body, "dryRun"},
+		{"DELETE", flagsPath + "/new-checkout?dryrun=true", "", "dryrun"},
+		{"GET", "/apis/cup.dev/v1alpha1/proposals?status=open", "", "status"},
+		{"GET", flagsPath + "?limit=%zz", "", "query"},
+	} {
+		res := f.do(t, tc.method, tc.path, tc.body)
+		if res.status != http.StatusBadRequest || !strings.Contains(string(res.body), `"INVALID_ARGUMENT"`) && !strings.Contains(string(res.body), `"invalid_argument"`) {
+			t.Errorf("%s %.80s = %d %s, want 400 INVALID_ARGUMENT", tc.method, tc.path, res.status, res.body)
+			continue
+		}
+		if !strings.Contains(string(res.body), tc.field) {
+			t.Errorf("%s %.80s: %s does not name %q", tc.method, tc.path, res.body, tc.field)
+		}
+	}
+	if got := f.head(t); got != head {
+		t.Fatalf("a refused request moved the branch from %s to %s", head, got)
+	}
+	if res := f.do(t, "GET", flagsPath+"/new-checkout?revision="+head, ""); res.status != 200 {
+		t.Fatalf("GET with a known parameter = %d %s", res.status, res.body)
+	}
+}
