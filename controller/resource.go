@@ -11,6 +11,8 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+
+	"github.com/cup-dev/cup/internal/document"
 )
 
 // Resource is an API resource in the form users keep in files:
@@ -50,9 +52,14 @@ func (r *Resource) Clone() *Resource {
 	return &c
 }
 
-// ParseResource decodes one resource from JSON. Unknown fields, trailing data
-// and a spec that is not a JSON object are errors.
+// ParseResource decodes one resource from JSON. Unknown fields, trailing data,
+// a spec that is not a JSON object and objects and arrays nested more than
+// document.MaxDepth (512) deep are errors; the depth is checked before
+// anything is decoded.
 func ParseResource(data []byte) (*Resource, error) {
+	if err := document.CheckDepth(data, document.MaxDepth); err != nil {
+		return nil, fmt.Errorf("decoding resource: %w", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var r Resource

@@ -29,6 +29,20 @@ func WithRequestTimeout(d time.Duration) Option { return func(c *config) { c.req
 // Default: 32.
 func WithMaxConcurrentWrites(n int) Option { return func(c *config) { c.maxWrites = n } }
 
+// WithMaxJSONDepth bounds how deeply a request's resource may nest objects
+// and arrays, counting the resource itself as depth 1 (so its spec as 2).
+// A deeper resource fails with InvalidArgument before anything else is
+// done with it. It must be between 2 and document.MaxDepth (512), the
+// limit on what cup reads from repositories. Default: 64, as Kubernetes'
+// guard on JSON bodies.
+func WithMaxJSONDepth(n int) Option { return func(c *config) { c.maxDepth = n } }
+
+// WithMaxResourceBytes bounds the size of the file form of a resource a
+// write may store: its JSON with indentation, which a deeply nested spec
+// makes many times larger than the request. A larger one fails with
+// InvalidArgument before it is encoded. Default: 8 MiB.
+func WithMaxResourceBytes(n int64) Option { return func(c *config) { c.maxResource = n } }
+
 // timeoutError is the cause of a call's context ending at the server's
 // request timeout.
 type timeoutError struct{ limit time.Duration }

@@ -57,7 +57,14 @@ func newGatedFixture(t *testing.T, g *gated, opts ...server.Option) *fixture {
 			ty.Controller = g
 		}
 	}
-	ls, err := local.Open(dir, local.WithLogger(testLogger(t)), local.WithWriteMode(source.ModeBranch))
+	return serveDemo(t, dir, types, []local.Option{local.WithWriteMode(source.ModeBranch)}, opts...)
+}
+
+// serveDemo serves types over a local source for dir, with the source's
+// options lopts and the server's opts, logging to the test.
+func serveDemo(t *testing.T, dir string, types []*server.Type, lopts []local.Option, opts ...server.Option) *fixture {
+	t.Helper()
+	ls, err := local.Open(dir, append([]local.Option{local.WithLogger(testLogger(t))}, lopts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,7 @@ import (
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
 	"github.com/cup-dev/cup/internal/auth"
+	"github.com/cup-dev/cup/internal/document"
 	"github.com/cup-dev/cup/source"
 )
 
@@ -755,20 +756,21 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 		msg = fmt.Sprintf("%s %s %s/%s\n\n%s/%s %s", w.defaultVerb, w.t.Names.Kind, w.namespace, w.name,
 			w.t.Group, w.t.Version, w.t.Names.Plural)
 	}
-	// A dry run records nothing, so its key has nothing to find or to keep.
-	var key, fingerprint string
-	if w.idempotencyKey != "" && !w.dryRun {
-		var err error
-		if fingerprint, err = w.fingerprint(); err != nil {
-			return nil, err
-		}
-		key = w.idempotencyKey
-	}
+	// Everything that costs in proportion to the resource happens under a
+	// write slot, so --max-concurrent-writes bounds it.
 	release, err := s.writes.acquire()
 	if err != nil {
 		return nil, err
 	}
 	defer release()
+	// A dry run records nothing, so its key has nothing to find or to keep.
+	var key, fingerprint string
+	if w.idempotencyKey != "" && !w.dryRun {
+		if fingerprint, err = w.fingerprint(); err != nil {
+			return nil, err
+		}
+		key = w.idempotencyKey
+	}
 	res, err := s.src.Update(ctx, &source.UpdateRequest{
 		Revision:       w.revision,
 		ChangeSet:      w.changeSet,
@@ -913,16 +915,31 @@ func (s *Server) checkResource(t *Type, req *cupv1alpha1.PutRequest) (*controlle
 		},
 	}
 	if in.GetSpec() != nil {
+		// The resource is depth 1, its spec 2.
+		if d := structDepth(in.GetSpec(), 2, s.cfg.maxDepth); d > s.cfg.maxDepth {
+			return nil, s.depthError("resource.spec")
+		}
 		b, err := protojson.Marshal(in.GetSpec())
 		if err != nil {
 			return nil, fieldError("resource.spec", "%v", err)
 		}
-		r.Spec = b
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, b); err != nil {
+			return nil, fieldError("resource.spec", "%v", err)
+		}
+		r.Spec = compact.Bytes()
+	}
+	// What a write stores is the indented file form, which a deeply nested
+	// spec makes many times larger than the request: bound it before
+	// anything encodes it.
+	if n := fileSize(r); n > s.cfg.maxResource {
+		return nil, fieldError("resource", "stored as a file it would take %d bytes with indentation, more than the limit of %d (cupd --max-resource-bytes): nest less deeply or split the resource", n, s.cfg.maxResource)
 	}
 	if t.Validate == nil {
 		return r, nil
 	}
-	b, err := r.MarshalFile()
+	// Validated in its compact form: the schema sees the same values.
+	b, err := json.Marshal(r)
 	if err != nil {
 		return nil, fieldError("resource", "%v", err)
 	}
@@ -938,6 +955,78 @@ func (s *Server) checkResource(t *Type, req *cupv1alpha1.PutRequest) (*controlle
 		return nil, invalidArgument(v...)
 	}
 	return r, nil
+}
+
+// depthError is the error for a resource nested past the limit, at field.
+func (s *Server) depthError(field string) error {
+	return fieldError(field, "objects and arrays nested more than %d deep, counting the resource as 1 (cupd --max-json-depth)", s.cfg.maxDepth)
+}
+
+// structDepth returns the depth of the deepest object or array in st, st
+// itself being at depth d, or a number past limit as soon as it finds one.
+func structDepth(st *structpb.Struct, d, limit int) int {
+	deepest := d
+	for _, v := range st.GetFields() {
+		if deepest = max(deepest, valueDepth(v, d, limit)); deepest > limit {
+			return deepest
+		}
+	}
+	return deepest
+}
+
+// valueDepth is structDepth for a value held at depth d.
+func valueDepth(v *structpb.Value, d, limit int) int {
+	switch k := v.GetKind().(type) {
+	case *structpb.Value_StructValue:
+		return structDepth(k.StructValue, d+1, limit)
+	case *structpb.Value_ListValue:
+		deepest := d + 1
+		for _, e := range k.ListValue.GetValues() {
+			if deepest = max(deepest, valueDepth(e, d+1, limit)); deepest > limit {
+				return deepest
+			}
+		}
+		return deepest
+	}
+	return d
+}
+
+// fileSize is the size of r's file form (MarshalFile's indented JSON),
+// computed from its compact spec without encoding it: every non-empty
+// object or array, every comma and every closing bracket of a non-empty
+// one starts a line indented two spaces a level, and every colon gains a
+// space. The metadata is counted as if compact and indented at the deepest
+// level it has, which is more than it takes, and so are the characters
+// encoding/json escapes.
+func fileSize(r *controller.Resource) int64 {
+	n := int64(len(r.APIVersion)+len(r.Kind)+len(r.Metadata.Namespace)+len(r.Metadata.Name)) + 128
+	for _, m := range []map[string]string{r.Metadata.Labels, r.Metadata.Annotations} {
+		for k, v := range m {
+			n += int64(2*len(k)+2*len(v)) + 16 // escapes may double them
+		}
+	}
+	spec := r.Spec
+	n += int64(len(spec)) + 3*int64(bytes.Count(spec, []byte{0xe2})) // U+2028 and U+2029 are escaped
+	newline := func(d int) { n += 1 + 2*int64(d) }
+	// The spec is a field of the resource, one level in.
+	document.Structure(spec, func(i int, c byte, depth int) bool {
+		switch c {
+		case ':':
+			n++
+		case '{', '[':
+			if i+1 < len(spec) && spec[i+1] != '}' && spec[i+1] != ']' {
+				newline(depth + 1)
+			}
+		case '}', ']':
+			if i > 0 && spec[i-1] != '{' && spec[i-1] != '[' {
+				newline(depth + 1)
+			}
+		case ',':
+			newline(depth + 1)
+		}
+		return true
+	})
+	return n
 }
 
 func decodeNumber(b []byte, v any) error {

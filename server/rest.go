@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
+	"github.com/cup-dev/cup/internal/document"
 )
 
 // The REST form:
@@ -228,6 +229,10 @@ func (s *Server) restPut(w http.ResponseWriter, r *http.Request) {
 	body, err := s.readBody(w, r)
 	if err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	if err := document.CheckDepth(body, s.cfg.maxDepth); err != nil {
+		s.writeError(w, r, s.depthError("body"))
 		return
 	}
 	var res cupv1alpha1.Resource

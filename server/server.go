@@ -31,6 +31,7 @@ import (
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
 	"github.com/cup-dev/cup/internal/auth"
+	"github.com/cup-dev/cup/internal/document"
 	"github.com/cup-dev/cup/source"
 )
 
@@ -77,6 +78,8 @@ type config struct {
 	maxListPage    int
 	requestTimeout time.Duration
 	maxWrites      int
+	maxDepth       int
+	maxResource    int64
 }
 
 // Option configures a Server.
@@ -112,9 +115,16 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 	cfg := config{
 		logger: slog.Default(), maxBody: 4 << 20, cacheBudget: 256 << 20,
 		maxListPage: 10000, requestTimeout: time.Minute, maxWrites: 32,
+		maxDepth: 64, maxResource: 8 << 20,
 	}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.maxDepth < 2 || cfg.maxDepth > document.MaxDepth {
+		return nil, fmt.Errorf("server: a JSON depth limit of %d is outside 2 to %d", cfg.maxDepth, document.MaxDepth)
+	}
+	if cfg.maxResource <= 0 {
+		return nil, fmt.Errorf("server: a resource size limit of %d bytes is not positive", cfg.maxResource)
 	}
 	if src == nil {
 		return nil, errors.New("server: nil source")

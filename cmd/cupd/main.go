@@ -53,6 +53,8 @@ type serveFlags struct {
 	maxListPage     int
 	requestTimeout  time.Duration
 	maxWrites       int
+	maxJSONDepth    int
+	maxResource     int64
 	shutdownTimeout time.Duration
 	debugAddress    string
 
@@ -123,6 +125,8 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.IntVar(&f.maxListPage, "max-list-page", 10000, "most resources one list answer holds; larger pages are refused, unbounded lists get pages of this size (0: no bound)")
 	fl.DurationVar(&f.requestTimeout, "request-timeout", time.Minute, "longest time one call may take (0: no bound)")
 	fl.IntVar(&f.maxWrites, "max-concurrent-writes", 32, "most writes worked on at once; more are refused with RESOURCE_EXHAUSTED (HTTP 429) (0: no bound)")
+	fl.IntVar(&f.maxJSONDepth, "max-json-depth", 64, "deepest nesting of objects and arrays a request's resource may have, the resource itself counting as 1 (2 to 512)")
+	fl.Int64Var(&f.maxResource, "max-resource-bytes", 8<<20, "largest file form (indented JSON) of a resource a write may store, in bytes")
 	fl.StringVar(&f.debugAddress, "debug-address", "", "host:port for /debug/pprof (off when empty; never expose it publicly)")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to let calls in flight finish on SIGINT or SIGTERM")
 	fl.StringVar(&f.writeMode, "write-mode", "", "where writes go: direct (commit on the branch), branch (a new branch cup/<id> per write: a change set) or proposal (a change set and its pull/merge request); default proposal with --scm, else direct")
@@ -267,6 +271,8 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 		MaxListPage:         unbounded(f.maxListPage),
 		RequestTimeout:      unbounded(f.requestTimeout),
 		MaxConcurrentWrites: unbounded(f.maxWrites),
+		MaxJSONDepth:        f.maxJSONDepth,
+		MaxResourceBytes:    f.maxResource,
 		WriteMode:           f.writeMode,
 		BranchPrefix:        f.branchPrefix,
 		AuthorName:          f.authorName,

@@ -55,6 +55,10 @@ type Options struct {
 	MaxListPage         int
 	RequestTimeout      time.Duration
 	MaxConcurrentWrites int
+	// MaxJSONDepth and MaxResourceBytes are passed to the server; zero keeps
+	// its defaults.
+	MaxJSONDepth     int
+	MaxResourceBytes int64
 	// Remote configures the source when Repository is a URL.
 	Remote Remote
 	// WriteMode is where writes go: "direct" (the default) or "branch".
@@ -219,6 +223,12 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 	}
 	if opts.MaxConcurrentWrites != 0 {
 		sopts = append(sopts, server.WithMaxConcurrentWrites(opts.MaxConcurrentWrites))
+	}
+	if opts.MaxJSONDepth != 0 {
+		sopts = append(sopts, server.WithMaxJSONDepth(opts.MaxJSONDepth))
+	}
+	if opts.MaxResourceBytes != 0 {
+		sopts = append(sopts, server.WithMaxResourceBytes(opts.MaxResourceBytes))
 	}
 	if a.proposals != nil {
 		sopts = append(sopts, server.WithProposals(proposalsAPI{a.proposals}))

@@ -132,17 +132,41 @@ func Lookup(ctx context.Context, store *gitfs.Store, req *source.UpdateRequest, 
 	return nil, nil
 }
 
+// Bounds on the diffs an UpdateResult holds, so that an answer costs no
+// more than a small multiple of what was asked, whatever the files hold.
+const (
+	// MaxFileDiffInput is the most bytes a file's old and new content may
+	// hold together for its diff to be computed.
+	MaxFileDiffInput = 1 << 20
+	// MaxDiffBytes is the most bytes the diffs of one result hold together.
+	MaxDiffBytes = 2 << 20
+)
+
 // FileChanges converts changes, as [gitfs.Overlay.Changes] and
 // [gitfs.Store.DiffTrees] report them, to the changes an UpdateResult
-// lists, computing their diffs. It returns nil for no changes.
+// lists, computing their diffs. A diff past [MaxFileDiffInput] or
+// [MaxDiffBytes] is replaced by a line saying so. It returns nil for no
+// changes.
 func FileChanges(changes []gitfs.Change) []source.FileChange {
 	if len(changes) == 0 {
 		return nil
 	}
 	out := make([]source.FileChange, len(changes))
+	budget := MaxDiffBytes
 	for i := range changes {
 		c := &changes[i]
-		out[i] = source.FileChange{Path: c.Path, Op: c.Op, Diff: c.Diff()}
+		out[i] = source.FileChange{Path: c.Path, Op: c.Op}
+		if n := len(c.OldData) + len(c.Data); n > MaxFileDiffInput {
+			out[i].Diff = fmt.Sprintf("diff of %s omitted: its old and new content hold %d bytes, more than the %d an answer diffs; read the file at the commit\n", c.Path, n, MaxFileDiffInput)
+			continue
+		}
+		d := c.Diff()
+		if len(d) > budget {
+			out[i].Diff = fmt.Sprintf("diff of %s omitted: the answer's diffs would pass %d bytes; read the file at the commit\n", c.Path, MaxDiffBytes)
+			continue
+		}
+		budget -= len(d)
+		out[i].Diff = d
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package changeset_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -193,5 +194,38 @@ func TestFileChanges(t *testing.T) {
 	want := []source.FileChange{{Path: "p", Op: source.OpCreate, Diff: "--- a/p\n+++ b/p\n@@ -0,0 +1 @@\n+x\n"}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("FileChanges = %+v, want %+v", got, want)
+	}
+}
+
+// TestFileChangesBoundsDiffs: a diff costs at most MaxDiffBytes an answer,
+// however large the files: a 200 MB blob once came back as a 200 MB diff.
+func TestFileChangesBoundsDiffs(t *testing.T) {
+	t.Parallel()
+	big := []byte(strings.Repeat("line\n", changeset.MaxFileDiffInput/5+1))
+	half := []byte(strings.Repeat("x\n", changeset.MaxFileDiffInput/5))
+	var changes []gitfs.Change
+	changes = append(changes, gitfs.Change{Path: "big", Op: source.OpCreate, Data: big})
+	for i := range 20 {
+		changes = append(changes, gitfs.Change{Path: fmt.Sprintf("f%02d", i), Op: source.OpCreate, Data: half})
+	}
+	got := changeset.FileChanges(changes)
+	total := 0
+	for _, c := range got {
+		total += len(c.Diff)
+		if c.Diff == "" || !strings.Contains(c.Diff, c.Path) {
+			t.Fatalf("change of %s has diff %.80q, want a diff or a line naming the file", c.Path, c.Diff)
+		}
+	}
+	if !strings.Contains(got[0].Diff, "omitted") {
+		t.Fatalf("the diff of a file past MaxFileDiffInput was computed: %.80q", got[0].Diff)
+	}
+	if !strings.HasPrefix(got[1].Diff, "--- a/f00") {
+		t.Fatalf("a small file's diff was omitted: %.80q", got[1].Diff)
+	}
+	if !strings.Contains(got[len(got)-1].Diff, "omitted") {
+		t.Fatalf("diffs past MaxDiffBytes were kept: the last is %.80q", got[len(got)-1].Diff)
+	}
+	if total > changeset.MaxDiffBytes+len(got)*256 {
+		t.Fatalf("the diffs hold %d bytes, more than MaxDiffBytes %d", total, changeset.MaxDiffBytes)
 	}
 }

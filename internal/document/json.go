@@ -13,8 +13,12 @@ import (
 const EmptyJSON = "empty file; a JSON file holds a resource or an array of resources"
 
 // Decode decodes one JSON value, keeping numbers as json.Number, for
-// [Shape.Check] and [JSONKind].
+// [Shape.Check] and [JSONKind]. A value nested more than [MaxDepth] deep is
+// refused with a [*DepthError].
 func Decode(data []byte) (any, error) {
+	if err := CheckDepth(data, MaxDepth); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any
