@@ -77,7 +77,7 @@ func cacheKeys(ctx context.Context, e *env) {
 	work(ctx, e.n(3000, 10), 8, func(i int) {
 		e.send(ctx, hc, "", http.MethodGet, fmt.Sprintf("%s%sck-%d?pad=%s", e.url, flagsPath, i, pad), "", nil)
 	})
-	e.tally.note("each request line %s (?pad=), each name new", size(padBytes))
+	e.tally.note("each request line %s (?pad=), each name new", size(padBytes+len(flagsPath)+20))
 }
 
 // wasmFanout gets and lists distinct namespaces of the type the WASM
@@ -344,13 +344,13 @@ func startRemote(dir string) (string, func(), error) {
 	return srv.URL(gittest.Demo), srv.Close, nil
 }
 
-// size formats n bytes as KB or MB (decimal: bodies are sized so).
+// size formats n bytes as B, KiB or MiB.
 func size(n int) string {
 	switch {
-	case n >= 1_000_000:
-		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
-	case n >= 1_000:
-		return fmt.Sprintf("%.0f KB", float64(n)/1e3)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.0f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
 }
