@@ -31,7 +31,7 @@
 // when the run could not be set up.
 //
 //	go run ./internal/cmd/cupattack                     # every attack, about 2-3 minutes
-//	go run ./internal/cmd/cupattack -scale 0.1          # about 20-30 seconds
+//	go run ./internal/cmd/cupattack -scale 0.1          # 30-60 seconds
 //	go run ./internal/cmd/cupattack -attacks nesting,bigbody -cupd bin/cupd
 package main
 
@@ -74,7 +74,7 @@ func main() {
 	var capMiB int64
 	flag.StringVar(&o.cupd, "cupd", "", "cupd binary to attack (default: go build ./cmd/cupd into a temporary directory; run from the module)")
 	flag.StringVar(&attacks, "attacks", "all", "comma-separated attacks to run: "+strings.Join(attackNames(), ", ")+", a family (slowloris) or all")
-	flag.Float64Var(&o.scale, "scale", 1, "factor on every attack's requests and durations: 1 takes about 2-3 minutes in all, 0.1 about 20-30 seconds")
+	flag.Float64Var(&o.scale, "scale", 1, "factor on every attack's requests and durations: 1 takes about 2-3 minutes in all, 0.1 30-60 seconds (less when cupd holds up)")
 	flag.Int64Var(&capMiB, "rss-cap-mib", 2048, "kill cupd and report the attack as unbounded when its RSS passes this many MiB")
 	flag.StringVar(&cupdArgs, "cupd-args", "", "extra arguments for cupd serve, space-separated (after the attack's own, so they win)")
 	flag.DurationVar(&o.attackTimeout, "attack-timeout", time.Minute, "bound on each attack")
