@@ -109,6 +109,13 @@ test-soak: ## A short bounded soak for CI: the run, checks included, ends within
 	go build -o bin/ ./cmd/cupd ./internal/cmd/cupsoak
 	bin/cupsoak -cupd bin/cupd -duration 20s -warmup 2s -settle 10s -resources 500 -timeout 60s
 
+ATTACK_SCALE ?= 1
+
+.PHONY: attack
+attack: ## Run each attack on a real cupd and report its RSS
+	go build -o bin/ ./cmd/cupd ./internal/cmd/cupattack
+	bin/cupattack -cupd bin/cupd -scale $(ATTACK_SCALE)
+
 .PHONY: demo
 demo: ## Run cupd on its embedded demo repository
 	go run ./cmd/cupd serve

@@ -59,9 +59,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -71,6 +69,7 @@ import (
 	"time"
 
 	"github.com/cup-dev/cup/internal/benchrepo"
+	"github.com/cup-dev/cup/internal/cupdproc"
 	"github.com/cup-dev/cup/internal/gittest"
 )
 
@@ -189,16 +188,9 @@ func run(ctx context.Context, o *options, out io.Writer) (ok bool, err error) {
 
 	cupd := o.cupd
 	if cupd == "" {
-		cupd = filepath.Join(dir, "cupd")
-		args := []string{"build", "-o", cupd}
-		if o.race {
-			args = append(args, "-race")
-		}
 		t0 := time.Now()
-		cmd := exec.CommandContext(ctx, "go", append(args, "github.com/cup-dev/cup/cmd/cupd")...)
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Run(); err != nil {
-			return false, fmt.Errorf("go %s: %w (run cupsoak from inside the module, or pass -cupd)", strings.Join(args, " "), err)
+		if cupd, err = cupdproc.Build(ctx, dir, o.race, out); err != nil {
+			return false, err
 		}
 		fmt.Fprintf(out, "built cupd (race detector %v) in %v\n", o.race, time.Since(t0).Round(time.Millisecond))
 	}
@@ -239,11 +231,11 @@ func run(ctx context.Context, o *options, out io.Writer) (ok bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	defer d.kill()
-	fmt.Fprintf(out, "cupd pid %d at %s, pprof at %s, log %s\n", d.cmd.Process.Pid, d.url, d.debugURL, d.logPath)
+	defer d.Kill()
+	fmt.Fprintf(out, "cupd pid %d at %s, pprof at %s, log %s\n", d.Pid(), d.URL, d.debugURL, d.LogPath)
 
 	// Load.
-	ld := newLoad(o, d.url)
+	ld := newLoad(o, d.URL)
 	defer ld.closeIdle()
 	budget := newBudget(o.maxRequests)
 	watch = &stallWatch{d: d, dir: dir, threshold: o.stall, interval: 200 * time.Millisecond}
@@ -326,8 +318,8 @@ func run(ctx context.Context, o *options, out io.Writer) (ok bool, err error) {
 
 	// Stop cupd before looking at the remote: no more writes.
 	stopped := &checkResult{Name: "7 cupd stopped cleanly, no data race"}
-	stopped.Failures = d.stop(15 * time.Second)
-	stopped.Notes = append(stopped.Notes, d.logSummary()...)
+	stopped.Failures = d.Stop(15 * time.Second)
+	stopped.Notes = append(stopped.Notes, d.LogSummary()...)
 
 	// 1-3: the remote's history against the answers.
 	st, err := readRemote(ctx, g, remote, initial, "refs/heads/"+branch)
@@ -386,14 +378,4 @@ func loadAverage() string {
 		return "unknown"
 	}
 	return strings.Join(f[:3], " ")
-}
-
-// freeAddress returns a loopback address nobody listens on now.
-func freeAddress() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }

@@ -58,7 +58,7 @@ func (s *stallWatch) run(ctx context.Context, stop <-chan struct{}) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			res, err := hc.Get(s.d.url + benchrepo.Path + "/" + benchrepo.Name(0))
+			res, err := hc.Get(s.d.URL + benchrepo.Path + "/" + benchrepo.Name(0))
 			if err == nil {
 				_, _ = io.Copy(io.Discard, res.Body)
 				res.Body.Close()
