@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"runtime"
 	"strings"
@@ -128,5 +129,54 @@ func TestNewRefusesBadLimits(t *testing.T) {
 	}
 	if _, err := server.New(ls, types, server.WithMaxJSONDepth(512)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestErrorsRepeatLittleOfTheRequest: a spec of 50,000 keys the schema does
+// not allow was answered with every key quoted, 3 MB for a 4 MB body.
+func TestErrorsRepeatLittleOfTheRequest(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	var b strings.Builder
+	b.WriteString(`{"spec":{"enabled":true`)
+	for i := range 50000 {
+		fmt.Fprintf(&b, `,"k%07d":"v"`, i)
+	}
+	b.WriteString("}}")
+	res := f.do(t, "PUT", flagsPath+"/wide?dryRun=true", b.String())
+	if res.status != http.StatusBadRequest || len(res.body) > 4<<10 || !strings.Contains(string(res.body), "additionalProperties") {
+		t.Fatalf("PUT of 50,000 unknown keys = %d with %d bytes (%.200s), want 400 in at most 4 KiB", res.status, len(res.body), res.body)
+	}
+}
+
+// TestRESTSpecsKeepTheirNumbers: the REST form carries the spec as the JSON
+// the caller sent, so no number passes through a float64: one that the
+// type's YAML files can hold is stored exactly, one they cannot is refused,
+// never rounded.
+func TestRESTSpecsKeepTheirNumbers(t *testing.T) {
+	t.Parallel()
+	f := newPermissiveFixture(t)
+	body := `{"spec":{"enabled":true,"odd":9007199254740993,"min":-9223372036854775808}}`
+	if res := f.do(t, "PUT", flagsPath+"/exact", body); res.status != http.StatusAccepted {
+		t.Fatalf("PUT = %d %.300s", res.status, res.body)
+	}
+	res := f.do(t, "GET", flagsPath+"/exact", "")
+	for _, n := range []string{"9007199254740993", "-9223372036854775808"} {
+		if !strings.Contains(string(res.body), n) {
+			t.Errorf("GET = %s, lost %s", res.body, n)
+		}
+	}
+	for i, n := range []string{"12345678901234567890", "123456789012345678901234567890", "1e-400", "0.1000000000000000055511151231257827"} {
+		name := fmt.Sprintf("/inexact-%d", i)
+		res := f.do(t, "PUT", flagsPath+name, `{"spec":{"n":`+n+`}}`)
+		switch res.status {
+		case http.StatusBadRequest:
+		case http.StatusAccepted:
+			if got := f.do(t, "GET", flagsPath+name, ""); !strings.Contains(string(got.body), `"n":`+n+`}`) {
+				t.Errorf("PUT of %s was accepted, and GET answers %s", n, got.body)
+			}
+		default:
+			t.Errorf("PUT of %s = %d %.300s, want it stored exactly or refused", n, res.status, res.body)
+		}
 	}
 }

@@ -116,13 +116,24 @@ type FieldViolation struct {
 // invalidArgument builds an InvalidArgument error naming each field, with a
 // google.rpc.BadRequest detail for clients that read details.
 func invalidArgument(violations ...FieldViolation) *connect.Error {
-	parts := make([]string, 0, len(violations))
+	// An answer repeats no more of a bad request than a person reads: a
+	// spec of a million unknown keys must not come back as a megabyte.
+	var more int
+	if len(violations) > maxViolations {
+		more = len(violations) - maxViolations
+		violations = violations[:maxViolations]
+	}
+	parts := make([]string, 0, len(violations)+1)
 	detail := &errdetails.BadRequest{}
 	for _, v := range violations {
+		v.Field, v.Description = truncate(v.Field, maxViolationText), truncate(v.Description, maxViolationText)
 		parts = append(parts, v.Field+": "+v.Description)
 		detail.FieldViolations = append(detail.FieldViolations, &errdetails.BadRequest_FieldViolation{
 			Field: v.Field, Description: v.Description,
 		})
+	}
+	if more > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more", more))
 	}
 	ce := connect.NewError(connect.CodeInvalidArgument, errors.New(strings.Join(parts, "; ")))
 	if d, err := connect.NewErrorDetail(detail); err == nil {
@@ -130,6 +141,12 @@ func invalidArgument(violations ...FieldViolation) *connect.Error {
 	}
 	return ce
 }
+
+// Bounds on what an InvalidArgument error repeats of a request.
+const (
+	maxViolations    = 20
+	maxViolationText = 512
+)
 
 func fieldError(field, format string, args ...any) *connect.Error {
 	return invalidArgument(FieldViolation{Field: field, Description: fmt.Sprintf(format, args...)})

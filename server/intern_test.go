@@ -61,10 +61,10 @@ func TestListingsShareUnchangedEntries(t *testing.T) {
 	if n := ctrl.decodes.Load(); n != 21 {
 		t.Fatalf("the first listing decoded %d files, want all 21", n)
 	}
-	res, err := s.put(ctx, &cupv1alpha1.PutRequest{
+	res, _, err := s.put(ctx, &cupv1alpha1.PutRequest{
 		Group: "t.cup.dev", Version: "v1", Plural: "items", Namespace: "default", Name: "item-07",
 		Resource: &cupv1alpha1.Resource{Metadata: &cupv1alpha1.ObjectMeta{Labels: map[string]string{"n": "seven"}}},
-	})
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,8 +73,8 @@ func TestListingsShareUnchangedEntries(t *testing.T) {
 	if n := ctrl.decodes.Load(); n != 1 {
 		t.Fatalf("listing the new commit decoded %d files, want only the changed one", n)
 	}
-	if c1 == c2 || res.Result.Commit != c2 {
-		t.Fatalf("the put made no new commit: %s, %s, %v", c1, c2, res.Result)
+	if c1 == c2 || res.Commit != c2 {
+		t.Fatalf("the put made no new commit: %s, %s, %v", c1, c2, res)
 	}
 	if len(before.items) != 20 || len(after.items) != 20 {
 		t.Fatalf("listed %d and %d items, want 20", len(before.items), len(after.items))

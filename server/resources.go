@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 	"weak"
 
 	"connectrpc.com/connect"
@@ -682,23 +683,26 @@ func (w *writeTarget) fingerprint() (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// put serves PutRequest for both forms.
-func (s *Server) put(ctx context.Context, req *cupv1alpha1.PutRequest) (*cupv1alpha1.PutResponse, error) {
+// put serves PutRequest for both forms: it returns the write's result and
+// the resource as stored. The REST form passes the spec as the JSON the
+// caller sent, in rawSpec, and req.Resource without one; the Connect form
+// passes nil and the spec in req.Resource.
+func (s *Server) put(ctx context.Context, req *cupv1alpha1.PutRequest, rawSpec json.RawMessage) (*cupv1alpha1.WriteResult, *entry, error) {
 	if err := s.authorize(ctx, auth.Attributes{Verb: auth.VerbPut, Group: req.Group, Plural: req.Plural, Namespace: req.Namespace, Name: req.Name}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	t, err := s.lookup(req.Group, req.Version, req.Plural)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	r, err := s.checkResource(t, req)
+	r, err := s.checkResource(t, req, rawSpec)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pre := req.ResourceVersion
 	if bodyPre := req.Resource.GetMetadata().GetResourceVersion(); bodyPre != "" {
 		if pre != "" && pre != bodyPre {
-			return nil, fieldError("resource.metadata.resource_version",
+			return nil, nil, fieldError("resource.metadata.resource_version",
 				"%q disagrees with the request's resource_version %q: send one of them", bodyPre, pre)
 		}
 		pre = bodyPre
@@ -711,20 +715,16 @@ func (s *Server) put(ctx context.Context, req *cupv1alpha1.PutRequest) (*cupv1al
 	}
 	result, err := s.write(ctx, w)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if w.stored != nil { // nil when an earlier write with the idempotency key is replayed
 		r = w.stored
 	}
 	stored, err := newEntry(r.Clone())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	pb, err := stored.proto()
-	if err != nil {
-		return nil, err
-	}
-	return &cupv1alpha1.PutResponse{Result: result, Resource: pb}, nil
+	return result, stored, nil
 }
 
 // del serves DeleteRequest for both forms.
@@ -887,8 +887,10 @@ func fileOp(o source.Operation) cupv1alpha1.FileOperation {
 }
 
 // checkResource checks that the body of a put agrees with the request, fills
-// in what it leaves empty, and validates it against the type's schema.
-func (s *Server) checkResource(t *Type, req *cupv1alpha1.PutRequest) (*controller.Resource, error) {
+// in what it leaves empty, and validates it against the type's schema. The
+// spec is rawSpec when that is not nil (JSON as the caller sent it, nesting
+// checked already), else the request's.
+func (s *Server) checkResource(t *Type, req *cupv1alpha1.PutRequest, rawSpec json.RawMessage) (*controller.Resource, error) {
 	in := req.Resource
 	apiVersion := t.Group + "/" + t.Version
 	var vs []FieldViolation
@@ -914,7 +916,14 @@ func (s *Server) checkResource(t *Type, req *cupv1alpha1.PutRequest) (*controlle
 			Annotations: in.GetMetadata().GetAnnotations(),
 		},
 	}
-	if in.GetSpec() != nil {
+	switch {
+	case rawSpec != nil:
+		spec, err := compactSpec(rawSpec)
+		if err != nil {
+			return nil, fieldError("resource.spec", "%v", err)
+		}
+		r.Spec = spec
+	case in.GetSpec() != nil:
 		// The resource is depth 1, its spec 2.
 		if d := structDepth(in.GetSpec(), 2, s.cfg.maxDepth); d > s.cfg.maxDepth {
 			return nil, s.depthError("resource.spec")
@@ -935,17 +944,40 @@ func (s *Server) checkResource(t *Type, req *cupv1alpha1.PutRequest) (*controlle
 	if n := fileSize(r); n > s.cfg.maxResource {
 		return nil, fieldError("resource", "stored as a file it would take %d bytes with indentation, more than the limit of %d (cupd --max-resource-bytes): nest less deeply or split the resource", n, s.cfg.maxResource)
 	}
+	// A spec sent as JSON is stored with its keys sorted, as one sent as a
+	// Struct is, so that the same content makes the same file and
+	// resourceVersion over every protocol; its numbers stay as written.
+	var spec any
+	if rawSpec != nil && r.Spec != nil {
+		if err := decodeNumber(r.Spec, &spec); err != nil {
+			return nil, fieldError("resource.spec", "%v", err)
+		}
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(spec); err != nil {
+			return nil, fieldError("resource.spec", "%v", err)
+		}
+		r.Spec = bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	}
 	if t.Validate == nil {
 		return r, nil
 	}
 	// Validated in its compact form: the schema sees the same values.
-	b, err := json.Marshal(r)
+	withoutSpec := *r
+	if spec != nil {
+		withoutSpec.Spec = nil
+	}
+	b, err := json.Marshal(&withoutSpec)
 	if err != nil {
 		return nil, fieldError("resource", "%v", err)
 	}
 	var doc any
 	if err := decodeNumber(b, &doc); err != nil {
 		return nil, fieldError("resource", "%v", err)
+	}
+	if spec != nil {
+		doc.(map[string]any)["spec"] = spec
 	}
 	if v := t.Validate(doc); len(v) > 0 {
 		for i := range v {
@@ -1029,6 +1061,26 @@ func fileSize(r *controller.Resource) int64 {
 	return n
 }
 
+// compactSpec checks a spec sent as JSON, which must be an object or null
+// in valid UTF-8, and returns it compacted; nil for null.
+func compactSpec(raw json.RawMessage) (json.RawMessage, error) {
+	var b bytes.Buffer
+	b.Grow(len(raw))
+	if err := json.Compact(&b, raw); err != nil {
+		return nil, err
+	}
+	switch c := b.Bytes(); {
+	case string(c) == "null":
+		return nil, nil
+	case c[0] != '{':
+		return nil, errors.New("must be a JSON object")
+	case !utf8.Valid(c):
+		return nil, errors.New("holds bytes that are not UTF-8")
+	default:
+		return c, nil
+	}
+}
+
 func decodeNumber(b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
@@ -1081,11 +1133,15 @@ func (h *resourceService) List(ctx context.Context, req *connect.Request[cupv1al
 }
 
 func (h *resourceService) Put(ctx context.Context, req *connect.Request[cupv1alpha1.PutRequest]) (*connect.Response[cupv1alpha1.PutResponse], error) {
-	out, err := h.s.put(ctx, req.Msg)
+	res, stored, err := h.s.put(ctx, req.Msg, nil)
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(out), nil
+	pb, err := stored.proto()
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&cupv1alpha1.PutResponse{Result: res, Resource: pb}), nil
 }
 
 func (h *resourceService) Delete(ctx context.Context, req *connect.Request[cupv1alpha1.DeleteRequest]) (*connect.Response[cupv1alpha1.DeleteResponse], error) {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -235,8 +236,15 @@ func (s *Server) restPut(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, s.depthError("body"))
 		return
 	}
+	// The spec travels as the JSON the caller sent, not as a protobuf
+	// Struct: exact numbers, and a fraction of the memory.
+	meta, spec, err := splitSpec(body)
+	if err != nil {
+		s.writeError(w, r, fieldError("body", "not a resource in JSON: %v", err))
+		return
+	}
 	var res cupv1alpha1.Resource
-	if err := protojson.Unmarshal(body, &res); err != nil {
+	if err := protojson.Unmarshal(meta, &res); err != nil {
 		s.writeError(w, r, fieldError("body", "not a resource in JSON: %v", err))
 		return
 	}
@@ -255,12 +263,63 @@ func (s *Server) restPut(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out, err := s.put(r.Context(), req)
+	result, stored, err := s.put(r.Context(), req, spec)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeResult(w, r, out.Result, out)
+	s.writeResultJSON(w, r, result, func() ([]byte, error) {
+		// PutResponse in protojson's form, with the resource as stored,
+		// which is JSON already.
+		b, err := marshalJSON.Marshal(result)
+		if err != nil {
+			return nil, err
+		}
+		return slices.Concat([]byte(`{"result":`), b, []byte(`,"resource":`), stored.json, []byte(`}`)), nil
+	})
+}
+
+// splitSpec separates the spec of a resource sent as a JSON object from
+// the rest: it returns the object without its spec, and the spec's JSON
+// (nil when there is none). A key given twice is an error.
+func splitSpec(body []byte) (rest []byte, spec json.RawMessage, err error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, nil, errors.New("the body must be a JSON object")
+	}
+	out := []byte{'{'}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, nil, err
+		}
+		key, _ := tok.(string)
+		if seen[key] {
+			return nil, nil, fmt.Errorf("field %q is given twice", truncate(key, 64))
+		}
+		seen[key] = true
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, nil, err
+		}
+		if key == "spec" {
+			spec = v
+			continue
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		k, _ := json.Marshal(key)
+		out = append(append(append(out, k...), ':'), v...)
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, nil, errors.New("unexpected data after the resource")
+	}
+	return append(out, '}'), spec, nil
 }
 
 func (s *Server) restDelete(w http.ResponseWriter, r *http.Request) {
@@ -291,6 +350,11 @@ func (s *Server) restDelete(w http.ResponseWriter, r *http.Request) {
 // result for a dry run, 202 with the result when something was written. A
 // replayed write answers as the first did, with Idempotent-Replayed: true.
 func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, res *cupv1alpha1.WriteResult, body proto.Message) {
+	s.writeResultJSON(w, r, res, func() ([]byte, error) { return marshalJSON.Marshal(body) })
+}
+
+// writeResultJSON is writeResult with a body that body encodes.
+func (s *Server) writeResultJSON(w http.ResponseWriter, r *http.Request, res *cupv1alpha1.WriteResult, body func() ([]byte, error)) {
 	if res.Commit != "" {
 		w.Header().Set(headerCommit, res.Commit)
 	}
@@ -301,9 +365,9 @@ func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, res *cupv1a
 	case cupv1alpha1.WriteOutcome_WRITE_OUTCOME_UNCHANGED:
 		w.WriteHeader(http.StatusNoContent)
 	case cupv1alpha1.WriteOutcome_WRITE_OUTCOME_DRY_RUN:
-		s.writeMessage(w, r, http.StatusOK, body)
+		s.writeJSON(w, r, http.StatusOK, body)
 	default:
-		s.writeMessage(w, r, http.StatusAccepted, body)
+		s.writeJSON(w, r, http.StatusAccepted, body)
 	}
 }
 
@@ -377,7 +441,12 @@ func queryOrHeader(r *http.Request, query, header string, clean func(string) str
 }
 
 func (s *Server) writeMessage(w http.ResponseWriter, r *http.Request, status int, m proto.Message) {
-	b, err := marshalJSON.Marshal(m)
+	s.writeJSON(w, r, status, func() ([]byte, error) { return marshalJSON.Marshal(m) })
+}
+
+// writeJSON answers with status and the JSON that encode returns.
+func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, encode func() ([]byte, error)) {
+	b, err := encode()
 	if err != nil {
 		s.writeError(w, r, err)
 		return
