@@ -74,33 +74,43 @@ func TestFind(t *testing.T) {
 	h.commit("mentions k-2 in its body only\n\nCup-Idempotency-Key: k-2 is not here\n\nthe end\n", map[string]string{"c.txt": "c\n"})
 	c4 := h.commit(changeset.Message("keyed again\n", changeset.Trailers{IdempotencyKey: "k-1", Fingerprint: "other"}), map[string]string{"d.txt": "d\n"})
 	head := h.commit("latest\n", map[string]string{"e.txt": "e\n"})
+	alice := h.commit(changeset.Message("alice's\n", changeset.Trailers{RequestedBy: "alice", IdempotencyKey: "k-4", Fingerprint: "fp"}), map[string]string{"f.txt": "f\n"})
+	// What an older cupd wrote for bob, who planted alice's key (and her
+	// name) in his message.
+	h.commit("bob's\n\nCup-Idempotency-Key: k-4\nCup-Request: fp\nRequested-by: bob\n", map[string]string{"g.txt": "g\n"})
+	forged := h.commit("bob's\n\nRequested-by: alice\nCup-Idempotency-Key: k-4\nCup-Request: fp\nRequested-by: bob\n", map[string]string{"h.txt": "h\n"})
 	// A commit whose parent is missing, as at the edge of a shallow clone.
 	shallow := h.commitTree(changeset.Message("shallow\n", changeset.Trailers{IdempotencyKey: "k-3"}), h.tree, plumbing.NewHash(strings.Repeat("ab", 20)))
 
 	tests := []struct {
-		name  string
-		head  plumbing.Hash
-		key   string
-		limit int
-		want  plumbing.Hash // zero: not found
+		name      string
+		head      plumbing.Hash
+		key       string
+		requester string
+		limit     int
+		want      plumbing.Hash // zero: not found
 	}{
-		{"newest wins", head, "k-1", 200, c4},
-		{"from an older head", c2, "k-1", 200, c2},
-		{"limit reaches it", head, "k-1", 2, c4},
-		{"limit stops short", head, "k-1", 1, plumbing.ZeroHash},
-		{"only in a body", head, "k-2", 200, plumbing.ZeroHash},
-		{"absent", head, "nope", 200, plumbing.ZeroHash},
-		{"prefix of a key", head, "k-", 200, plumbing.ZeroHash},
-		{"empty key", head, "", 200, plumbing.ZeroHash},
-		{"root reached", c1, "k-1", 200, plumbing.ZeroHash},
-		{"zero head", plumbing.ZeroHash, "k-1", 200, plumbing.ZeroHash},
-		{"head is it, parent missing", shallow, "k-3", 200, shallow},
-		{"parent missing ends the walk", shallow, "k-1", 200, plumbing.ZeroHash},
+		{"newest wins", head, "k-1", "", 200, c4},
+		{"from an older head", c2, "k-1", "", 200, c2},
+		{"limit reaches it", head, "k-1", "", 2, c4},
+		{"limit stops short", head, "k-1", "", 1, plumbing.ZeroHash},
+		{"only in a body", head, "k-2", "", 200, plumbing.ZeroHash},
+		{"absent", head, "nope", "", 200, plumbing.ZeroHash},
+		{"prefix of a key", head, "k-", "", 200, plumbing.ZeroHash},
+		{"empty key", head, "", "", 200, plumbing.ZeroHash},
+		{"root reached", c1, "k-1", "", 200, plumbing.ZeroHash},
+		{"zero head", plumbing.ZeroHash, "k-1", "", 200, plumbing.ZeroHash},
+		{"head is it, parent missing", shallow, "k-3", "", 200, shallow},
+		{"parent missing ends the walk", shallow, "k-1", "", 200, plumbing.ZeroHash},
+		{"another requester's key", head, "k-1", "alice", 200, plumbing.ZeroHash},
+		{"the requester's own key", forged, "k-4", "alice", 200, alice},
+		{"forged keys pass unnoticed", forged, "k-4", "bob", 200, plumbing.ZeroHash},
+		{"forged keys without a requester", forged, "k-4", "", 200, plumbing.ZeroHash},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, ok, err := changeset.Find(t.Context(), h.store, tt.head, tt.key, tt.limit)
+			c, ok, err := changeset.Find(t.Context(), h.store, tt.head, tt.key, tt.requester, tt.limit)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,13 +125,49 @@ func TestFindErrors(t *testing.T) {
 	t.Parallel()
 	h := newHistory(t)
 	head := h.commit(changeset.Message("keyed\n", changeset.Trailers{IdempotencyKey: "k-1", Fingerprint: "fp"}), map[string]string{"a": "a"})
-	if _, _, err := changeset.Find(t.Context(), h.store, plumbing.NewHash(strings.Repeat("ab", 20)), "k-1", 10); !errors.Is(err, plumbing.ErrObjectNotFound) {
+	if _, _, err := changeset.Find(t.Context(), h.store, plumbing.NewHash(strings.Repeat("ab", 20)), "k-1", "", 10); !errors.Is(err, plumbing.ErrObjectNotFound) {
 		t.Errorf("Find from a missing head: err = %v, want ErrObjectNotFound", err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, _, err := changeset.Find(ctx, h.store, head, "k-1", 10); !errors.Is(err, context.Canceled) {
+	if _, _, err := changeset.Find(ctx, h.store, head, "k-1", "", 10); !errors.Is(err, context.Canceled) {
 		t.Errorf("Find with a canceled context: err = %v, want context.Canceled", err)
+	}
+}
+
+func TestOwner(t *testing.T) {
+	t.Parallel()
+	h := newHistory(t)
+	direct := h.commit(changeset.Message("on main\n", changeset.Trailers{RequestedBy: "carol"}), map[string]string{"a": "a"})
+	anonymous := h.commit("a change set made without a requester\n", map[string]string{"b": "b"})
+	base := h.commit("the base\n", map[string]string{"c": "c"})
+	first := h.commit(changeset.Message("alice's\n", changeset.Trailers{RequestedBy: "alice", ChangeSetOwner: "alice"}), map[string]string{"d": "d"})
+	granted := h.commit(changeset.Message("carol's\n", changeset.Trailers{RequestedBy: "carol", ChangeSetOwner: "alice"}), map[string]string{"e": "e"})
+	pushed := h.commit("pushed by other means\n\nSigned-off-by: dave\n", map[string]string{"f": "f"})
+	forged := h.commit("bob's, from an older cupd\n\nCup-Change-Set-Owner: bob\nRequested-by: bob\n", map[string]string{"g": "g"})
+	tests := []struct {
+		name  string
+		head  plumbing.Hash
+		limit int
+		want  string
+	}{
+		{"first commit", first, 200, "alice"},
+		{"kept by a granted write", granted, 200, "alice"},
+		{"foreign commits passed over", pushed, 200, "alice"},
+		{"limit stops short", pushed, 1, ""},
+		{"forged in a caller's trailers", forged, 200, ""},
+		{"no owner recorded", direct, 200, ""},
+		{"the first recording commit decides", anonymous, 200, ""},
+		{"nothing recorded", base, 200, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := changeset.Owner(t.Context(), h.store, tt.head, tt.limit)
+			if err != nil || got != tt.want {
+				t.Fatalf("Owner = %q, %v; want %q", got, err, tt.want)
+			}
+		})
 	}
 }
 
