@@ -123,10 +123,13 @@ type Trailers struct {
 //
 // The key should satisfy [ValidKey], and msg source.CheckMessage, so that
 // it holds none of these trailers itself; the other values may be
-// anything. Bytes that are not printable ASCII are dropped from all of
-// them, and spaces from the key, so that none can end the trailer block
-// or add trailers of its own; [Replay] compares fingerprints the same way.
-// [Recorded] reads the trailers back.
+// anything. Bytes that are not printable ASCII are dropped from the
+// fingerprint and the key, and spaces from the key, and percent-encoded
+// in the requester and owner (as are '%' and spaces at their ends, so that
+// two names never read the same), so that none can end the trailer block
+// or add trailers of its own; [Replay] compares fingerprints, and [Find]
+// and [CheckOwner] names, the same way. [Recorded] reads the trailers
+// back.
 func Message(msg string, t Trailers) string {
 	requester := value(t.RequestedBy)
 	owner := value(t.ChangeSetOwner)
@@ -187,9 +190,29 @@ func Recorded(message string) Trailers {
 	return t
 }
 
-// value is the trailer value that records a name.
+// value is the trailer value that records a name (a requester, an
+// owner): "" for a name of nothing but white space, and otherwise the name
+// with every byte outside printable ASCII, '%', and a space that begins or
+// ends it percent-encoded (%XX), so that the value stays on one line and
+// two names never record the same value; owners and requesters are
+// compared as recorded.
 func value(s string) string {
-	return strings.TrimSpace(printable(s, 0x20))
+	if strings.TrimSpace(s) == "" {
+		return ""
+	}
+	const hexDigits = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c > 0x7e || c == '%' || c == ' ' && (i == 0 || i == len(s)-1) {
+			b.WriteByte('%')
+			b.WriteByte(hexDigits[c>>4])
+			b.WriteByte(hexDigits[c&0xf])
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
 }
 
 func writeTrailer(b *strings.Builder, name, value string) {

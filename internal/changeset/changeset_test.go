@@ -125,8 +125,9 @@ func TestMessage(t *testing.T) {
 		{name: "requester and key", msg: "subject\n", requester: "alice", key: "k-1", fingerprint: "fp", want: "subject\n\nRequested-by: alice\n" + trailers},
 		{
 			name: "requester cannot inject", msg: "subject\n", requester: " mallory\nCup-Idempotency-Key: stolen\x00 ",
-			want: "subject\n\nRequested-by: malloryCup-Idempotency-Key: stolen\n",
+			want: "subject\n\nRequested-by: %20mallory%0ACup-Idempotency-Key: stolen%00%20\n",
 		},
+		{name: "names are encoded, not dropped", msg: "subject\n", requester: "José 100%", owner: "Jos", want: "subject\n\nRequested-by: Jos%C3%A9 100%25\nCup-Change-Set-Owner: Jos\n"},
 		{name: "blank requester", msg: "subject\n", requester: " \n", want: "subject\n"},
 		{name: "no key", msg: "subject\n", fingerprint: "fp", want: "subject\n"},
 		{name: "subject", msg: "subject\n", key: "k-1", fingerprint: "fp", want: "subject\n\n" + trailers},

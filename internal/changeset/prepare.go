@@ -3,6 +3,7 @@ package changeset
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -110,7 +111,10 @@ func CheckOwner(ctx context.Context, store *gitfs.Store, head plumbing.Hash, req
 	if err != nil {
 		return "", fmt.Errorf("read the owner of change set %q: %w", req.ChangeSet, err)
 	}
-	requester := value(req.Requester)
+	requester := req.Requester
+	if strings.TrimSpace(requester) == "" {
+		requester = "" // as Message records it: none
+	}
 	if owner == "" || requester == "" || requester == owner || req.OverrideOwner {
 		return owner, nil
 	}

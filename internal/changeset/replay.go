@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -56,9 +57,10 @@ func Find(ctx context.Context, store *gitfs.Store, head plumbing.Hash, key, requ
 // walking head's first-parent history through at most limit commits, the
 // first commit that records a requester or an owner decides; commits that
 // record neither (pushed by other means, or made without a requester) are
-// passed over. It returns "" when that commit records no owner (a change
-// set made without a requester, or before owners were recorded), or when
-// there is no such commit.
+// passed over. The owner is returned as it was requested, decoded from
+// the form [Message] records. It returns "" when that commit records no
+// owner (a change set made without a requester, or before owners were
+// recorded), or when there is no such commit.
 func Owner(ctx context.Context, store *gitfs.Store, head plumbing.Hash, limit int) (string, error) {
 	c, err := walk(ctx, store, head, limit, func(c *gitfs.CommitInfo) bool {
 		t := Recorded(c.Message)
@@ -67,7 +69,11 @@ func Owner(ctx context.Context, store *gitfs.Store, head plumbing.Hash, limit in
 	if c == nil || err != nil {
 		return "", err
 	}
-	return Recorded(c.Message).ChangeSetOwner, nil
+	owner := Recorded(c.Message).ChangeSetOwner
+	if name, err := url.PathUnescape(owner); err == nil {
+		return name, nil
+	}
+	return owner, nil // not written by Message; compared as it is
 }
 
 // walk follows the first-parent history of head, newest first, through at
@@ -132,12 +138,12 @@ func Replay(ctx context.Context, store *gitfs.Store, branch string, c *gitfs.Com
 
 // Lookup looks among the last [HistoryLimit] commits of branch (a short or
 // full branch name), whose head is head, for the commit an earlier update
-// with req's idempotency key and requester made ([Find]), and returns that update's
-// result ([Replay]). It returns nil when req has no key or no commit
-// records it. keyBranch says that branch is the change set named after the
-// key ([BranchName]), which only an update with the key makes: when none of
-// its commits records the key, Lookup fails with an error wrapping
-// source.ErrIdempotencyKeyReused.
+// with req's idempotency key and requester made ([Find]), and returns
+// that update's result ([Replay]). It returns nil when req has no key or
+// no commit records it. keyBranch says that branch is the change set named
+// after the key ([KeyBranchName]), which only an update with the key
+// makes: when none of its commits records the key, Lookup fails with an
+// error wrapping source.ErrIdempotencyKeyReused.
 func Lookup(ctx context.Context, store *gitfs.Store, req *source.UpdateRequest, branch string, head plumbing.Hash, keyBranch bool) (*source.UpdateResult, error) {
 	if req.IdempotencyKey == "" {
 		return nil, nil

@@ -241,3 +241,37 @@ func TestFileChanges(t *testing.T) {
 		t.Fatalf("FileChanges = %+v, want %+v", got, want)
 	}
 }
+
+func TestCheckOwner(t *testing.T) {
+	t.Parallel()
+	h := newHistory(t)
+	h.commit(changeset.Message("José's\n", changeset.Trailers{RequestedBy: "José", ChangeSetOwner: "José"}), map[string]string{"a": "a"})
+	// A granted write keeps the owner, recorded the same way.
+	head := h.commit(changeset.Message("carol's\n", changeset.Trailers{RequestedBy: "carol", ChangeSetOwner: "José"}), map[string]string{"b": "b"})
+	if msg := changeset.Message("", changeset.Trailers{ChangeSetOwner: "José"}); !strings.HasSuffix(msg, "Cup-Change-Set-Owner: Jos%C3%A9\n") {
+		t.Fatalf("Message records the owner José as %q", msg)
+	}
+	tests := []struct {
+		requester string
+		override  bool
+		ok        bool
+	}{
+		{"José", false, true},
+		{"", false, true},
+		{"Jos", true, true},
+		{"Jos", false, false},       // names are compared as recorded, not with bytes dropped
+		{"Jos%C3%A9", false, false}, // nor can one spell another's recorded form
+		{"José ", false, false},
+		{" José", false, false},
+	}
+	for _, tt := range tests {
+		req := &source.UpdateRequest{ChangeSet: "cup/x", Requester: tt.requester, OverrideOwner: tt.override}
+		owner, err := changeset.CheckOwner(t.Context(), h.store, head, req)
+		if tt.ok && (err != nil || owner != "José") {
+			t.Errorf("CheckOwner(requester %q, override %v) = %q, %v; want the owner", tt.requester, tt.override, owner, err)
+		}
+		if !tt.ok && !errors.Is(err, source.ErrChangeSetOwner) {
+			t.Errorf("CheckOwner(requester %q) err = %v, want ErrChangeSetOwner", tt.requester, err)
+		}
+	}
+}
