@@ -347,10 +347,16 @@ func TestWritesRecordTheCaller(t *testing.T) {
 	if msg := log[0].Message; !strings.Contains(msg, "\nRequested-by: alice\n") {
 		t.Fatalf("commit message %q does not name the caller", msg)
 	}
-	// The same request and key from carol is a different request.
+	// The same request and key from carol is a different request, and her
+	// key is her own: it neither replays alice's write nor is refused.
 	rs, _, _ = f.clientsAs(protocols[0], tokenOf("carol"))
-	_, err = rs.Put(t.Context(), connect.NewRequest(req))
-	wantCode(t, err, connect.CodeFailedPrecondition)
+	got, err := rs.Put(t.Context(), connect.NewRequest(req))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := got.Msg.Result; r.Replayed || r.Commit == res.Msg.Result.Commit {
+		t.Fatalf("carol's write with alice's key = %v, want her own outcome", r)
+	}
 }
 
 // carolToken is a token from is for carol, a viewer, changed by edit

@@ -39,6 +39,8 @@ func TestToConnect(t *testing.T) {
 		{"change set not found", fmt.Errorf(`change set "cup/x": %w`, source.ErrChangeSetNotFound), connect.CodeNotFound, `change set "cup/x"`},
 		{"idempotency key reused", fmt.Errorf(`idempotency key "k": %w`, source.ErrIdempotencyKeyReused), connect.CodeFailedPrecondition, `"k"`},
 		{"rejected push", fmt.Errorf("%w: push to main: main is protected", source.ErrRejected), connect.CodeFailedPrecondition, "main is protected"},
+		{"invalid message", fmt.Errorf("%w: control character U+0000", source.ErrInvalidMessage), connect.CodeInvalidArgument, "U+0000"},
+		{"change set owner", fmt.Errorf("%w: %q", source.ErrChangeSetOwner, "cup/x"), connect.CodePermissionDenied, "put on changesets.cup.dev"},
 		{"unknown proposal", fmt.Errorf(`proposal "9": %w`, scm.ErrNotFound), connect.CodeNotFound, `proposal "9"`},
 		{"SCM lacks the repository", notCallersNotFound(fmt.Errorf("pushed branch cup/a1, opening its proposal: %w", scm.ErrNotFound)),
 			connect.CodeUnavailable, "cup's repository, or hides it from cupd's credentials: pushed branch cup/a1"},

@@ -115,6 +115,14 @@ func proposalAttributes(verb, id string) auth.Attributes {
 	return auth.Attributes{Verb: verb, Group: reservedGroup, Plural: "proposals", Name: id}
 }
 
+// changeSetAttributes describe adding to the change set name that another
+// user started: put on changesets.cup.dev, granted only cluster-wide (a
+// change set may touch several namespaces) and, since change-set names
+// hold '/', never by resourceNames.
+func changeSetAttributes(name string) auth.Attributes {
+	return auth.Attributes{Verb: auth.VerbPut, Group: reservedGroup, Plural: "changesets", Name: name}
+}
+
 func (s *Server) proposals() (Proposals, error) {
 	if s.cfg.proposals == nil {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New(noSCM))

@@ -774,6 +774,7 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 	res, err := s.src.Update(ctx, &source.UpdateRequest{
 		Revision:       w.revision,
 		ChangeSet:      w.changeSet,
+		OverrideOwner:  w.changeSet != "" && w.requester != "" && s.allowed(ctx, changeSetAttributes(w.changeSet)),
 		IdempotencyKey: key,
 		Fingerprint:    fingerprint,
 		Message:        msg,

@@ -14,6 +14,8 @@ import (
 	"io/fs"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Sentinel errors. Implementations wrap them so that callers can map them to
@@ -43,6 +45,13 @@ var (
 	// a concurrent change (a hook, a protected branch); the error's message
 	// carries the remote's words.
 	ErrRejected = errors.New("rejected by the remote repository")
+	// ErrInvalidMessage reports a commit message that a source will not
+	// write: one with a control character other than tab and newline, or a
+	// line that begins with a reserved trailer (see CheckMessage).
+	ErrInvalidMessage = errors.New("invalid commit message")
+	// ErrChangeSetOwner reports an update that would add to a change set
+	// another requester started, without UpdateRequest.OverrideOwner.
+	ErrChangeSetOwner = errors.New("change set belongs to another requester")
 )
 
 // WriteMode says where the commits of updates go. It is configured per
@@ -89,14 +98,25 @@ func ParseWriteMode(s string) (WriteMode, error) {
 const DefaultBranchPrefix = "cup/"
 
 // Commit message trailers with which updates record who asked for them
-// (UpdateRequest.Requester), and their idempotency key and request
-// fingerprint, so that a repeated request can be recognised from the
-// repository alone, by any process, after any failure.
+// (UpdateRequest.Requester), who owns the change set they add to, and
+// their idempotency key and request fingerprint, so that a repeated
+// request can be recognised from the repository alone, by any process,
+// after any failure.
+//
+// Only sources write these trailers, in this order, at the very end of
+// the message: a caller's message that has a line beginning with any of
+// them (in any case) is refused (see CheckMessage), and readers trust
+// only the trailers that end the message in this order.
 const (
 	TrailerRequestedBy    = "Requested-by"
+	TrailerChangeSetOwner = "Cup-Change-Set-Owner"
 	TrailerIdempotencyKey = "Cup-Idempotency-Key"
 	TrailerRequest        = "Cup-Request"
 )
+
+// ReservedTrailers are the trailers only sources write, in the order they
+// write them.
+var ReservedTrailers = []string{TrailerRequestedBy, TrailerChangeSetOwner, TrailerIdempotencyKey, TrailerRequest}
 
 // Snapshot is the tree of one commit. It never changes.
 type Snapshot struct {
@@ -155,11 +175,13 @@ type UpdateRequest struct {
 	// with a key that an earlier update already committed returns that
 	// update's result (with Replayed set) and writes nothing, also when the
 	// earlier caller never saw its answer. In ModeBranch a new change set's
-	// branch name is derived from the key, so a repeat can never make a
-	// second branch. The key and Fingerprint are recorded in the commit
-	// message's trailers; a repeat whose Fingerprint differs fails with
-	// ErrIdempotencyKeyReused. Keys are printable ASCII without spaces, at
-	// most 128 bytes.
+	// branch name is derived from the key (and Requester), so a repeat can
+	// never make a second branch. The key, Requester and Fingerprint are
+	// recorded in the commit message's trailers; a repeat whose Fingerprint
+	// differs fails with ErrIdempotencyKeyReused. A key belongs to its
+	// Requester: an update never replays, nor is refused for, a commit
+	// another requester made with the same key. Keys are printable ASCII
+	// without spaces, at most 128 bytes.
 	IdempotencyKey string
 	// Fingerprint identifies the request; see IdempotencyKey.
 	Fingerprint string
@@ -169,7 +191,17 @@ type UpdateRequest struct {
 	// Requester names who asked for the change (an authenticated user). It
 	// is recorded in the commit message's TrailerRequestedBy trailer and in
 	// proposals. Optional.
+	//
+	// A change set belongs to the requester of the update that made it
+	// (recorded in TrailerChangeSetOwner). An update with a Requester that
+	// names a change set another requester owns fails with
+	// ErrChangeSetOwner unless OverrideOwner is set. Updates without a
+	// Requester, and change sets without an owner, are not checked.
 	Requester string
+	// OverrideOwner lets the update add to a change set that another
+	// requester owns (see Requester): the caller holds a grant that says
+	// so. The change set keeps its owner.
+	OverrideOwner bool
 }
 
 // Signer signs commits: it returns an ASCII-armored detached signature
@@ -294,4 +326,54 @@ func CheckRevision(rev string) error {
 		return fmt.Errorf("%w %q: %s", ErrInvalidRevision, rev, why)
 	}
 	return nil
+}
+
+// CheckMessage rejects a commit message that a caller may not ask a
+// source to write, with an error wrapping ErrInvalidMessage that says
+// why: one that is not UTF-8, that has a control character other than
+// tab, newline and the carriage return of a CRLF line ending (git fsck
+// flags NUL; the others hide or forge text in terminals and logs), or that
+// has a line beginning with one of ReservedTrailers, compared without
+// regard to case as git does, followed by optional blanks and a colon.
+// The empty message is valid.
+func CheckMessage(msg string) error {
+	if !utf8.ValidString(msg) {
+		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidMessage)
+	}
+	for i, r := range msg {
+		switch {
+		case r == '\t' || r == '\n' || r == '\r' && strings.HasPrefix(msg[i+1:], "\n"):
+		case unicode.IsControl(r):
+			return fmt.Errorf("%w: control character %U at byte %d; only tab, newline and CRLF line endings are allowed", ErrInvalidMessage, r, i)
+		}
+	}
+	for line := range strings.Lines(msg) {
+		if key := reservedTrailer(line); key != "" {
+			return fmt.Errorf("%w: trailer %s is reserved: only cupd writes it, to record %s; remove the line %q",
+				ErrInvalidMessage, key, reservedFor[key], strings.TrimRight(line, "\r\n"))
+		}
+	}
+	return nil
+}
+
+// reservedFor says what each reserved trailer records.
+var reservedFor = map[string]string{
+	TrailerRequestedBy:    "who asked for the change",
+	TrailerChangeSetOwner: "who owns the change set",
+	TrailerIdempotencyKey: "the idempotency key",
+	TrailerRequest:        "the request's fingerprint",
+}
+
+// reservedTrailer returns the reserved trailer that line begins with, as
+// "Token:" or "Token :", or "".
+func reservedTrailer(line string) string {
+	for _, key := range ReservedTrailers {
+		if len(line) < len(key) || !strings.EqualFold(line[:len(key)], key) {
+			continue
+		}
+		if rest := strings.TrimLeft(line[len(key):], " \t"); strings.HasPrefix(rest, ":") {
+			return key
+		}
+	}
+	return ""
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cup-dev/cup/internal/gitfs"
@@ -25,6 +26,21 @@ func BranchName(prefix, key string) string {
 		return prefix + hex.EncodeToString(b[:])
 	}
 	sum := sha256.Sum256([]byte(key))
+	return prefix + hex.EncodeToString(sum[:8])
+}
+
+// KeyBranchName returns the name of the change set that an update in
+// source.ModeBranch with idempotency key key (not empty) and requester
+// makes: [BranchName] of prefix and key when requester is empty, and
+// otherwise prefix followed by the first 16 hexadecimal digits of the
+// SHA-256 of requester, a NUL byte and key, so that the same key from two
+// requesters names two change sets, and each requester's repeat names
+// their own.
+func KeyBranchName(prefix, requester, key string) string {
+	if requester == "" {
+		return BranchName(prefix, key)
+	}
+	sum := sha256.Sum256([]byte(requester + "\x00" + key))
 	return prefix + hex.EncodeToString(sum[:8])
 }
 
@@ -70,10 +86,25 @@ func CheckKey(key string) error {
 	return fmt.Errorf("invalid idempotency key %q: want printable ASCII characters without spaces", key)
 }
 
+// CheckRequest returns an error saying what is wrong with req's
+// idempotency key ([CheckKey]) or message (source.CheckMessage, wrapping
+// source.ErrInvalidMessage), and nil when both are valid: what every
+// source checks before it looks at the repository.
+func CheckRequest(req *source.UpdateRequest) error {
+	if err := CheckKey(req.IdempotencyKey); err != nil {
+		return err
+	}
+	return source.CheckMessage(req.Message)
+}
+
 // Trailers are what an update records in its commit message's trailers.
 type Trailers struct {
 	// RequestedBy names who asked for the change (source.TrailerRequestedBy).
 	RequestedBy string
+	// ChangeSetOwner names who owns the change set the commit is on
+	// (source.TrailerChangeSetOwner); empty for commits outside change
+	// sets and for change sets without an owner.
+	ChangeSetOwner string
 	// IdempotencyKey and Fingerprint identify a keyed request
 	// (source.TrailerIdempotencyKey and source.TrailerRequest); Fingerprint
 	// is recorded only with a key.
@@ -82,19 +113,27 @@ type Trailers struct {
 
 // Message returns the commit message of an update: msg followed by the
 // trailers source.TrailerRequestedBy (when t.RequestedBy is set),
+// source.TrailerChangeSetOwner (when t.ChangeSetOwner is set),
 // source.TrailerIdempotencyKey and source.TrailerRequest (when
 // t.IdempotencyKey is set; the latter left out when t.Fingerprint is
-// empty). The trailers join a trailer block that msg ends with; otherwise a
-// blank line separates them from msg, as git interpret-trailers would. With
-// no trailers to write, msg is returned as it is.
+// empty), in the order of source.ReservedTrailers. The trailers join a
+// trailer block that msg ends with; otherwise a blank line separates them
+// from msg, as git interpret-trailers would. With no trailers to write,
+// msg is returned as it is.
 //
-// The key should satisfy [ValidKey]; the other values may be anything.
-// Bytes that are not printable ASCII are dropped from all of them, and
-// spaces from the key, so that none can end the trailer block or add
-// trailers of its own; [Replay] compares fingerprints the same way.
+// The key should satisfy [ValidKey], and msg source.CheckMessage, so that
+// it holds none of these trailers itself; the other values may be
+// anything. Bytes that are not printable ASCII are dropped from the
+// fingerprint and the key, and spaces from the key, and percent-encoded
+// in the requester and owner (as are '%' and spaces at their ends, so that
+// two names never read the same), so that none can end the trailer block
+// or add trailers of its own; [Replay] compares fingerprints, and [Find]
+// and [CheckOwner] names, the same way. [Recorded] reads the trailers
+// back.
 func Message(msg string, t Trailers) string {
-	requester := strings.TrimSpace(printable(t.RequestedBy, 0x20))
-	if t.IdempotencyKey == "" && requester == "" {
+	requester := value(t.RequestedBy)
+	owner := value(t.ChangeSetOwner)
+	if t.IdempotencyKey == "" && requester == "" && owner == "" {
 		return msg
 	}
 	var b strings.Builder
@@ -112,11 +151,66 @@ func Message(msg string, t Trailers) string {
 	if requester != "" {
 		writeTrailer(&b, source.TrailerRequestedBy, requester)
 	}
+	if owner != "" {
+		writeTrailer(&b, source.TrailerChangeSetOwner, owner)
+	}
 	if t.IdempotencyKey != "" {
 		writeTrailer(&b, source.TrailerIdempotencyKey, printable(t.IdempotencyKey, 0x21))
 		if fp := fingerprintValue(t.Fingerprint); fp != "" {
 			writeTrailer(&b, source.TrailerRequest, fp)
 		}
+	}
+	return b.String()
+}
+
+// Recorded returns the trailers an update recorded in message, as
+// [Message] wrote them: only the reserved trailers (source.ReservedTrailers,
+// compared without regard to case) that end message's trailer block, each
+// at most once and in the order Message writes them. Reading stops at the
+// first line from the end that breaks that order, so a reserved trailer
+// that a caller's message carried before them does not count, nor one in
+// an earlier paragraph.
+func Recorded(message string) Trailers {
+	var t Trailers
+	lines, ok := trailerBlock(message)
+	if !ok {
+		return t
+	}
+	fields := [...]*string{&t.RequestedBy, &t.ChangeSetOwner, &t.IdempotencyKey, &t.Fingerprint}
+	next := len(fields)
+	for i := len(lines) - 1; i >= 0; i-- {
+		token, v, _ := strings.Cut(lines[i], ":")
+		token = strings.TrimRight(token, " \t")
+		pos := slices.IndexFunc(source.ReservedTrailers, func(k string) bool { return strings.EqualFold(k, token) })
+		if pos < 0 || pos >= next {
+			break
+		}
+		*fields[pos], next = strings.TrimSpace(v), pos
+	}
+	return t
+}
+
+// value is the trailer value that records a name (a requester, an
+// owner): "" for a name of nothing but white space, and otherwise the name
+// with every byte outside printable ASCII, '%', and a space that begins or
+// ends it percent-encoded (%XX), so that the value stays on one line and
+// two names never record the same value; owners and requesters are
+// compared as recorded.
+func value(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return ""
+	}
+	const hexDigits = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c > 0x7e || c == '%' || c == ' ' && (i == 0 || i == len(s)-1) {
+			b.WriteByte('%')
+			b.WriteByte(hexDigits[c>>4])
+			b.WriteByte(hexDigits[c&0xf])
+			continue
+		}
+		b.WriteByte(c)
 	}
 	return b.String()
 }
@@ -148,6 +242,9 @@ func fingerprintValue(fingerprint string) string {
 // message: its last paragraph, when that is not the first (the title) and
 // every line of it is a "Token: value" line or the indented continuation
 // of one. Continuation lines are joined to the value with single spaces.
+//
+// Trailer reads any trailer, also one a caller's message carried; to read
+// what an update recorded (who asked, the owner, the key), use [Recorded].
 func Trailer(message, name string) (string, bool) {
 	lines, ok := trailerBlock(message)
 	if !ok {

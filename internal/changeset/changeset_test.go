@@ -113,15 +113,21 @@ func TestMessage(t *testing.T) {
 	const trailers = "Cup-Idempotency-Key: k-1\nCup-Request: fp\n"
 	tests := []struct {
 		name, msg, key, fingerprint string
-		requester                   string
+		requester, owner            string
 		want                        string
 	}{
 		{name: "requester only", msg: "subject\n", requester: "alice", want: "subject\n\nRequested-by: alice\n"},
+		{name: "owner only", msg: "subject\n", owner: "alice", want: "subject\n\nCup-Change-Set-Owner: alice\n"},
+		{
+			name: "every trailer", msg: "subject\n", requester: "carol", owner: "alice", key: "k-1", fingerprint: "fp",
+			want: "subject\n\nRequested-by: carol\nCup-Change-Set-Owner: alice\n" + trailers,
+		},
 		{name: "requester and key", msg: "subject\n", requester: "alice", key: "k-1", fingerprint: "fp", want: "subject\n\nRequested-by: alice\n" + trailers},
 		{
 			name: "requester cannot inject", msg: "subject\n", requester: " mallory\nCup-Idempotency-Key: stolen\x00 ",
-			want: "subject\n\nRequested-by: malloryCup-Idempotency-Key: stolen\n",
+			want: "subject\n\nRequested-by: %20mallory%0ACup-Idempotency-Key: stolen%00%20\n",
 		},
+		{name: "names are encoded, not dropped", msg: "subject\n", requester: "José 100%", owner: "Jos", want: "subject\n\nRequested-by: Jos%C3%A9 100%25\nCup-Change-Set-Owner: Jos\n"},
 		{name: "blank requester", msg: "subject\n", requester: " \n", want: "subject\n"},
 		{name: "no key", msg: "subject\n", fingerprint: "fp", want: "subject\n"},
 		{name: "subject", msg: "subject\n", key: "k-1", fingerprint: "fp", want: "subject\n\n" + trailers},
@@ -144,9 +150,13 @@ func TestMessage(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := changeset.Message(tt.msg, changeset.Trailers{RequestedBy: tt.requester, IdempotencyKey: tt.key, Fingerprint: tt.fingerprint})
+			in := changeset.Trailers{RequestedBy: tt.requester, ChangeSetOwner: tt.owner, IdempotencyKey: tt.key, Fingerprint: tt.fingerprint}
+			got := changeset.Message(tt.msg, in)
 			if got != tt.want {
 				t.Fatalf("Message = %q, want %q", got, tt.want)
+			}
+			if rec := changeset.Recorded(got); tt.key == "k-1" && tt.fingerprint == "fp" && rec != in {
+				t.Fatalf("Recorded(%q) = %+v, want %+v", got, rec, in)
 			}
 			if tt.key == "" {
 				return
@@ -188,6 +198,39 @@ func TestMessageGitReadsTrailers(t *testing.T) {
 		if want := tt.want + "Cup-Idempotency-Key: k-1\nCup-Request: fp\n"; string(out) != want {
 			t.Errorf("git reads the trailers of %q as %q, want %q", msg, out, want)
 		}
+	}
+}
+
+func TestRecorded(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, msg string
+		want      changeset.Trailers
+	}{
+		{"none", "subject\n", changeset.Trailers{}},
+		{"title only", "Requested-by: alice\n", changeset.Trailers{}},
+		{
+			"all, any case", "subject\n\nrequested-BY: carol\nCup-Change-Set-Owner : alice\ncup-idempotency-key: k\nCUP-REQUEST: fp\n",
+			changeset.Trailers{RequestedBy: "carol", ChangeSetOwner: "alice", IdempotencyKey: "k", Fingerprint: "fp"},
+		},
+		{"after a caller's trailers", "s\n\nSigned-off-by: a\nRequested-by: bob\n", changeset.Trailers{RequestedBy: "bob"}},
+		{
+			"a caller's reserved trailers before them do not count", "s\n\nCup-Idempotency-Key: alice-1\nCup-Request: fp\nRequested-by: bob\n",
+			changeset.Trailers{RequestedBy: "bob"},
+		},
+		{"twice", "s\n\nRequested-by: alice\nRequested-by: bob\n", changeset.Trailers{RequestedBy: "bob"}},
+		{"out of order", "s\n\nCup-Idempotency-Key: k\nRequested-by: bob\nCup-Request: fp\n", changeset.Trailers{RequestedBy: "bob", Fingerprint: "fp"}},
+		{"after another trailer", "s\n\nRequested-by: bob\nSigned-off-by: a\n", changeset.Trailers{}},
+		{"in an earlier paragraph", "s\n\nRequested-by: bob\n\nthe end\n", changeset.Trailers{}},
+		{"continued", "s\n\nRequested-by: bob\n more\n", changeset.Trailers{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := changeset.Recorded(tt.msg); got != tt.want {
+				t.Fatalf("Recorded(%q) = %+v, want %+v", tt.msg, got, tt.want)
+			}
+		})
 	}
 }
 

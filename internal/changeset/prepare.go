@@ -3,6 +3,7 @@ package changeset
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -16,6 +17,9 @@ type Base struct {
 	Revision string
 	// Commit and Tree are the head commit of the branch and its tree.
 	Commit, Tree plumbing.Hash
+	// NewChangeSet says that the update makes a new change set from
+	// Commit, which the request's requester will own.
+	NewChangeSet bool
 }
 
 // Prepared is an update applied and committed to the object store but not
@@ -37,7 +41,22 @@ type Prepared struct {
 // author is req.Author where it is set; sign, when not nil, signs the
 // commit. applyErr reports that err came from req.Apply, which is
 // returned as it is.
+//
+// When req names a change set (base.Commit is its head), Prepare first
+// checks that req may add to it ([CheckOwner]), dry runs included, and
+// records the change set's owner in the new commit; a new change set
+// (base.NewChangeSet) is recorded as req.Requester's.
 func Prepare(ctx context.Context, store *gitfs.Store, base Base, req *source.UpdateRequest, committer source.Signature, sign source.Signer) (_ *Prepared, applyErr bool, _ error) {
+	owner := ""
+	switch {
+	case req.ChangeSet != "":
+		var err error
+		if owner, err = CheckOwner(ctx, store, base.Commit, req); err != nil {
+			return nil, false, err
+		}
+	case base.NewChangeSet:
+		owner = req.Requester
+	}
 	snap := &source.Snapshot{Revision: base.Revision, Commit: base.Commit.String(), FS: store.FS(base.Tree)}
 	ov := gitfs.NewOverlay(store.FS(base.Tree))
 	if err := req.Apply(ctx, snap, ov); err != nil {
@@ -69,13 +88,37 @@ func Prepare(ctx context.Context, store *gitfs.Store, base Base, req *source.Upd
 		Parents:   []plumbing.Hash{base.Commit},
 		Author:    Author(committer, req.Author),
 		Committer: committer,
-		Message:   Message(req.Message, Trailers{RequestedBy: req.Requester, IdempotencyKey: req.IdempotencyKey, Fingerprint: req.Fingerprint}),
-		Signer:    sign,
+		Message: Message(req.Message, Trailers{
+			RequestedBy: req.Requester, ChangeSetOwner: owner,
+			IdempotencyKey: req.IdempotencyKey, Fingerprint: req.Fingerprint,
+		}),
+		Signer: sign,
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("write commit: %w", err)
 	}
 	return p, false, nil
+}
+
+// CheckOwner returns the owner of req.ChangeSet, whose head is head
+// ([Owner]), when req may add to it: the change set has no owner, req has
+// no requester (no policy decides who writes), req's requester is the
+// owner, or req.OverrideOwner is set. Otherwise it fails with an error
+// wrapping source.ErrChangeSetOwner that names the change set but not its
+// owner.
+func CheckOwner(ctx context.Context, store *gitfs.Store, head plumbing.Hash, req *source.UpdateRequest) (string, error) {
+	owner, err := Owner(ctx, store, head, HistoryLimit)
+	if err != nil {
+		return "", fmt.Errorf("read the owner of change set %q: %w", req.ChangeSet, err)
+	}
+	requester := req.Requester
+	if strings.TrimSpace(requester) == "" {
+		requester = "" // as Message records it: none
+	}
+	if owner == "" || requester == "" || requester == owner || req.OverrideOwner {
+		return owner, nil
+	}
+	return "", fmt.Errorf("%w: %q; only the requester who started it may add to it", source.ErrChangeSetOwner, req.ChangeSet)
 }
 
 // Author returns the author of a commit by committer on behalf of a: each

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -29,21 +30,50 @@ func Reaches(ctx context.Context, store *gitfs.Store, head, target plumbing.Hash
 
 // Find walks the first-parent history of head, newest first, through at
 // most limit commits, and returns the first commit whose message records
-// the idempotency key key (see [Message]). It reports false when there is
-// none, when key is empty, or when the history ends: at a root commit, or
-// at a parent that the store does not hold (the edge of a shallow clone).
-func Find(ctx context.Context, store *gitfs.Store, head plumbing.Hash, key string, limit int) (*gitfs.CommitInfo, bool, error) {
+// the idempotency key key for requester ("" for none), as [Recorded]
+// reads them. A commit that records the key for another requester, or
+// that carries the key anywhere but in the trailers an update records, is
+// not a match: a key is the requester's own. It reports false when there
+// is none, when key is empty, or when the history ends: at a root commit,
+// or at a parent that the store does not hold (the edge of a shallow
+// clone).
+func Find(ctx context.Context, store *gitfs.Store, head plumbing.Hash, key, requester string, limit int) (*gitfs.CommitInfo, bool, error) {
 	if key == "" {
 		return nil, false, nil
 	}
+	requester = value(requester)
 	c, err := walk(ctx, store, head, limit, func(c *gitfs.CommitInfo) bool {
 		if !strings.Contains(c.Message, key) {
 			return false
 		}
-		v, ok := Trailer(c.Message, source.TrailerIdempotencyKey)
-		return ok && v == key
+		t := Recorded(c.Message)
+		return t.IdempotencyKey == key && t.RequestedBy == requester
 	})
 	return c, c != nil, err
+}
+
+// Owner returns the owner of the change set whose head is head, as the
+// commits an update made on it record it ([Trailers].ChangeSetOwner):
+// walking head's first-parent history through at most limit commits, the
+// first commit that records a requester or an owner decides; commits that
+// record neither (pushed by other means, or made without a requester) are
+// passed over. The owner is returned as it was requested, decoded from
+// the form [Message] records. It returns "" when that commit records no
+// owner (a change set made without a requester, or before owners were
+// recorded), or when there is no such commit.
+func Owner(ctx context.Context, store *gitfs.Store, head plumbing.Hash, limit int) (string, error) {
+	c, err := walk(ctx, store, head, limit, func(c *gitfs.CommitInfo) bool {
+		t := Recorded(c.Message)
+		return t.RequestedBy != "" || t.ChangeSetOwner != ""
+	})
+	if c == nil || err != nil {
+		return "", err
+	}
+	owner := Recorded(c.Message).ChangeSetOwner
+	if name, err := url.PathUnescape(owner); err == nil {
+		return name, nil
+	}
+	return owner, nil // not written by Message; compared as it is
 }
 
 // walk follows the first-parent history of head, newest first, through at
@@ -81,10 +111,9 @@ func walk(ctx context.Context, store *gitfs.Store, head plumbing.Hash, limit int
 // request, and Replay fails with an error wrapping
 // source.ErrIdempotencyKeyReused.
 func Replay(ctx context.Context, store *gitfs.Store, branch string, c *gitfs.CommitInfo, fingerprint string) (*source.UpdateResult, error) {
-	if got, _ := Trailer(c.Message, source.TrailerRequest); got != fingerprintValue(fingerprint) {
-		key, _ := Trailer(c.Message, source.TrailerIdempotencyKey)
+	if t := Recorded(c.Message); t.Fingerprint != fingerprintValue(fingerprint) {
 		return nil, fmt.Errorf("%w: key %q made commit %s for another request; use a new key for a new request",
-			source.ErrIdempotencyKeyReused, key, c.Hash)
+			source.ErrIdempotencyKeyReused, t.IdempotencyKey, c.Hash)
 	}
 	res := &source.UpdateResult{
 		Branch:   strings.TrimPrefix(branch, "refs/heads/"),
@@ -109,17 +138,17 @@ func Replay(ctx context.Context, store *gitfs.Store, branch string, c *gitfs.Com
 
 // Lookup looks among the last [HistoryLimit] commits of branch (a short or
 // full branch name), whose head is head, for the commit an earlier update
-// with req's idempotency key made ([Find]), and returns that update's
-// result ([Replay]). It returns nil when req has no key or no commit
-// records it. keyBranch says that branch is the change set named after the
-// key ([BranchName]), which only an update with the key makes: when none of
-// its commits records the key, Lookup fails with an error wrapping
-// source.ErrIdempotencyKeyReused.
+// with req's idempotency key and requester made ([Find]), and returns
+// that update's result ([Replay]). It returns nil when req has no key or
+// no commit records it. keyBranch says that branch is the change set named
+// after the key ([KeyBranchName]), which only an update with the key
+// makes: when none of its commits records the key, Lookup fails with an
+// error wrapping source.ErrIdempotencyKeyReused.
 func Lookup(ctx context.Context, store *gitfs.Store, req *source.UpdateRequest, branch string, head plumbing.Hash, keyBranch bool) (*source.UpdateResult, error) {
 	if req.IdempotencyKey == "" {
 		return nil, nil
 	}
-	c, found, err := Find(ctx, store, head, req.IdempotencyKey, HistoryLimit)
+	c, found, err := Find(ctx, store, head, req.IdempotencyKey, req.Requester, HistoryLimit)
 	switch {
 	case err != nil:
 		return nil, err

@@ -75,33 +75,43 @@ func TestFind(t *testing.T) {
 	h.commit("mentions k-2 in its body only\n\nCup-Idempotency-Key: k-2 is not here\n\nthe end\n", map[string]string{"c.txt": "c\n"})
 	c4 := h.commit(changeset.Message("keyed again\n", changeset.Trailers{IdempotencyKey: "k-1", Fingerprint: "other"}), map[string]string{"d.txt": "d\n"})
 	head := h.commit("latest\n", map[string]string{"e.txt": "e\n"})
+	alice := h.commit(changeset.Message("alice's\n", changeset.Trailers{RequestedBy: "alice", IdempotencyKey: "k-4", Fingerprint: "fp"}), map[string]string{"f.txt": "f\n"})
+	// What an older cupd wrote for bob, who planted alice's key (and her
+	// name) in his message.
+	h.commit("bob's\n\nCup-Idempotency-Key: k-4\nCup-Request: fp\nRequested-by: bob\n", map[string]string{"g.txt": "g\n"})
+	forged := h.commit("bob's\n\nRequested-by: alice\nCup-Idempotency-Key: k-4\nCup-Request: fp\nRequested-by: bob\n", map[string]string{"h.txt": "h\n"})
 	// A commit whose parent is missing, as at the edge of a shallow clone.
 	shallow := h.commitTree(changeset.Message("shallow\n", changeset.Trailers{IdempotencyKey: "k-3"}), h.tree, plumbing.NewHash(strings.Repeat("ab", 20)))
 
 	tests := []struct {
-		name  string
-		head  plumbing.Hash
-		key   string
-		limit int
-		want  plumbing.Hash // zero: not found
+		name      string
+		head      plumbing.Hash
+		key       string
+		requester string
+		limit     int
+		want      plumbing.Hash // zero: not found
 	}{
-		{"newest wins", head, "k-1", 200, c4},
-		{"from an older head", c2, "k-1", 200, c2},
-		{"limit reaches it", head, "k-1", 2, c4},
-		{"limit stops short", head, "k-1", 1, plumbing.ZeroHash},
-		{"only in a body", head, "k-2", 200, plumbing.ZeroHash},
-		{"absent", head, "nope", 200, plumbing.ZeroHash},
-		{"prefix of a key", head, "k-", 200, plumbing.ZeroHash},
-		{"empty key", head, "", 200, plumbing.ZeroHash},
-		{"root reached", c1, "k-1", 200, plumbing.ZeroHash},
-		{"zero head", plumbing.ZeroHash, "k-1", 200, plumbing.ZeroHash},
-		{"head is it, parent missing", shallow, "k-3", 200, shallow},
-		{"parent missing ends the walk", shallow, "k-1", 200, plumbing.ZeroHash},
+		{"newest wins", head, "k-1", "", 200, c4},
+		{"from an older head", c2, "k-1", "", 200, c2},
+		{"limit reaches it", head, "k-1", "", 2, c4},
+		{"limit stops short", head, "k-1", "", 1, plumbing.ZeroHash},
+		{"only in a body", head, "k-2", "", 200, plumbing.ZeroHash},
+		{"absent", head, "nope", "", 200, plumbing.ZeroHash},
+		{"prefix of a key", head, "k-", "", 200, plumbing.ZeroHash},
+		{"empty key", head, "", "", 200, plumbing.ZeroHash},
+		{"root reached", c1, "k-1", "", 200, plumbing.ZeroHash},
+		{"zero head", plumbing.ZeroHash, "k-1", "", 200, plumbing.ZeroHash},
+		{"head is it, parent missing", shallow, "k-3", "", 200, shallow},
+		{"parent missing ends the walk", shallow, "k-1", "", 200, plumbing.ZeroHash},
+		{"another requester's key", head, "k-1", "alice", 200, plumbing.ZeroHash},
+		{"the requester's own key", forged, "k-4", "alice", 200, alice},
+		{"forged keys pass unnoticed", forged, "k-4", "bob", 200, plumbing.ZeroHash},
+		{"forged keys without a requester", forged, "k-4", "", 200, plumbing.ZeroHash},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, ok, err := changeset.Find(t.Context(), h.store, tt.head, tt.key, tt.limit)
+			c, ok, err := changeset.Find(t.Context(), h.store, tt.head, tt.key, tt.requester, tt.limit)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,13 +126,49 @@ func TestFindErrors(t *testing.T) {
 	t.Parallel()
 	h := newHistory(t)
 	head := h.commit(changeset.Message("keyed\n", changeset.Trailers{IdempotencyKey: "k-1", Fingerprint: "fp"}), map[string]string{"a": "a"})
-	if _, _, err := changeset.Find(t.Context(), h.store, plumbing.NewHash(strings.Repeat("ab", 20)), "k-1", 10); !errors.Is(err, plumbing.ErrObjectNotFound) {
+	if _, _, err := changeset.Find(t.Context(), h.store, plumbing.NewHash(strings.Repeat("ab", 20)), "k-1", "", 10); !errors.Is(err, plumbing.ErrObjectNotFound) {
 		t.Errorf("Find from a missing head: err = %v, want ErrObjectNotFound", err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, _, err := changeset.Find(ctx, h.store, head, "k-1", 10); !errors.Is(err, context.Canceled) {
+	if _, _, err := changeset.Find(ctx, h.store, head, "k-1", "", 10); !errors.Is(err, context.Canceled) {
 		t.Errorf("Find with a canceled context: err = %v, want context.Canceled", err)
+	}
+}
+
+func TestOwner(t *testing.T) {
+	t.Parallel()
+	h := newHistory(t)
+	direct := h.commit(changeset.Message("on main\n", changeset.Trailers{RequestedBy: "carol"}), map[string]string{"a": "a"})
+	anonymous := h.commit("a change set made without a requester\n", map[string]string{"b": "b"})
+	base := h.commit("the base\n", map[string]string{"c": "c"})
+	first := h.commit(changeset.Message("alice's\n", changeset.Trailers{RequestedBy: "alice", ChangeSetOwner: "alice"}), map[string]string{"d": "d"})
+	granted := h.commit(changeset.Message("carol's\n", changeset.Trailers{RequestedBy: "carol", ChangeSetOwner: "alice"}), map[string]string{"e": "e"})
+	pushed := h.commit("pushed by other means\n\nSigned-off-by: dave\n", map[string]string{"f": "f"})
+	forged := h.commit("bob's, from an older cupd\n\nCup-Change-Set-Owner: bob\nRequested-by: bob\n", map[string]string{"g": "g"})
+	tests := []struct {
+		name  string
+		head  plumbing.Hash
+		limit int
+		want  string
+	}{
+		{"first commit", first, 200, "alice"},
+		{"kept by a granted write", granted, 200, "alice"},
+		{"foreign commits passed over", pushed, 200, "alice"},
+		{"limit stops short", pushed, 1, ""},
+		{"forged in a caller's trailers", forged, 200, ""},
+		{"no owner recorded", direct, 200, ""},
+		{"the first recording commit decides", anonymous, 200, ""},
+		{"nothing recorded", base, 200, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := changeset.Owner(t.Context(), h.store, tt.head, tt.limit)
+			if err != nil || got != tt.want {
+				t.Fatalf("Owner = %q, %v; want %q", got, err, tt.want)
+			}
+		})
 	}
 }
 
@@ -227,5 +273,39 @@ func TestFileChangesBoundsDiffs(t *testing.T) {
 	}
 	if total > changeset.MaxDiffBytes+len(got)*256 {
 		t.Fatalf("the diffs hold %d bytes, more than MaxDiffBytes %d", total, changeset.MaxDiffBytes)
+	}
+}
+
+func TestCheckOwner(t *testing.T) {
+	t.Parallel()
+	h := newHistory(t)
+	h.commit(changeset.Message("José's\n", changeset.Trailers{RequestedBy: "José", ChangeSetOwner: "José"}), map[string]string{"a": "a"})
+	// A granted write keeps the owner, recorded the same way.
+	head := h.commit(changeset.Message("carol's\n", changeset.Trailers{RequestedBy: "carol", ChangeSetOwner: "José"}), map[string]string{"b": "b"})
+	if msg := changeset.Message("", changeset.Trailers{ChangeSetOwner: "José"}); !strings.HasSuffix(msg, "Cup-Change-Set-Owner: Jos%C3%A9\n") {
+		t.Fatalf("Message records the owner José as %q", msg)
+	}
+	tests := []struct {
+		requester string
+		override  bool
+		ok        bool
+	}{
+		{"José", false, true},
+		{"", false, true},
+		{"Jos", true, true},
+		{"Jos", false, false},       // names are compared as recorded, not with bytes dropped
+		{"Jos%C3%A9", false, false}, // nor can one spell another's recorded form
+		{"José ", false, false},
+		{" José", false, false},
+	}
+	for _, tt := range tests {
+		req := &source.UpdateRequest{ChangeSet: "cup/x", Requester: tt.requester, OverrideOwner: tt.override}
+		owner, err := changeset.CheckOwner(t.Context(), h.store, head, req)
+		if tt.ok && (err != nil || owner != "José") {
+			t.Errorf("CheckOwner(requester %q, override %v) = %q, %v; want the owner", tt.requester, tt.override, owner, err)
+		}
+		if !tt.ok && !errors.Is(err, source.ErrChangeSetOwner) {
+			t.Errorf("CheckOwner(requester %q) err = %v, want ErrChangeSetOwner", tt.requester, err)
+		}
 	}
 }

@@ -137,6 +137,12 @@ func (m *Manager) Update(ctx context.Context, req *source.UpdateRequest) (*sourc
 	if err != nil {
 		return nil, fmt.Errorf("proposals: commit message template: %w", err)
 	}
+	if err := source.CheckMessage(msg); err != nil && source.CheckMessage(req.Message) == nil {
+		// The operator's template, not the caller, wrote what the source
+		// refuses (a reserved trailer, a control character): an Internal
+		// error that the server logs, not the caller's InvalidArgument.
+		return nil, fmt.Errorf("proposals: the commit message template renders a message the source refuses (%s); fix the template", err.Error())
+	}
 	if req.ChangeSet == "" && req.IdempotencyKey == "" {
 		if res, err := m.identical(ctx, req); res != nil || err != nil {
 			return res, err

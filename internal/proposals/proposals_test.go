@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cup-dev/cup/internal/changeset"
 	"github.com/cup-dev/cup/internal/gitrepo"
 	"github.com/cup-dev/cup/internal/proposals"
 	"github.com/cup-dev/cup/scm"
@@ -395,5 +396,57 @@ func TestPendingBranchProposalNamesBase(t *testing.T) {
 	pr := f.scm.props[0]
 	if want := "Branch `" + res.Branch + "` into `main`."; pr.Base != "main" || !strings.Contains(pr.Body, want) {
 		t.Errorf("proposal for %q, body lacks %q:\n%s", pr.Base, want, pr.Body)
+	}
+}
+
+// TestCommitTemplateKeepsTrailersLast: the trailers cupd writes end the
+// commit message whatever the commit template renders, and a template
+// that renders a reserved trailer fails the write as the operator's
+// fault, writing nothing.
+func TestCommitTemplateKeepsTrailersLast(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, commit string
+		wantErr      bool
+	}{
+		{"own trailer block", "{{.Message}}\nReviewed-by: ops <ops@example.com>\n", false},
+		{"reserved trailer", "{{.Message}}\n\nRequested-by: {{.Requester}}\n", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, proposals.CommitFile), []byte(tt.commit), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			tmpl, err := proposals.LoadTemplates(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := newFixture(t, func(c *proposals.Config) { c.Templates = tmpl })
+			req := put(flagA, "a: 2\n")
+			req.IdempotencyKey, req.Fingerprint = "k-1", "fp"
+			res, err := f.m.Update(t.Context(), req)
+			if tt.wantErr {
+				if err == nil || errors.Is(err, source.ErrInvalidMessage) || !strings.Contains(err.Error(), "template") {
+					t.Fatalf("Update = %v, %v; want an error blaming the template, not the caller", res, err)
+				}
+				branch := changeset.KeyBranchName(source.DefaultBranchPrefix, "alice", "k-1")
+				if _, err := gitrepo.Resolve(f.dir, branch); err == nil || f.scm.count("Open") != 0 {
+					t.Fatalf("a refused template left branch %s or a proposal behind", branch)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			log, err := gitrepo.Log(f.dir, res.Commit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "Reviewed-by: ops <ops@example.com>\nRequested-by: alice\nCup-Change-Set-Owner: alice\nCup-Idempotency-Key: k-1\nCup-Request: fp\n"
+			if msg := log[0].Message; !strings.HasSuffix(msg, "\n\n"+want) {
+				t.Fatalf("commit message %q does not end with %q", msg, want)
+			}
+		})
 	}
 }

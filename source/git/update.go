@@ -38,7 +38,10 @@ type target struct {
 // reason than a concurrent change wrap source.ErrRejected, and losing to
 // concurrent writers more than the configured number of times wraps
 // source.ErrConflict. Nothing is pushed on a dry run, when the change
-// leaves the tree as it was, or when Apply fails.
+// leaves the tree as it was, or when Apply fails. A message that
+// source.CheckMessage rejects fails with source.ErrInvalidMessage, and an
+// update of a change set another requester owns, without
+// req.OverrideOwner, with source.ErrChangeSetOwner.
 func (s *Source) Update(ctx context.Context, req *source.UpdateRequest) (_ *source.UpdateResult, err error) {
 	defer func() { err = s.outOfSpace(err) }()
 	if req == nil || req.Apply == nil {
@@ -48,7 +51,7 @@ func (s *Source) Update(ctx context.Context, req *source.UpdateRequest) (_ *sour
 		return nil, err
 	}
 	key := req.IdempotencyKey
-	if err := changeset.CheckKey(key); err != nil {
+	if err := changeset.CheckRequest(req); err != nil {
 		return nil, err
 	}
 	if key != "" && !req.DryRun {
@@ -73,7 +76,7 @@ func (s *Source) Update(ctx context.Context, req *source.UpdateRequest) (_ *sour
 	if tg.create {
 		lockName = "" // new branches do not race with each other
 		if key != "" {
-			lockName = changeset.BranchName(s.cfg.prefix, key)
+			lockName = changeset.KeyBranchName(s.cfg.prefix, req.Requester, key)
 		}
 	}
 	if lockName != "" {
@@ -91,7 +94,7 @@ func (s *Source) Update(ctx context.Context, req *source.UpdateRequest) (_ *sour
 		}
 		name := tg.branch
 		if tg.create {
-			name = changeset.BranchName(s.cfg.prefix, key)
+			name = changeset.KeyBranchName(s.cfg.prefix, req.Requester, key)
 		}
 		res, retry, err := s.attempt(ctx, tg, req, name)
 		if !retry {
@@ -138,7 +141,7 @@ func (s *Source) replay(ctx context.Context, tg target, req *source.UpdateReques
 	}
 	branch := tg.branch
 	if tg.create {
-		branch = changeset.BranchName(s.cfg.prefix, req.IdempotencyKey)
+		branch = changeset.KeyBranchName(s.cfg.prefix, req.Requester, req.IdempotencyKey)
 	}
 	head, ok := st.heads[branch]
 	if !ok {
@@ -165,7 +168,7 @@ func (s *Source) attempt(ctx context.Context, tg target, req *source.UpdateReque
 		return nil, false, fmt.Errorf("git: read %s: %w", tg.base, err)
 	}
 	committer := source.Signature{Name: s.cfg.authorName, Email: s.cfg.authorEmail, When: s.cfg.clock()}
-	prep, _, err := changeset.Prepare(ctx, s.store, changeset.Base{Revision: req.Revision, Commit: head, Tree: p.tree},
+	prep, _, err := changeset.Prepare(ctx, s.store, changeset.Base{Revision: req.Revision, Commit: head, Tree: p.tree, NewChangeSet: tg.create},
 		req, committer, s.cfg.signer)
 	if err != nil {
 		return nil, false, err // Apply's error as it is, or the store's

@@ -184,7 +184,13 @@ func (s *Source) View(ctx context.Context, rev string) (*source.Snapshot, error)
 // without such a commit). Otherwise the key and fingerprint go into the
 // commit message's trailers. A dry run does not look for the key: it
 // computes the change as usual, and reports no commit. A key that
-// changeset.ValidKey rejects fails the update.
+// changeset.ValidKey rejects fails the update, and so does a message that
+// source.CheckMessage rejects (with source.ErrInvalidMessage).
+//
+// An update with req.Requester that names a change set another requester
+// owns fails with source.ErrChangeSetOwner unless req.OverrideOwner is
+// set (see changeset.CheckOwner); a new change set is recorded as
+// req.Requester's.
 //
 // Updates of one branch through one Source take turns; if another process
 // moves the branch between reading its head and moving it, the change is
@@ -200,7 +206,7 @@ func (s *Source) Update(ctx context.Context, req *source.UpdateRequest) (*source
 	if req == nil || req.Apply == nil {
 		return nil, errors.New("local: update request without Apply")
 	}
-	if err := changeset.CheckKey(req.IdempotencyKey); err != nil {
+	if err := changeset.CheckRequest(req); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -286,7 +292,7 @@ func (s *Source) target(r *repo, req *source.UpdateRequest) (target, error) {
 	if s.cfg.mode == source.ModeBranch {
 		t.create, t.write = true, ""
 		if req.IdempotencyKey != "" {
-			t.write = "refs/heads/" + changeset.BranchName(s.cfg.branchPrefix, req.IdempotencyKey)
+			t.write = "refs/heads/" + changeset.KeyBranchName(s.cfg.branchPrefix, req.Requester, req.IdempotencyKey)
 		}
 	}
 	return t, nil
@@ -319,7 +325,7 @@ func (s *Source) attempt(ctx context.Context, r *repo, t target, req *source.Upd
 	}
 	head := res.commit
 	committer := source.Signature{Name: s.cfg.authorName, Email: s.cfg.authorEmail, When: s.cfg.clock()}
-	p, applyErr, err := changeset.Prepare(ctx, r.store, changeset.Base{Revision: t.rev, Commit: head, Tree: res.tree},
+	p, applyErr, err := changeset.Prepare(ctx, r.store, changeset.Base{Revision: t.rev, Commit: head, Tree: res.tree, NewChangeSet: t.create},
 		req, committer, s.cfg.signer)
 	if err != nil {
 		return nil, applyErr, err

@@ -117,6 +117,10 @@ func Run(t *testing.T, h Harness) {
 		{"IdempotentBranchMode", testIdempotentBranchMode},
 		{"IdempotentBranchModeConcurrent", testIdempotentBranchModeConcurrent},
 		{"IdempotentBranchTaken", testIdempotentBranchTaken},
+		{"ForgedKeyNotReplayed", testForgedKeyNotReplayed},
+		{"MessageRefused", testMessageRefused},
+		{"ChangeSetOwner", testChangeSetOwner},
+		{"KeyIsTheRequesters", testKeyIsTheRequesters},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
