@@ -176,6 +176,15 @@ type KeyedLister interface {
 	ListKeyed(ctx context.Context, req *ListRequest) ([]Listed, error)
 }
 
+// FilePerResource is an optional ability of a Controller: promising that a
+// Put or Delete changes only files that hold the one resource it names and
+// nothing else, so that a write's diff shows nothing of other resources.
+// The server shows callers who may not read everything the diffs of
+// controllers without it only when no policy is in force.
+type FilePerResource interface {
+	FilePerResource() bool
+}
+
 // Controller maps resources of the types bound to it onto files.
 //
 // Implementations must be safe for concurrent use. Get and Delete of a missing

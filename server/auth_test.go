@@ -451,3 +451,30 @@ func TestUnauthenticated(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffsOfSharedFilesStayPrivate: the demo's segments share one file a
+// namespace, so a write's diff would show a caller who may write one
+// segment every other segment of the namespace. With a policy in force,
+// such diffs are left out; a flag's file holds the flag alone, and its diff
+// is shown.
+func TestDiffsOfSharedFilesStayPrivate(t *testing.T) {
+	t.Parallel()
+	f := newAuthFixture(t)
+	token := "Bearer " + tokenOf("carol")
+	segment := f.do(t, "PUT", "/apis/flags.cup.dev/v1alpha1/namespaces/staging/segments/qa?dryRun=true",
+		`{"spec": {"description": "Testers.", "rules": [{"attribute": "role", "values": ["qa"]}]}}`, "Authorization", token)
+	if segment.status != http.StatusOK || strings.Contains(string(segment.body), "internal") || !strings.Contains(string(segment.body), "omitted") {
+		t.Fatalf("dry-run PUT of a segment = %d %s, want a result whose diff is omitted", segment.status, segment.body)
+	}
+	flag := f.do(t, "PUT", flagsPath+"/new-checkout?dryRun=true", `{"spec": {"enabled": true}}`, "Authorization", token)
+	if flag.status != http.StatusOK || !strings.Contains(string(flag.body), `+++ b/`) {
+		t.Fatalf("dry-run PUT of a flag = %d %s, want its diff", flag.status, flag.body)
+	}
+	// Without a policy everyone may read everything: the diff is shown.
+	open := newFixture(t)
+	segment = open.do(t, "PUT", "/apis/flags.cup.dev/v1alpha1/namespaces/staging/segments/qa?dryRun=true",
+		`{"spec": {"description": "Testers.", "rules": [{"attribute": "role", "values": ["qa"]}]}}`)
+	if segment.status != http.StatusOK || !strings.Contains(string(segment.body), `+++ b/`) {
+		t.Fatalf("dry-run PUT of a segment without a policy = %d %s, want its diff", segment.status, segment.body)
+	}
+}

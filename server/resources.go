@@ -839,8 +839,17 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 	default:
 		out.Outcome = cupv1alpha1.WriteOutcome_WRITE_OUTCOME_COMMITTED
 	}
+	// A file that may hold other resources may show them in its diff, to a
+	// caller who may not read them: with a policy in force, such diffs are
+	// left out.
+	fpr, ok := w.t.Controller.(controller.FilePerResource)
+	private := s.cfg.authz != nil && !(ok && fpr.FilePerResource())
 	for _, c := range res.Changes {
-		out.Changes = append(out.Changes, &cupv1alpha1.FileChange{Path: c.Path, Operation: fileOp(c.Op), Diff: c.Diff})
+		diff := c.Diff
+		if private && diff != "" {
+			diff = fmt.Sprintf("diff of %s omitted: the %s controller may keep other resources in it, which a diff would show to callers who may not read them\n", c.Path, w.t.Names.Kind)
+		}
+		out.Changes = append(out.Changes, &cupv1alpha1.FileChange{Path: c.Path, Operation: fileOp(c.Op), Diff: diff})
 	}
 	return out, nil
 }

@@ -340,6 +340,11 @@ func (c *Controller) List(ctx context.Context, req *controller.ListRequest) ([]*
 
 var _ controller.KeyedLister = (*Controller)(nil)
 
+var _ controller.FilePerResource = (*Controller)(nil)
+
+// FilePerResource reports true: each file holds one resource.
+func (c *Controller) FilePerResource() bool { return true }
+
 // ListKeyed lists the files the list template matches without reading them.
 // When req.FS is a controller.ContentIDFS (as Git snapshots are), each
 // Listed's Key is the file's content identifier; otherwise it is empty.
