@@ -191,3 +191,51 @@ func TestMaxConcurrentWrites(t *testing.T) {
 	}
 	close(g.entered)
 }
+
+// TestMaxInflightRequestBytes: while one write holds nearly all of the
+// bytes the server may hold of request bodies, another write is refused
+// at once, over REST and Connect, naming the limit; once the first ends,
+// its bytes are free again.
+func TestMaxInflightRequestBytes(t *testing.T) {
+	t.Parallel()
+	const limit = 64 << 10
+	g := &gated{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	f := newGatedFixture(t, g, server.WithMaxInflightRequestBytes(limit))
+	rs, _ := f.clients(protocols[0])
+
+	held := `{"spec": {"enabled": true}` + strings.Repeat(" ", limit+16<<10-40) + `}` // 16 KiB are free
+
+	done := make(chan restResponse, 1)
+	go func() { done <- f.do(t, "PUT", flagsPath+"/held", held) }()
+	<-g.entered
+
+	big := `{"spec": {"enabled": false}` + strings.Repeat(" ", 20<<10) + `}`
+	r := f.do(t, "PUT", flagsPath+"/refused", big)
+	if r.status != http.StatusTooManyRequests || !strings.Contains(string(r.body), "--max-inflight-request-bytes") {
+		t.Fatalf("REST put past the limit = %d %s", r.status, r.body)
+	}
+	bigFlag := flag(t, "refused-too", true, nil)
+	bigFlag.Metadata.Annotations = map[string]string{"padding": strings.Repeat("x", 20<<10)}
+	_, err := rs.Put(t.Context(), connect.NewRequest(putReq(bigFlag)))
+	wantCode(t, err, connect.CodeResourceExhausted)
+	if !strings.Contains(err.Error(), "--max-inflight-request-bytes") {
+		t.Fatalf("error %q does not name the limit", err)
+	}
+	// Small calls are not refused.
+	if _, err := rs.Get(t.Context(), connect.NewRequest(getReq("dark-mode", ""))); err != nil {
+		t.Fatal(err)
+	}
+
+	close(g.release)
+	if r := <-done; r.status != http.StatusAccepted {
+		t.Fatalf("the held put = %d %s", r.status, r.body)
+	}
+	go func() {
+		for range g.entered {
+		}
+	}()
+	if _, err := rs.Put(t.Context(), connect.NewRequest(putReq(flag(t, "after", true, nil)))); err != nil {
+		t.Fatalf("a put after the held one ended: %v", err)
+	}
+	close(g.entered)
+}

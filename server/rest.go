@@ -379,6 +379,10 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 		return nil, connect.NewError(connect.CodeResourceExhausted,
 			fmt.Errorf("request body exceeds the limit of %d bytes (cupd --max-request-bytes)", tooLarge.Limit))
 	}
+	var ce *connect.Error
+	if errors.As(err, &ce) {
+		return nil, ce
+	}
 	if err != nil {
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("reading request body: %w", err))
 	}

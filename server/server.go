@@ -80,6 +80,7 @@ type config struct {
 	maxWrites      int
 	maxDepth       int
 	maxResource    int64
+	maxInflight    int64
 }
 
 // Option configures a Server.
@@ -106,6 +107,7 @@ type Server struct {
 	memo      *memo
 	interner  *interner
 	writes    writeSlots
+	bodies    *bodyBudget
 }
 
 // New returns a Server for src serving types. It fails when two types share a
@@ -115,7 +117,7 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 	cfg := config{
 		logger: slog.Default(), maxBody: 4 << 20, cacheBudget: 256 << 20,
 		maxListPage: 10000, requestTimeout: time.Minute, maxWrites: 32,
-		maxDepth: 64, maxResource: 8 << 20,
+		maxDepth: 64, maxResource: 8 << 20, maxInflight: 16 << 20,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -136,7 +138,7 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: protovalidate: %w", err)
 	}
-	s := &Server{cfg: cfg, src: src, types: make(map[typeKey]*Type), validator: v, memo: newMemo(cfg.cacheBudget), interner: newInterner(), writes: newWriteSlots(cfg.maxWrites)}
+	s := &Server{cfg: cfg, src: src, types: make(map[typeKey]*Type), validator: v, memo: newMemo(cfg.cacheBudget), interner: newInterner(), writes: newWriteSlots(cfg.maxWrites), bodies: newBodyBudget(cfg.maxInflight)}
 	for _, t := range types {
 		if t.Group == "" || t.Version == "" || t.Names.Plural == "" || t.Names.Kind == "" {
 			return nil, fmt.Errorf("server: type %s/%s/%s: group, version, kind and plural are required", t.Group, t.Version, t.Names.Plural)
@@ -196,7 +198,7 @@ func (s *Server) Handler() http.Handler {
 	s.routeREST(api)
 
 	mux := http.NewServeMux()
-	mux.Handle("/", s.withTimeout(s.authenticate(s.recoverREST(api))))
+	mux.Handle("/", s.withTimeout(s.authenticate(s.bodies.wrap(s.recoverREST(api)))))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))

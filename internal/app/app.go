@@ -59,6 +59,9 @@ type Options struct {
 	// its defaults.
 	MaxJSONDepth     int
 	MaxResourceBytes int64
+	// MaxInflightRequestBytes is passed to the server; zero keeps its
+	// default, less than zero lifts the bound.
+	MaxInflightRequestBytes int64
 	// Remote configures the source when Repository is a URL.
 	Remote Remote
 	// WriteMode is where writes go: "direct" (the default) or "branch".
@@ -230,6 +233,9 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 	if opts.MaxResourceBytes != 0 {
 		sopts = append(sopts, server.WithMaxResourceBytes(opts.MaxResourceBytes))
 	}
+	if opts.MaxInflightRequestBytes != 0 {
+		sopts = append(sopts, server.WithMaxInflightRequestBytes(opts.MaxInflightRequestBytes))
+	}
 	if a.proposals != nil {
 		sopts = append(sopts, server.WithProposals(proposalsAPI{a.proposals}))
 	}
@@ -243,6 +249,16 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 	if err != nil {
 		return nil, err
 	}
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "cupd_request_body_bytes_held",
+			Help: "Bytes of request bodies counted against --max-inflight-request-bytes now.",
+		}, func() float64 { return float64(srv.BodyStats().Held) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "cupd_request_body_refused_total",
+			Help: "Calls refused because --max-inflight-request-bytes was reached.",
+		}, func() float64 { return float64(srv.BodyStats().Refused) }),
+	)
 	a.handler = withOperations(srv.Handler(), a.remote, a.proposals, reg, opts.WebhookSecret, opts.Logger)
 	if len(types) > 0 {
 		t := types[0]

@@ -1,0 +1,119 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+
+	"connectrpc.com/connect"
+	"golang.org/x/sync/semaphore"
+)
+
+// WithMaxInflightRequestBytes bounds the bytes of request bodies that the
+// server holds at once, on every protocol: a body's bytes past its first
+// 16 KiB count from when they are read until its call ends, so that small
+// calls (every read, most writes) are never refused. Working on a body costs a multiple of
+// its size (decoding, validation, the file it becomes), so this bounds the
+// memory that writes can take together, where --max-request-bytes bounds
+// one. A call whose body would pass the bound fails at once with
+// ResourceExhausted (HTTP 429), which clients may retry after a pause.
+// Zero or less: no bound. Default: 16 MiB.
+func WithMaxInflightRequestBytes(n int64) Option { return func(c *config) { c.maxInflight = n } }
+
+// freeBodyBytes is how much of each body is not counted.
+const freeBodyBytes = 16 << 10
+
+// bodyBudget counts the request body bytes the server holds; nil when
+// unbounded.
+type bodyBudget struct {
+	sem   *semaphore.Weighted
+	limit int64
+	// held is the bytes counted now; refused counts the calls refused for
+	// want of budget.
+	held, refused atomic.Int64
+}
+
+func newBodyBudget(n int64) *bodyBudget {
+	if n <= 0 {
+		return nil
+	}
+	return &bodyBudget{sem: semaphore.NewWeighted(n), limit: n}
+}
+
+// BodyStats is what the server holds of request bodies.
+type BodyStats struct {
+	// Held is the bytes of request bodies counted against the bound now.
+	Held int64
+	// Refused is the number of calls refused because the bound was reached.
+	Refused int64
+}
+
+// BodyStats reports what the server holds of request bodies, for metrics;
+// zero without a bound.
+func (s *Server) BodyStats() BodyStats {
+	if s.bodies == nil {
+		return BodyStats{}
+	}
+	return BodyStats{Held: s.bodies.held.Load(), Refused: s.bodies.refused.Load()}
+}
+
+// wrap serves h with request bodies whose bytes are counted against the
+// budget until h returns.
+func (b *bodyBudget) wrap(h http.Handler) http.Handler {
+	if b == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			h.ServeHTTP(w, r)
+			return
+		}
+		br := &budgetReader{ReadCloser: r.Body, b: b}
+		defer br.release()
+		r.Body = br
+		h.ServeHTTP(w, r)
+	})
+}
+
+// budgetReader is a request body whose bytes are taken from the budget as
+// they are read.
+type budgetReader struct {
+	io.ReadCloser
+	b      *bodyBudget
+	read   int64 // bytes read so far
+	held   int64 // bytes of them counted
+	failed bool
+}
+
+func (r *budgetReader) Read(p []byte) (int, error) {
+	if r.failed {
+		return 0, r.err()
+	}
+	n, err := r.ReadCloser.Read(p)
+	r.read += int64(n)
+	if count := r.read - freeBodyBytes - r.held; count > 0 {
+		if !r.b.sem.TryAcquire(count) {
+			r.failed = true
+			r.b.refused.Add(1)
+			return 0, r.err()
+		}
+		r.held += count
+		r.b.held.Add(count)
+	}
+	return n, err
+}
+
+func (r *budgetReader) err() error {
+	return connect.NewError(connect.CodeResourceExhausted, fmt.Errorf(
+		"the server holds %d bytes of other requests' bodies, its limit (cupd --max-inflight-request-bytes): retry in a moment", r.b.limit))
+}
+
+func (r *budgetReader) release() {
+	if r.held > 0 {
+		r.b.sem.Release(r.held)
+		r.b.held.Add(-r.held)
+		r.held = 0
+	}
+}
+
