@@ -116,4 +116,3 @@ func (r *budgetReader) release() {
 		r.held = 0
 	}
 }
-
