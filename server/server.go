@@ -25,6 +25,7 @@ import (
 	"buf.build/go/protovalidate"
 	"connectrpc.com/connect"
 	"connectrpc.com/grpcreflect"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cup-dev/cup/controller"
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
@@ -76,6 +77,9 @@ type config struct {
 	maxListPage    int
 	requestTimeout time.Duration
 	maxWrites      int
+	maxCalls       int
+	maxQueued      int
+	metrics        prometheus.Registerer
 }
 
 // Option configures a Server.
@@ -102,6 +106,7 @@ type Server struct {
 	memo      *memo
 	interner  *interner
 	writes    writeSlots
+	calls     *callSlots
 }
 
 // New returns a Server for src serving types. It fails when two types share a
@@ -111,6 +116,7 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 	cfg := config{
 		logger: slog.Default(), maxBody: 4 << 20, cacheBudget: 256 << 20,
 		maxListPage: 10000, requestTimeout: time.Minute, maxWrites: 32,
+		maxCalls: DefaultMaxControllerCalls(), maxQueued: DefaultMaxQueuedControllerCalls,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -125,7 +131,14 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: protovalidate: %w", err)
 	}
-	s := &Server{cfg: cfg, src: src, types: make(map[typeKey]*Type), validator: v, memo: newMemo(cfg.cacheBudget), interner: newInterner(), writes: newWriteSlots(cfg.maxWrites)}
+	calls, err := newCallSlots(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg: cfg, src: src, types: make(map[typeKey]*Type), validator: v, memo: newMemo(cfg.cacheBudget),
+		interner: newInterner(), writes: newWriteSlots(cfg.maxWrites), calls: calls,
+	}
 	for _, t := range types {
 		if t.Group == "" || t.Version == "" || t.Names.Plural == "" || t.Names.Kind == "" {
 			return nil, fmt.Errorf("server: type %s/%s/%s: group, version, kind and plural are required", t.Group, t.Version, t.Names.Plural)
