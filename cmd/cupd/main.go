@@ -53,6 +53,9 @@ type serveFlags struct {
 	maxListPage     int
 	requestTimeout  time.Duration
 	maxWrites       int
+	maxCalls        int
+	maxQueuedCalls  int
+	wasmMemoryBytes int64
 	shutdownTimeout time.Duration
 	debugAddress    string
 
@@ -123,6 +126,9 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.IntVar(&f.maxListPage, "max-list-page", 10000, "most resources one list answer holds; larger pages are refused, unbounded lists get pages of this size (0: no bound)")
 	fl.DurationVar(&f.requestTimeout, "request-timeout", time.Minute, "longest time one call may take (0: no bound)")
 	fl.IntVar(&f.maxWrites, "max-concurrent-writes", 32, "most writes worked on at once; more are refused with RESOURCE_EXHAUSTED (HTTP 429) (0: no bound)")
+	fl.IntVar(&f.maxCalls, "max-concurrent-controller-calls", server.DefaultMaxControllerCalls(), "most controller calls (reads the cache does not answer, and the reads and writes of puts and deletes) run at once; more wait in a queue (default: twice GOMAXPROCS, at least 4) (0: no bound)")
+	fl.IntVar(&f.maxQueuedCalls, "max-queued-controller-calls", server.DefaultMaxQueuedControllerCalls, "most controller calls waiting for --max-concurrent-controller-calls, each until its deadline; more are refused with RESOURCE_EXHAUSTED (HTTP 429) (0: no bound)")
+	fl.Int64Var(&f.wasmMemoryBytes, "wasm-memory-bytes", app.DefaultWASMMemoryBytes, "memory for the WASM controller instances running at once, in bytes: each counts its memoryLimitPages, and calls wait for room (0: no bound)")
 	fl.StringVar(&f.debugAddress, "debug-address", "", "host:port for /debug/pprof (off when empty; never expose it publicly)")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to let calls in flight finish on SIGINT or SIGTERM")
 	fl.StringVar(&f.writeMode, "write-mode", "", "where writes go: direct (commit on the branch), branch (a new branch cup/<id> per write: a change set) or proposal (a change set and its pull/merge request); default proposal with --scm, else direct")
@@ -207,7 +213,7 @@ func applyEnv(fs *pflag.FlagSet) error {
 
 // unbounded turns a flag's 0 ("no bound") into app.Options' -1, whose 0
 // keeps the server's default.
-func unbounded[T int | time.Duration](v T) T {
+func unbounded[T int | int64 | time.Duration](v T) T {
 	if v == 0 {
 		return -1
 	}
@@ -258,20 +264,23 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 		return errors.New("--tls-client-ca-file and --tls-require-client-cert need --tls-cert-file and --tls-key-file")
 	}
 	a, err := app.Open(ctx, app.Options{
-		Repository:          f.repository,
-		Branch:              f.branch,
-		ConfigDir:           f.configDir,
-		Logger:              logger,
-		MaxRequestBytes:     f.maxRequestBytes,
-		CacheBytes:          f.cacheBytes,
-		MaxListPage:         unbounded(f.maxListPage),
-		RequestTimeout:      unbounded(f.requestTimeout),
-		MaxConcurrentWrites: unbounded(f.maxWrites),
-		WriteMode:           f.writeMode,
-		BranchPrefix:        f.branchPrefix,
-		AuthorName:          f.authorName,
-		AuthorEmail:         f.authorEmail,
-		WebhookSecret:       f.webhookSecret,
+		Repository:                   f.repository,
+		Branch:                       f.branch,
+		ConfigDir:                    f.configDir,
+		Logger:                       logger,
+		MaxRequestBytes:              f.maxRequestBytes,
+		CacheBytes:                   f.cacheBytes,
+		MaxListPage:                  unbounded(f.maxListPage),
+		RequestTimeout:               unbounded(f.requestTimeout),
+		MaxConcurrentWrites:          unbounded(f.maxWrites),
+		MaxConcurrentControllerCalls: unbounded(f.maxCalls),
+		MaxQueuedControllerCalls:     unbounded(f.maxQueuedCalls),
+		WASMMemoryBytes:              unbounded(f.wasmMemoryBytes),
+		WriteMode:                    f.writeMode,
+		BranchPrefix:                 f.branchPrefix,
+		AuthorName:                   f.authorName,
+		AuthorEmail:                  f.authorEmail,
+		WebhookSecret:                f.webhookSecret,
 		SCM: app.SCM{
 			Provider: f.scm, URL: f.scmURL, Repository: f.scmRepository,
 			TokenFile: f.scmTokenFile, TokenEnv: f.scmTokenEnv,
