@@ -312,7 +312,9 @@ type listing struct {
 func (s *Server) getEntry(ctx context.Context, t *Type, snap *source.Snapshot, namespace, name string) (*entry, error) {
 	k := memoKey{commit: snap.Commit, typ: t, namespace: namespace, name: name}
 	v, err := s.memo.do(ctx, k, func() (any, int64, error) {
-		r, err := t.Controller.Get(ctx, &controller.GetRequest{FS: snap.FS, Type: t.controllerType(), Namespace: namespace, Name: name})
+		r, err := callController(ctx, s, func() (*controller.Resource, error) {
+			return t.Controller.Get(ctx, &controller.GetRequest{FS: snap.FS, Type: t.controllerType(), Namespace: namespace, Name: name})
+		})
 		if errors.Is(err, controller.ErrNotFound) {
 			return (*entry)(nil), 0, nil // remembered: it is not there; the key's size is counted
 		}
@@ -364,7 +366,9 @@ func (s *Server) listEntries(ctx context.Context, t *Type, snap *source.Snapshot
 
 // listDecoded lists through the controller's List.
 func (s *Server) listDecoded(ctx context.Context, t *Type, snap *source.Snapshot, namespace string) (*listing, error) {
-	rs, err := t.Controller.List(ctx, &controller.ListRequest{FS: snap.FS, Type: t.controllerType(), Namespace: namespace})
+	rs, err := callController(ctx, s, func() ([]*controller.Resource, error) {
+		return t.Controller.List(ctx, &controller.ListRequest{FS: snap.FS, Type: t.controllerType(), Namespace: namespace})
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -382,8 +386,15 @@ func (s *Server) listDecoded(ctx context.Context, t *Type, snap *source.Snapshot
 
 // listKeyed lists through a KeyedLister, decoding only the resources whose
 // content the interner has not seen in this type and namespace.
+//
+// Only ListKeyed takes a controller call slot: the Decode functions it
+// returns run afterwards, on up to GOMAXPROCS goroutines per listing, and
+// are CPU work on files already found (the template controller's are; no
+// other controller is a KeyedLister).
 func (s *Server) listKeyed(ctx context.Context, kl controller.KeyedLister, t *Type, snap *source.Snapshot, namespace string) (*listing, error) {
-	found, err := kl.ListKeyed(ctx, &controller.ListRequest{FS: snap.FS, Type: t.controllerType(), Namespace: namespace})
+	found, err := callController(ctx, s, func() ([]controller.Listed, error) {
+		return kl.ListKeyed(ctx, &controller.ListRequest{FS: snap.FS, Type: t.controllerType(), Namespace: namespace})
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -805,18 +816,27 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 					"precondition failed: %s %q has resource_version %q, not %q: read it again and retry",
 					w.t.Names.Singular, w.name, cur.resourceVersion(), w.precondition))
 			}
+			// Each controller call takes a slot of its own and gives it
+			// back before the next: holding one while waiting for another
+			// could deadlock.
 			if w.resourceForWrite == nil {
-				return w.t.Controller.Delete(ctx, &controller.DeleteRequest{
-					FS: fs, Type: w.t.controllerType(), Namespace: w.namespace, Name: w.name,
+				return callControllerErr(ctx, s, func() error {
+					return w.t.Controller.Delete(ctx, &controller.DeleteRequest{
+						FS: fs, Type: w.t.controllerType(), Namespace: w.namespace, Name: w.name,
+					})
 				})
 			}
-			if err := w.t.Controller.Put(ctx, &controller.PutRequest{FS: fs, Type: w.t.controllerType(), Resource: w.resourceForWrite.Clone()}); err != nil {
+			if err := callControllerErr(ctx, s, func() error {
+				return w.t.Controller.Put(ctx, &controller.PutRequest{FS: fs, Type: w.t.controllerType(), Resource: w.resourceForWrite.Clone()})
+			}); err != nil {
 				return err
 			}
 			// A controller may store the resource in a form that reads back
 			// with other spellings (YAML, escapes, numbers), and so with
 			// another resourceVersion: answer with what a Get will return.
-			stored, err := w.t.Controller.Get(ctx, &controller.GetRequest{FS: fs, Type: w.t.controllerType(), Namespace: w.namespace, Name: w.name})
+			stored, err := callController(ctx, s, func() (*controller.Resource, error) {
+				return w.t.Controller.Get(ctx, &controller.GetRequest{FS: fs, Type: w.t.controllerType(), Namespace: w.namespace, Name: w.name})
+			})
 			if err != nil {
 				return fmt.Errorf("reading back what the controller wrote: %w", err)
 			}

@@ -26,6 +26,7 @@ import (
 	"buf.build/go/protovalidate"
 	"connectrpc.com/connect"
 	"connectrpc.com/grpcreflect"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cup-dev/cup/controller"
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
@@ -81,6 +82,9 @@ type config struct {
 	maxDepth       int
 	maxResource    int64
 	maxInflight    int64
+	maxCalls       int
+	maxQueued      int
+	metrics        prometheus.Registerer
 }
 
 // Option configures a Server.
@@ -108,6 +112,7 @@ type Server struct {
 	interner  *interner
 	writes    writeSlots
 	bodies    *bodyBudget
+	calls     *callSlots
 }
 
 // New returns a Server for src serving types. It fails when two types share a
@@ -118,6 +123,7 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 		logger: slog.Default(), maxBody: 4 << 20, cacheBudget: 256 << 20,
 		maxListPage: 10000, requestTimeout: time.Minute, maxWrites: 32,
 		maxDepth: 64, maxResource: 8 << 20, maxInflight: 16 << 20,
+		maxCalls: DefaultMaxControllerCalls(), maxQueued: DefaultMaxQueuedControllerCalls,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -138,7 +144,15 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: protovalidate: %w", err)
 	}
-	s := &Server{cfg: cfg, src: src, types: make(map[typeKey]*Type), validator: v, memo: newMemo(cfg.cacheBudget), interner: newInterner(), writes: newWriteSlots(cfg.maxWrites), bodies: newBodyBudget(cfg.maxInflight)}
+	calls, err := newCallSlots(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg: cfg, src: src, types: make(map[typeKey]*Type), validator: v, memo: newMemo(cfg.cacheBudget),
+		interner: newInterner(), writes: newWriteSlots(cfg.maxWrites), calls: calls,
+		bodies: newBodyBudget(cfg.maxInflight),
+	}
 	for _, t := range types {
 		if t.Group == "" || t.Version == "" || t.Names.Plural == "" || t.Names.Kind == "" {
 			return nil, fmt.Errorf("server: type %s/%s/%s: group, version, kind and plural are required", t.Group, t.Version, t.Names.Plural)

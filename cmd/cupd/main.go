@@ -56,6 +56,9 @@ type serveFlags struct {
 	maxJSONDepth    int
 	maxResource     int64
 	maxInflight     int64
+	maxCalls        int
+	maxQueuedCalls  int
+	wasmMemoryBytes int64
 	shutdownTimeout time.Duration
 	debugAddress    string
 
@@ -129,6 +132,9 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.IntVar(&f.maxJSONDepth, "max-json-depth", 64, "deepest nesting of objects and arrays a request's resource may have, the resource itself counting as 1 (2 to 512)")
 	fl.Int64Var(&f.maxResource, "max-resource-bytes", 8<<20, "largest file form (indented JSON) of a resource a write may store, in bytes")
 	fl.Int64Var(&f.maxInflight, "max-inflight-request-bytes", 16<<20, "most bytes of request bodies held at once, all calls together; a call past it is refused with RESOURCE_EXHAUSTED (HTTP 429) (0: no bound)")
+	fl.IntVar(&f.maxCalls, "max-concurrent-controller-calls", server.DefaultMaxControllerCalls(), "most controller calls (reads the cache does not answer, and the reads and writes of puts and deletes) run at once; more wait in a queue (default: twice GOMAXPROCS, at least 4) (0: no bound)")
+	fl.IntVar(&f.maxQueuedCalls, "max-queued-controller-calls", server.DefaultMaxQueuedControllerCalls, "most controller calls waiting for --max-concurrent-controller-calls, each until its deadline; more are refused with RESOURCE_EXHAUSTED (HTTP 429) (0: no bound)")
+	fl.Int64Var(&f.wasmMemoryBytes, "wasm-memory-bytes", app.DefaultWASMMemoryBytes, "memory for the WASM controller instances running at once, in bytes: each counts its memoryLimitPages, and calls wait for room (0: no bound)")
 	fl.StringVar(&f.debugAddress, "debug-address", "", "host:port for /debug/pprof (off when empty; never expose it publicly)")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to let calls in flight finish on SIGINT or SIGTERM")
 	fl.StringVar(&f.writeMode, "write-mode", "", "where writes go: direct (commit on the branch), branch (a new branch cup/<id> per write: a change set) or proposal (a change set and its pull/merge request); default proposal with --scm, else direct")
@@ -264,23 +270,26 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 		return errors.New("--tls-client-ca-file and --tls-require-client-cert need --tls-cert-file and --tls-key-file")
 	}
 	a, err := app.Open(ctx, app.Options{
-		Repository:              f.repository,
-		Branch:                  f.branch,
-		ConfigDir:               f.configDir,
-		Logger:                  logger,
-		MaxRequestBytes:         f.maxRequestBytes,
-		CacheBytes:              f.cacheBytes,
-		MaxListPage:             unbounded(f.maxListPage),
-		RequestTimeout:          unbounded(f.requestTimeout),
-		MaxConcurrentWrites:     unbounded(f.maxWrites),
-		MaxJSONDepth:            f.maxJSONDepth,
-		MaxResourceBytes:        f.maxResource,
-		MaxInflightRequestBytes: unbounded(f.maxInflight),
-		WriteMode:               f.writeMode,
-		BranchPrefix:            f.branchPrefix,
-		AuthorName:              f.authorName,
-		AuthorEmail:             f.authorEmail,
-		WebhookSecret:           f.webhookSecret,
+		Repository:                   f.repository,
+		Branch:                       f.branch,
+		ConfigDir:                    f.configDir,
+		Logger:                       logger,
+		MaxRequestBytes:              f.maxRequestBytes,
+		CacheBytes:                   f.cacheBytes,
+		MaxListPage:                  unbounded(f.maxListPage),
+		RequestTimeout:               unbounded(f.requestTimeout),
+		MaxConcurrentWrites:          unbounded(f.maxWrites),
+		MaxConcurrentControllerCalls: unbounded(f.maxCalls),
+		MaxQueuedControllerCalls:     unbounded(f.maxQueuedCalls),
+		WASMMemoryBytes:              unbounded(f.wasmMemoryBytes),
+		MaxJSONDepth:                 f.maxJSONDepth,
+		MaxResourceBytes:             f.maxResource,
+		MaxInflightRequestBytes:      unbounded(f.maxInflight),
+		WriteMode:                    f.writeMode,
+		BranchPrefix:                 f.branchPrefix,
+		AuthorName:                   f.authorName,
+		AuthorEmail:                  f.authorEmail,
+		WebhookSecret:                f.webhookSecret,
 		SCM: app.SCM{
 			Provider: f.scm, URL: f.scmURL, Repository: f.scmRepository,
 			TokenFile: f.scmTokenFile, TokenEnv: f.scmTokenEnv,

@@ -81,6 +81,9 @@ func TestServeDemoWithoutFlags(t *testing.T) {
 	if code, body := get(t, url+"/apis/flags.cup.dev/v1alpha1/namespaces/default/flags/new-checkout"); code != 200 || !strings.Contains(body, `"team":"payments"`) {
 		t.Fatalf("GET a demo flag = %d %s", code, body)
 	}
+	if code, body := get(t, url+"/metrics"); code != 200 || !strings.Contains(body, "cup_controller_calls_in_flight 0") || !strings.Contains(body, "cup_controller_calls_rejected_total 0") {
+		t.Errorf("/metrics = %d, lacks the controller call metrics", code)
+	}
 	if err := stop(); err != nil {
 		t.Fatalf("graceful shutdown: %v", err)
 	}
@@ -97,6 +100,16 @@ func TestInvalidConfigurationStopsStartup(t *testing.T) {
 	err := cmd.ExecuteContext(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "broken.yaml") || !strings.Contains(err.Error(), "teapot") {
 		t.Fatalf("err = %v, want one naming broken.yaml and the bad type", err)
+	}
+}
+
+func TestWASMMemoryBudgetTooSmall(t *testing.T) {
+	t.Parallel()
+	cmd := newRootCommand(io.Discard, io.Discard)
+	cmd.SetArgs([]string{"serve", "--address", "127.0.0.1:0", "--wasm-memory-bytes", "1048576"})
+	err := cmd.ExecuteContext(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "--wasm-memory-bytes") || !strings.Contains(err.Error(), "16 pages (1 MiB)") {
+		t.Fatalf("err = %v, want one naming --wasm-memory-bytes and the budget", err)
 	}
 }
 

@@ -64,9 +64,21 @@ type result struct {
 // run instantiates the module for one call and runs it to its end. The
 // error is set when the module did not exit by itself: it was stopped by a
 // limit or the caller, or it trapped. The caller interprets exit codes.
+//
+// With a memory budget, the call first waits for room for its memory limit,
+// until ctx ends; the module's timeout starts once it has room.
 func (c *Controller) run(ctx context.Context, cl *call) (*result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", cl.op, err)
+	}
+	if c.budget != nil {
+		pages := int64(c.spec.MemoryLimitPages)
+		if err := c.budget.Acquire(ctx, pages); err != nil {
+			return nil, fmt.Errorf("%s: waiting for room for %s of memory in the WASM controllers' budget: %w", cl.op, pagesSize(c.spec.MemoryLimitPages), err)
+		}
+		// Released once the instance is closed and its memory handed on
+		// (mem.release below).
+		defer c.budget.Release(pages)
 	}
 	parent := ctx
 	ctx, cancelTimeout := context.WithTimeout(ctx, c.spec.Timeout)

@@ -37,6 +37,11 @@ func programDir(name string) string {
 // parallel do not each compile them.
 var shared *wasm.Runtime
 
+// compiledDir is the cache directory of shared: tests that need a Runtime
+// of their own use it too, to load the programs rather than compile them
+// again.
+var compiledDir string
+
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -52,7 +57,8 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	rt, err := wasm.NewRuntime()
+	compiledDir = filepath.Join(dir, "compiled")
+	rt, err := wasm.NewRuntime(wasm.WithCacheDir(compiledDir))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -10,12 +10,14 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"golang.org/x/sync/semaphore"
 )
 
 // runtimeConfig holds what RuntimeOptions set.
 type runtimeConfig struct {
-	cacheDir string
-	logger   *slog.Logger
+	cacheDir     string
+	logger       *slog.Logger
+	memoryBudget int64
 }
 
 // RuntimeOption configures a Runtime built by [NewRuntime].
@@ -41,12 +43,26 @@ func WithLogger(l *slog.Logger) RuntimeOption {
 	}
 }
 
+// WithMemoryBudget bounds the memory of the module instances running at
+// once, in bytes: a call counts its module's whole memory limit (the
+// Spec's MemoryLimitPages) against the budget from before the instance is
+// made until it is gone, and waits, until its context ends, while the
+// budget has no room for it. So the memory limits of the instances the
+// Runtime's Controllers run at once never add up to more than n, however
+// many calls arrive. [New] refuses a Spec whose limit alone exceeds n.
+// Zero or less, the default: no bound.
+func WithMemoryBudget(n int64) RuntimeOption {
+	return func(c *runtimeConfig) { c.memoryBudget = n }
+}
+
 // Runtime compiles and runs the modules of wasm Controllers. Controllers
 // share it, and with it wazero's compilation cache: two controllers of the
 // same module share its machine code. A Runtime is safe for concurrent use;
 // Close it after the Controllers built on it are done.
 type Runtime struct {
 	cfg runtimeConfig
+	// budget holds the pages of WithMemoryBudget; nil when unbounded.
+	budget *semaphore.Weighted
 
 	mu      sync.Mutex
 	cache   wazero.CompilationCache // nil until first needed
@@ -131,7 +147,17 @@ func NewRuntime(opts ...RuntimeOption) (*Runtime, error) {
 			o(&cfg)
 		}
 	}
-	return &Runtime{cfg: cfg}, nil
+	r := &Runtime{cfg: cfg}
+	if cfg.memoryBudget > 0 {
+		r.budget = semaphore.NewWeighted(cfg.memoryBudget >> 16)
+	}
+	return r, nil
+}
+
+// budgetPages is the memory budget in whole pages; meaningless when
+// r.budget is nil (unbounded).
+func (r *Runtime) budgetPages() int64 {
+	return r.cfg.memoryBudget >> 16
 }
 
 // runtime returns the wazero runtime, creating it (and the compilation

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/cup-dev/cup/controller"
 )
@@ -28,6 +29,7 @@ type Controller struct {
 	compiled wazero.CompiledModule
 	release  func(context.Context) error // gives compiled back to the runtime
 	logger   *slog.Logger
+	budget   *semaphore.Weighted // the runtime's memory budget in pages; nil when unbounded
 }
 
 var _ controller.Controller = (*Controller)(nil)
@@ -40,7 +42,8 @@ const wasiModule = "wasi_snapshot_preview1"
 // module in errors. Zero limits in spec take their defaults. New returns an
 // error naming the controller when the bytes are not WebAssembly, the module
 // is not a WASI command (it exports no _start, or imports from anything but
-// wasi_snapshot_preview1), or its memory starts above spec's limit.
+// wasi_snapshot_preview1), its memory starts above spec's limit, or that
+// limit exceeds the runtime's memory budget (see [WithMemoryBudget]).
 //
 // Compiling takes from milliseconds to seconds; a Runtime with a cache
 // directory keeps the result for the next process.
@@ -57,6 +60,10 @@ func New(ctx context.Context, rt *Runtime, name string, module []byte, spec *Spe
 	if err != nil {
 		return nil, fmt.Errorf("wasm controller %q: %w", name, err)
 	}
+	if budget := rt.budgetPages(); rt.budget != nil && int64(s.MemoryLimitPages) > budget {
+		return nil, fmt.Errorf("wasm controller %q: memoryLimitPages %d (%s) is more than the memory budget of every WASM controller's calls together, %d pages (%s): lower the limit or raise the budget (cupd --wasm-memory-bytes)",
+			name, s.MemoryLimitPages, pagesSize(s.MemoryLimitPages), budget, pagesSize(uint32(budget)))
+	}
 	runtime, err := rt.runtime(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("wasm controller %q: %w", name, err)
@@ -71,7 +78,7 @@ func New(ctx context.Context, rt *Runtime, name string, module []byte, spec *Spe
 	}
 	rt.cfg.logger.DebugContext(ctx, "compiled wasm controller", "controller", name, "module", s.Path,
 		"bytes", len(module), "duration", elapsed(start))
-	return &Controller{name: name, spec: s, runtime: runtime, compiled: compiled, release: release, logger: rt.cfg.logger}, nil
+	return &Controller{name: name, spec: s, runtime: runtime, compiled: compiled, release: release, logger: rt.cfg.logger, budget: rt.budget}, nil
 }
 
 // checkModule checks that m, compiled from module, is a WASI command whose

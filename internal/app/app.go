@@ -62,6 +62,10 @@ type Options struct {
 	// MaxInflightRequestBytes is passed to the server; zero keeps its
 	// default, less than zero lifts the bound.
 	MaxInflightRequestBytes int64
+	// MaxConcurrentControllerCalls and MaxQueuedControllerCalls are passed
+	// to the server; zero keeps its defaults, less than zero lifts the bound.
+	MaxConcurrentControllerCalls int
+	MaxQueuedControllerCalls     int
 	// Remote configures the source when Repository is a URL.
 	Remote Remote
 	// WriteMode is where writes go: "direct" (the default) or "branch".
@@ -86,11 +90,23 @@ type Options struct {
 	// WASMCacheDir keeps compiled WASM modules, so that a restart does not
 	// compile them again; empty keeps them in memory.
 	WASMCacheDir string
+	// WASMMemoryBytes bounds the memory limits of the WASM module
+	// instances running at once, in bytes (see wasm.WithMemoryBudget);
+	// zero is DefaultWASMMemoryBytes, less than zero no bound.
+	WASMMemoryBytes int64
 	// WASMRuntime, when set, runs the WASM controllers instead of a runtime
-	// of the App's own (WASMCacheDir is then ignored); the caller closes
-	// it. Apps sharing one compile a module once.
+	// of the App's own (WASMCacheDir and WASMMemoryBytes are then ignored);
+	// the caller closes it. Apps sharing one compile a module once.
 	WASMRuntime *wasm.Runtime
 }
+
+// DefaultWASMMemoryBytes is the default memory budget of the WASM module
+// instances running at once: 512 MiB, 32 instances at the default memory
+// limit of 16 MiB (wasm.DefaultMemoryLimitPages), more than the default
+// bound of concurrent controller calls lets run on up to 16 cores. A Go
+// module touches about half its limit, so instances take up to some
+// 256 MiB of memory together, on top of --cache-bytes.
+const DefaultWASMMemoryBytes = 512 << 20
 
 // Remote configures a repository reached over the network.
 type Remote struct {
@@ -197,7 +213,11 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 	}
 	rt := opts.WASMRuntime
 	if rt == nil {
-		ropts := []wasm.RuntimeOption{wasm.WithLogger(opts.Logger)}
+		budget := opts.WASMMemoryBytes
+		if budget == 0 {
+			budget = DefaultWASMMemoryBytes
+		}
+		ropts := []wasm.RuntimeOption{wasm.WithLogger(opts.Logger), wasm.WithMemoryBudget(budget)}
 		if opts.WASMCacheDir != "" {
 			ropts = append(ropts, wasm.WithCacheDir(opts.WASMCacheDir))
 		}
@@ -236,6 +256,13 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 	if opts.MaxInflightRequestBytes != 0 {
 		sopts = append(sopts, server.WithMaxInflightRequestBytes(opts.MaxInflightRequestBytes))
 	}
+	if opts.MaxConcurrentControllerCalls != 0 {
+		sopts = append(sopts, server.WithMaxConcurrentControllerCalls(opts.MaxConcurrentControllerCalls))
+	}
+	if opts.MaxQueuedControllerCalls != 0 {
+		sopts = append(sopts, server.WithMaxQueuedControllerCalls(opts.MaxQueuedControllerCalls))
+	}
+	sopts = append(sopts, server.WithMetrics(reg))
 	if a.proposals != nil {
 		sopts = append(sopts, server.WithProposals(proposalsAPI{a.proposals}))
 	}
