@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync/atomic"
 
 	"connectrpc.com/connect"
@@ -13,7 +14,9 @@ import (
 // WithMaxInflightRequestBytes bounds the bytes of request bodies that the
 // server holds at once, on every protocol: a body's bytes past its first
 // 16 KiB count from when they are read until its call ends, so that small
-// calls (every read, most writes) are never refused. Working on a body costs a multiple of
+// calls (every read, most writes) are never refused. A compressed body
+// (Connect's and gRPC's gzip) counts as --max-request-bytes from its first
+// byte, since that is what it may grow to. Working on a body costs a multiple of
 // its size (decoding, validation, the file it becomes), so this bounds the
 // memory that writes can take together, where --max-request-bytes bounds
 // one. A call whose body would pass the bound fails at once with
@@ -29,16 +32,29 @@ const freeBodyBytes = 16 << 10
 type bodyBudget struct {
 	sem   *semaphore.Weighted
 	limit int64
+	// maxBody is what one body may grow to when decompressed.
+	maxBody int64
 	// held is the bytes counted now; refused counts the calls refused for
 	// want of budget.
 	held, refused atomic.Int64
 }
 
-func newBodyBudget(n int64) *bodyBudget {
+func newBodyBudget(n, maxBody int64) *bodyBudget {
 	if n <= 0 {
 		return nil
 	}
-	return &bodyBudget{sem: semaphore.NewWeighted(n), limit: n}
+	return &bodyBudget{sem: semaphore.NewWeighted(n), limit: n, maxBody: maxBody}
+}
+
+// compressed reports whether h says the body is compressed, in any of the
+// protocols' headers.
+func compressed(h http.Header) bool {
+	for _, k := range []string{"Content-Encoding", "Connect-Content-Encoding", "Grpc-Encoding"} {
+		if v := h.Get(k); v != "" && !strings.EqualFold(v, "identity") {
+			return true
+		}
+	}
+	return false
 }
 
 // BodyStats is what the server holds of request bodies.
@@ -70,6 +86,9 @@ func (b *bodyBudget) wrap(h http.Handler) http.Handler {
 			return
 		}
 		br := &budgetReader{ReadCloser: r.Body, b: b}
+		if compressed(r.Header) {
+			br.upfront = b.maxBody
+		}
 		defer br.release()
 		r.Body = br
 		h.ServeHTTP(w, r)
@@ -80,28 +99,41 @@ func (b *bodyBudget) wrap(h http.Handler) http.Handler {
 // they are read.
 type budgetReader struct {
 	io.ReadCloser
-	b      *bodyBudget
-	read   int64 // bytes read so far
-	held   int64 // bytes of them counted
-	failed bool
+	b       *bodyBudget
+	read    int64 // bytes read so far
+	held    int64 // bytes counted
+	upfront int64 // bytes to count at the first read, however few it reads
+	failed  bool
 }
 
 func (r *budgetReader) Read(p []byte) (int, error) {
 	if r.failed {
 		return 0, r.err()
 	}
-	n, err := r.ReadCloser.Read(p)
-	r.read += int64(n)
-	if count := r.read - freeBodyBytes - r.held; count > 0 {
-		if !r.b.sem.TryAcquire(count) {
-			r.failed = true
-			r.b.refused.Add(1)
+	if r.upfront > 0 {
+		if !r.take(r.upfront) {
 			return 0, r.err()
 		}
-		r.held += count
-		r.b.held.Add(count)
+		r.upfront = 0
+	}
+	n, err := r.ReadCloser.Read(p)
+	r.read += int64(n)
+	if count := r.read - freeBodyBytes - r.held; count > 0 && !r.take(count) {
+		return 0, r.err()
 	}
 	return n, err
+}
+
+// take counts n more bytes, or fails the body when the budget lacks them.
+func (r *budgetReader) take(n int64) bool {
+	if !r.b.sem.TryAcquire(n) {
+		r.failed = true
+		r.b.refused.Add(1)
+		return false
+	}
+	r.held += n
+	r.b.held.Add(n)
+	return true
 }
 
 func (r *budgetReader) err() error {

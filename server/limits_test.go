@@ -239,3 +239,26 @@ func TestMaxInflightRequestBytes(t *testing.T) {
 	}
 	close(g.entered)
 }
+
+// TestCompressedBodiesCountAsTheirLimit: a gzipped body of a few KiB may
+// grow to --max-request-bytes; it counts as that much from its first byte,
+// so a budget smaller than one such body refuses it, and takes plain calls.
+func TestCompressedBodiesCountAsTheirLimit(t *testing.T) {
+	t.Parallel()
+	g := &gated{entered: make(chan struct{}, 4), release: make(chan struct{})}
+	close(g.release)
+	f := newGatedFixture(t, g, server.WithMaxInflightRequestBytes(1<<20))
+	plain, _ := f.clients(protocols[0])
+	if _, err := plain.Put(t.Context(), connect.NewRequest(putReq(flag(t, "plain", true, nil)))); err != nil {
+		t.Fatalf("an uncompressed put: %v", err)
+	}
+	for _, p := range []protocol{protocols[0], protocols[2]} { // Connect and gRPC
+		p.opts = append(p.opts, connect.WithSendGzip())
+		gz, _ := f.clients(p)
+		_, err := gz.Put(t.Context(), connect.NewRequest(putReq(flag(t, "gzipped", true, nil))))
+		wantCode(t, err, connect.CodeResourceExhausted)
+		if !strings.Contains(err.Error(), "--max-inflight-request-bytes") {
+			t.Fatalf("%s: error %q does not name the limit", p.name, err)
+		}
+	}
+}

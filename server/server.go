@@ -151,7 +151,7 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 	s := &Server{
 		cfg: cfg, src: src, types: make(map[typeKey]*Type), validator: v, memo: newMemo(cfg.cacheBudget),
 		interner: newInterner(), writes: newWriteSlots(cfg.maxWrites), calls: calls,
-		bodies: newBodyBudget(cfg.maxInflight),
+		bodies: newBodyBudget(cfg.maxInflight, cfg.maxBody),
 	}
 	for _, t := range types {
 		if t.Group == "" || t.Version == "" || t.Names.Plural == "" || t.Names.Kind == "" {
