@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 
@@ -263,6 +264,10 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	if errors.As(err, &tooLarge) {
 		return nil, connect.NewError(connect.CodeResourceExhausted,
 			fmt.Errorf("request body exceeds the limit of %d bytes (cupd --max-request-bytes)", tooLarge.Limit))
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, connect.NewError(connect.CodeDeadlineExceeded, fmt.Errorf(
+			"the request body did not arrive within the server's limit of %s (cupd --request-timeout)", s.cfg.requestTimeout))
 	}
 	if err != nil {
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("reading request body: %w", err))
