@@ -216,7 +216,7 @@ func WithIdleTimeout(d time.Duration) HTTPOption {
 // WithMaxHeaderBytes bounds the size of a request's line and headers (the
 // header list of an HTTP/2 request); larger requests get 431 Request
 // Header Fields Too Large. Go's server allows a little slack (4 KiB) over
-// n. Default: 64 KiB.
+// n. Zero or less: Go's default, 1 MiB. Default: 64 KiB.
 func WithMaxHeaderBytes(n int) HTTPOption {
 	return func(c *httpConfig) { c.maxHeaderBytes = n }
 }
