@@ -191,7 +191,7 @@ func TestAllowedHosts(t *testing.T) {
 		addr, host, path string
 		want             int
 	}{
-		{addr, "evil.example", "/healthz", http.StatusMisdirectedRequest},
+		{addr, "evil.example", "/readyz", http.StatusMisdirectedRequest},
 		{addr, "evil.example:" + port, flagPath, http.StatusMisdirectedRequest},
 		{addr, "localhost.evil.example", "/metrics", http.StatusMisdirectedRequest},
 		{addr, "cup.example", "/healthz", http.StatusMisdirectedRequest},
