@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -38,9 +37,10 @@ func (e *timeoutError) Error() string {
 	return fmt.Sprintf("the call took longer than the server's limit of %s (cupd --request-timeout)", e.limit)
 }
 
-// writeGrace is how long past the request timeout the answer may still
-// take to write, so that a call cut at the limit can still say so.
-const writeGrace = 5 * time.Second
+// writeGrace is how long past a request timeout of d the answer may still
+// take to write, so that a call cut at the limit can still say so: half of
+// d, at most five seconds.
+func writeGrace(d time.Duration) time.Duration { return min(d/2, 5*time.Second) }
 
 // withTimeout bounds every call h serves by the request timeout: its
 // context ends at the limit, reading its body fails at the limit, and
@@ -62,36 +62,17 @@ func (s *Server) withTimeout(h http.Handler) http.Handler {
 			// No body, no deadline: HTTP/1.1 then already reads ahead
 			// in the background to notice the client leaving, and a
 			// deadline there would cancel the call's context early.
-			if err := rc.SetReadDeadline(deadline); err == nil {
-				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
-			} else if !errors.Is(err, http.ErrNotSupported) {
+			// Once the body is read to its end, net/http lifts the
+			// deadline itself as it starts reading ahead.
+			if err := rc.SetReadDeadline(deadline); err != nil && !errors.Is(err, http.ErrNotSupported) {
 				s.cfg.logger.WarnContext(ctx, "setting the request's read deadline", "error", err)
 			}
 		}
-		if err := rc.SetWriteDeadline(deadline.Add(writeGrace)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		if err := rc.SetWriteDeadline(deadline.Add(writeGrace(d))); err != nil && !errors.Is(err, http.ErrNotSupported) {
 			s.cfg.logger.WarnContext(ctx, "setting the request's write deadline", "error", err)
 		}
 		h.ServeHTTP(w, r.WithContext(ctx))
 	})
-}
-
-// deadlineBody lifts the read deadline of a request once its body has been
-// read to the end. HTTP/1.1 then reads ahead in the background to notice
-// the client leaving; a deadline left on that read would end the call's
-// context before the request timeout does, with the wrong cause.
-type deadlineBody struct {
-	io.ReadCloser
-	rc   *http.ResponseController
-	done bool
-}
-
-func (b *deadlineBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF && !b.done {
-		b.done = true
-		_ = b.rc.SetReadDeadline(time.Time{})
-	}
-	return n, err
 }
 
 // explainTimeout replaces a deadline error with one naming the server's

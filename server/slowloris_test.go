@@ -183,3 +183,49 @@ func TestOversizedHeadersAreRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestKeptAliveConnectionOutlivesTheRequestTimeout checks that the
+// deadlines one call sets on its connection do not fail the next call on
+// it: a request after more than the request timeout (and its grace for
+// writing) is still answered, on the handler and on NewHTTPServer.
+func TestKeptAliveConnectionOutlivesTheRequestTimeout(t *testing.T) {
+	t.Parallel()
+	srv := demoServer(t, server.WithRequestTimeout(100*time.Millisecond))
+	extra := http.NewServeMux()
+	extra.Handle("/", srv.Handler())
+	extra.HandleFunc("GET /extra", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	for _, tc := range []struct {
+		name string
+		h    http.Handler
+		path string
+	}{
+		{"handler", srv.Handler(), "/healthz"},
+		{"route outside the handler", extra, "/extra"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			addr := serveWith(t, tc.h)
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			br := bufio.NewReader(c)
+			for i, path := range []string{flagsPath + "/dark-mode", tc.path} {
+				if i > 0 {
+					time.Sleep(300 * time.Millisecond) // past the first call's deadlines
+				}
+				fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, addr)
+				res, err := http.ReadResponse(br, nil)
+				if err != nil {
+					t.Fatalf("GET %s on the kept-alive connection: %v", path, err)
+				}
+				_, _ = io.Copy(io.Discard, res.Body)
+				if res.StatusCode != http.StatusOK {
+					t.Fatalf("GET %s = %d", path, res.StatusCode)
+				}
+			}
+		})
+	}
+}
