@@ -559,7 +559,8 @@ func (a *App) Handler() http.Handler { return a.handler }
 
 // Listener wraps ln so that it holds no more connections open than
 // Options.MaxConnections, counting them in the metrics
-// cupd_connections_open and cupd_connections_refused_total.
+// cupd_connections_open and cupd_connections_refused_total (and showing the
+// limit in cupd_connections_limit).
 func (a *App) Listener(ln net.Listener) net.Listener { return a.conns.Listen(ln) }
 
 // defaultMaxConnections is Options.MaxConnections' default.

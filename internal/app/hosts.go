@@ -34,7 +34,6 @@ func withHosts(h http.Handler, allowed []string) http.Handler {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			w.Header().Set("X-Content-Type-Options", "nosniff")
 			w.Header().Set("Connection", "close") // and read no body
-
 			w.WriteHeader(http.StatusMisdirectedRequest)
 			_, _ = w.Write([]byte("cupd does not answer to the host " + quoteHost(r.Host) +
 				": it answers only to " + strings.Join(allowed, ", ") +
