@@ -51,7 +51,17 @@ func (e *timeoutError) Error() string {
 	return fmt.Sprintf("the call took longer than the server's limit of %s (cupd --request-timeout)", e.limit)
 }
 
-// withTimeout bounds every call h serves by the request timeout.
+// writeGrace is how long past a request timeout of d the answer may still
+// take to write, so that a call cut at the limit can still say so: half of
+// d, at most five seconds.
+func writeGrace(d time.Duration) time.Duration { return min(d/2, 5*time.Second) }
+
+// withTimeout bounds every call h serves by the request timeout: its
+// context ends at the limit, reading its body fails at the limit, and
+// writing its answer fails a little later (writeGrace). Without the read
+// deadline a body trickled a byte at a time would hold the call, its
+// goroutine and its connection for as long as the client likes: a
+// context does not interrupt a read from the connection.
 func (s *Server) withTimeout(h http.Handler) http.Handler {
 	d := s.cfg.requestTimeout
 	if d <= 0 {
@@ -60,6 +70,21 @@ func (s *Server) withTimeout(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeoutCause(r.Context(), d, &timeoutError{limit: d})
 		defer cancel()
+		deadline, _ := ctx.Deadline()
+		rc := http.NewResponseController(w)
+		if r.Body != nil && r.Body != http.NoBody {
+			// No body, no deadline: HTTP/1.1 then already reads ahead
+			// in the background to notice the client leaving, and a
+			// deadline there would cancel the call's context early.
+			// Once the body is read to its end, net/http lifts the
+			// deadline itself as it starts reading ahead.
+			if err := rc.SetReadDeadline(deadline); err != nil && !errors.Is(err, http.ErrNotSupported) {
+				s.cfg.logger.WarnContext(ctx, "setting the request's read deadline", "error", err)
+			}
+		}
+		if err := rc.SetWriteDeadline(deadline.Add(writeGrace(d))); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			s.cfg.logger.WarnContext(ctx, "setting the request's write deadline", "error", err)
+		}
 		h.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -378,6 +379,10 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	if errors.As(err, &tooLarge) {
 		return nil, connect.NewError(connect.CodeResourceExhausted,
 			fmt.Errorf("request body exceeds the limit of %d bytes (cupd --max-request-bytes)", tooLarge.Limit))
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, connect.NewError(connect.CodeDeadlineExceeded, fmt.Errorf(
+			"the request body did not arrive within the server's limit of %s (cupd --request-timeout)", s.cfg.requestTimeout))
 	}
 	var ce *connect.Error
 	if errors.As(err, &ce) {

@@ -248,14 +248,72 @@ func (s *Server) recoverREST(h http.Handler) http.Handler {
 	})
 }
 
+// HTTPOption configures the http.Server NewHTTPServer returns.
+type HTTPOption func(*httpConfig)
+
+type httpConfig struct {
+	idleTimeout          time.Duration
+	maxHeaderBytes       int
+	maxConcurrentStreams int
+}
+
+// WithIdleTimeout closes a keep-alive connection (HTTP/1.1 or HTTP/2) that
+// carried no request for d. Zero or less: never. Default: two minutes.
+func WithIdleTimeout(d time.Duration) HTTPOption {
+	return func(c *httpConfig) { c.idleTimeout = d }
+}
+
+// WithMaxHeaderBytes bounds the size of a request's line and headers (the
+// header list of an HTTP/2 request); larger requests get 431 Request
+// Header Fields Too Large. Go's server allows a little slack (4 KiB) over
+// n. Zero or less: Go's default, 1 MiB. Default: 64 KiB.
+func WithMaxHeaderBytes(n int) HTTPOption {
+	return func(c *httpConfig) { c.maxHeaderBytes = n }
+}
+
+// WithMaxConcurrentStreams bounds the requests one HTTP/2 connection may
+// have in flight at once; the client waits for a stream to end before it
+// opens another. Default: 100, the least RFC 9113 recommends.
+func WithMaxConcurrentStreams(n int) HTTPOption {
+	return func(c *httpConfig) { c.maxConcurrentStreams = n }
+}
+
+// headerTimeout bounds the time a client may take to send a request's line
+// and headers (and a TLS handshake).
+const headerTimeout = 10 * time.Second
+
 // NewHTTPServer returns an http.Server for h serving HTTP/1.1 and, without
-// TLS, HTTP/2 (h2c), as gRPC needs.
-func NewHTTPServer(addr string, h http.Handler) *http.Server {
+// TLS, HTTP/2 (h2c), as gRPC needs. Headers must arrive within ten
+// seconds, and opts bound idle connections, header sizes and HTTP/2
+// streams. It sets no ReadTimeout or WriteTimeout, which would cut
+// streaming calls: the Server's request timeout bounds each call's body
+// and answer instead (WithRequestTimeout).
+func NewHTTPServer(addr string, h http.Handler, opts ...HTTPOption) *http.Server {
+	cfg := httpConfig{idleTimeout: 2 * time.Minute, maxHeaderBytes: 64 << 10, maxConcurrentStreams: 100}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	p := new(http.Protocols)
 	p.SetHTTP1(true)
 	p.SetUnencryptedHTTP2(true)
 	p.SetHTTP2(true)
-	return &http.Server{Addr: addr, Handler: h, Protocols: p, ReadHeaderTimeout: 10 * time.Second}
+	idle := cfg.idleTimeout
+	if idle <= 0 {
+		idle = -1 // http.Server: no idle timeout
+	}
+	return &http.Server{
+		Addr: addr, Handler: h, Protocols: p,
+		ReadHeaderTimeout: headerTimeout,
+		IdleTimeout:       idle,
+		MaxHeaderBytes:    cfg.maxHeaderBytes,
+		HTTP2: &http.HTTP2Config{
+			MaxConcurrentStreams: cfg.maxConcurrentStreams,
+			// A peer that stops answering pings is gone: its connection
+			// is closed rather than kept until the idle timeout.
+			SendPingTimeout: time.Minute,
+			PingTimeout:     15 * time.Second,
+		},
+	}
 }
 
 // interceptor validates requests against the proto's rules before any handler

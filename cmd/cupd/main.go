@@ -16,6 +16,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -61,6 +62,10 @@ type serveFlags struct {
 	wasmMemoryBytes int64
 	shutdownTimeout time.Duration
 	debugAddress    string
+	maxConnections  int
+	idleTimeout     time.Duration
+	maxHeaderBytes  int
+	allowedHosts    []string
 
 	writeMode     string
 	branchPrefix  string
@@ -135,6 +140,10 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.IntVar(&f.maxCalls, "max-concurrent-controller-calls", server.DefaultMaxControllerCalls(), "most controller calls (reads the cache does not answer, and the reads and writes of puts and deletes) run at once; more wait in a queue (default: twice GOMAXPROCS, at least 4) (0: no bound)")
 	fl.IntVar(&f.maxQueuedCalls, "max-queued-controller-calls", server.DefaultMaxQueuedControllerCalls, "most controller calls waiting for --max-concurrent-controller-calls, each until its deadline; more are refused with RESOURCE_EXHAUSTED (HTTP 429) (0: no bound)")
 	fl.Int64Var(&f.wasmMemoryBytes, "wasm-memory-bytes", app.DefaultWASMMemoryBytes, "memory for the WASM controller instances running at once, in bytes: each counts its memoryLimitPages, and calls wait for room (0: no bound)")
+	fl.IntVar(&f.maxConnections, "max-connections", defaultMaxConnections, "most client connections open at once; more are closed at once (lowered to fit the open-file limit; 0: no bound)")
+	fl.DurationVar(&f.idleTimeout, "idle-timeout", 2*time.Minute, "close a keep-alive connection after this long without a request (0: never)")
+	fl.IntVar(&f.maxHeaderBytes, "max-header-bytes", 64<<10, "largest request line and headers accepted, in bytes; larger get 431")
+	fl.StringSliceVar(&f.allowedHosts, "allowed-hosts", nil, "host names requests may name in their Host header besides localhost, *.localhost, 127.0.0.1 and [::1] (\"*.example.com\" for subdomains, \"*\" for any); checked when set, and always when --address is a loopback address (a guard against DNS rebinding)")
 	fl.StringVar(&f.debugAddress, "debug-address", "", "host:port for /debug/pprof (off when empty; never expose it publicly)")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to let calls in flight finish on SIGINT or SIGTERM")
 	fl.StringVar(&f.writeMode, "write-mode", "", "where writes go: direct (commit on the branch), branch (a new branch cup/<id> per write: a change set) or proposal (a change set and its pull/merge request); default proposal with --scm, else direct")
@@ -226,6 +235,53 @@ func unbounded[T int | int64 | time.Duration](v T) T {
 	return v
 }
 
+// defaultMaxConnections is --max-connections' default.
+const defaultMaxConnections = 4096
+
+// reservedFiles are the open files kept for cupd's own use (repository
+// files, Git and SCM connections, the log) when --max-connections is
+// fitted to the open-file limit.
+const reservedFiles = 256
+
+// fitOpenFileLimit lowers n, a --max-connections value, so that the
+// connections leave reservedFiles of the process's open-file limit free
+// (or half of a small limit). Zero, no bound, stays so.
+// Running out of file descriptors stops everything, /healthz included;
+// refusing connections past the limit does not.
+func fitOpenFileLimit(n int, logger *slog.Logger) int {
+	limit, ok := openFileLimit()
+	if n <= 0 || !ok || limit > uint64(1<<31) {
+		return n
+	}
+	fit := max(int(limit)-reservedFiles, int(limit)/2)
+	if n > fit {
+		logger.Warn("--max-connections lowered to fit the open-file limit", "max_connections", fit, "asked", n, "open_file_limit", limit)
+		return fit
+	}
+	return n
+}
+
+// allowedHosts works out the Host headers cupd answers to: any, unless
+// the address is loopback or the flag names hosts; then the loopback names
+// and those of the flag.
+func allowedHosts(address string, flag []string) ([]string, error) {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil, fmt.Errorf("--address: %w", err)
+	}
+	ip := net.ParseIP(host)
+	loopback := strings.EqualFold(host, "localhost") || ip != nil && ip.IsLoopback()
+	for _, h := range flag {
+		if strings.TrimSpace(h) == "*" {
+			return nil, nil
+		}
+	}
+	if !loopback && len(flag) == 0 {
+		return nil, nil
+	}
+	return append(slices.Clone(app.LoopbackHosts), flag...), nil
+}
+
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
@@ -269,6 +325,11 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 	case f.tlsClientCAFile != "" || f.tlsRequireCert:
 		return errors.New("--tls-client-ca-file and --tls-require-client-cert need --tls-cert-file and --tls-key-file")
 	}
+	hosts, err := allowedHosts(f.address, f.allowedHosts)
+	if err != nil {
+		return err
+	}
+	maxConns := fitOpenFileLimit(f.maxConnections, logger)
 	a, err := app.Open(ctx, app.Options{
 		Repository:                   f.repository,
 		Branch:                       f.branch,
@@ -290,6 +351,8 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 		AuthorName:                   f.authorName,
 		AuthorEmail:                  f.authorEmail,
 		WebhookSecret:                f.webhookSecret,
+		MaxConnections:               unbounded(maxConns),
+		AllowedHosts:                 hosts,
 		SCM: app.SCM{
 			Provider: f.scm, URL: f.scmURL, Repository: f.scmRepository,
 			TokenFile: f.scmTokenFile, TokenEnv: f.scmTokenEnv,
@@ -330,7 +393,8 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("--address: %w", err)
 	}
-	srv := server.NewHTTPServer(f.address, a.Handler())
+	ln = a.Listener(ln)
+	srv := server.NewHTTPServer(f.address, a.Handler(), server.WithIdleTimeout(f.idleTimeout), server.WithMaxHeaderBytes(f.maxHeaderBytes))
 	srv.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
 	url := "http://" + ln.Addr().String()
 	if tlsConfig != nil {

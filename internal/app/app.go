@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path"
@@ -26,6 +27,7 @@ import (
 	"github.com/cup-dev/cup/controller/wasm"
 	"github.com/cup-dev/cup/examples"
 	"github.com/cup-dev/cup/internal/config"
+	"github.com/cup-dev/cup/internal/connlimit"
 	"github.com/cup-dev/cup/internal/gitrepo"
 	"github.com/cup-dev/cup/internal/proposals"
 	"github.com/cup-dev/cup/internal/signing"
@@ -81,6 +83,14 @@ type Options struct {
 	// WebhookSecret, when set, is required of calls to POST /hooks/fetch
 	// and POST /hooks/scm.
 	WebhookSecret string
+	// MaxConnections bounds the connections open at once on the listeners
+	// Listener wraps; past it new connections are closed at once. Zero
+	// keeps the default, 4096; less than zero lifts the bound.
+	MaxConnections int
+	// AllowedHosts are the names the Host header of a request may give
+	// (see LoopbackHosts for the form); others get 421 Misdirected
+	// Request. Nil allows any.
+	AllowedHosts []string
 	// SCM configures proposals; with a provider the write mode defaults to
 	// "proposal".
 	SCM SCM
@@ -142,6 +152,7 @@ type App struct {
 	branch    string
 	demo      bool
 	example   string
+	conns     *connlimit.Limiter
 	cleanup   func()
 }
 
@@ -180,6 +191,7 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a.conns = newConnLimiter(opts, reg)
 	var served source.Source = src
 	if propose {
 		if a.remote == nil {
@@ -286,7 +298,7 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 			Help: "Calls refused because --max-inflight-request-bytes was reached.",
 		}, func() float64 { return float64(srv.BodyStats().Refused) }),
 	)
-	a.handler = withOperations(srv.Handler(), a.remote, a.proposals, reg, opts.WebhookSecret, opts.Logger)
+	a.handler = withHosts(withOperations(srv.Handler(), a.remote, a.proposals, reg, opts.WebhookSecret, opts.Logger), opts.AllowedHosts)
 	if len(types) > 0 {
 		t := types[0]
 		a.example = fmt.Sprintf("/apis/%s/%s/namespaces/default/%s", t.Group, t.Version, t.Names.Plural)
@@ -597,6 +609,40 @@ func BuildTypes(ctx context.Context, set *config.Set, mods *Modules) ([]*server.
 
 // Handler is the server's HTTP handler.
 func (a *App) Handler() http.Handler { return a.handler }
+
+// Listener wraps ln so that it holds no more connections open than
+// Options.MaxConnections, counting them in the metrics
+// cupd_connections_open and cupd_connections_refused_total (and showing the
+// limit in cupd_connections_limit).
+func (a *App) Listener(ln net.Listener) net.Listener { return a.conns.Listen(ln) }
+
+// defaultMaxConnections is Options.MaxConnections' default.
+const defaultMaxConnections = 4096
+
+// newConnLimiter returns the limiter of opts.MaxConnections, with its
+// metrics registered in reg.
+func newConnLimiter(opts Options, reg *prometheus.Registry) *connlimit.Limiter {
+	n := opts.MaxConnections
+	switch {
+	case n == 0:
+		n = defaultMaxConnections
+	case n < 0:
+		n = 0
+	}
+	l := connlimit.New(n, connlimit.WithLogger(opts.Logger))
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "cupd_connections_open", Help: "Client connections open now.",
+		}, func() float64 { return float64(l.Open()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "cupd_connections_limit", Help: "Client connections allowed open at once (--max-connections); 0 for no limit.",
+		}, func() float64 { return float64(l.Limit()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "cupd_connections_refused_total", Help: "Client connections closed at once because --max-connections were open.",
+		}, func() float64 { return float64(l.Refused()) }),
+	)
+	return l
+}
 
 // Source is the repository source.
 func (a *App) Source() source.Source { return a.src }

@@ -6,10 +6,14 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,9 +23,20 @@ import (
 	gitsource "github.com/cup-dev/cup/source/git"
 )
 
-// maxWebhookBody bounds the body of a webhook call; push events of large
-// pushes run to a few hundred kilobytes.
-const maxWebhookBody = 4 << 20
+// maxWebhookBody bounds the body of a webhook call. cupd reads a body only
+// to check an HMAC signature (GitHub, Gitea): it needs nothing in it. Push
+// events run to a few hundred kilobytes at most but for pushes of
+// thousands of files; such a push is then seen at the next poll instead.
+const maxWebhookBody = 1 << 20
+
+// webhookBodyTimeout bounds the time a webhook call may take to send its
+// body: a megabyte at 35 KB/s.
+const webhookBodyTimeout = 30 * time.Second
+
+// maxConcurrentWebhooks bounds the webhook calls served at once, all hooks
+// together; more are refused at once with 429. Calls of one hook that
+// overlap share one fetch (or refresh), so few are ever needed.
+const maxConcurrentWebhooks = 16
 
 // webhookTimeout bounds the fetch a webhook call makes.
 const webhookTimeout = time.Minute
@@ -39,31 +54,73 @@ const webhookTimeout = time.Minute
 // With a secret, a webhook call must prove it knows it, in any of the ways
 // the usual hosts sign their webhooks: GitHub's X-Hub-Signature-256 and
 // Gitea's X-Gitea-Signature (HMAC-SHA256 of the body), GitLab's
-// X-Gitlab-Token, or "Authorization: Bearer <secret>".
+// X-Gitlab-Token, or "Authorization: Bearer <secret>". Calls that overlap
+// share one fetch or refresh, which starts after each of them arrived.
 func withOperations(h http.Handler, f *gitsource.Source, r *proposals.Manager, reg *prometheus.Registry, secret string, logger *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/", h)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	slots := make(chan struct{}, maxConcurrentWebhooks)
 	if f != nil {
-		mux.Handle("POST /hooks/fetch", webhook(secret, logger, "fetch", f.Fetch))
+		mux.Handle("POST /hooks/fetch", webhook(secret, slots, logger, "fetch", (&coalesced{do: f.Fetch}).call))
 	}
 	if r != nil {
-		mux.Handle("POST /hooks/scm", webhook(secret, logger, "proposals refresh", r.Refresh))
+		mux.Handle("POST /hooks/scm", webhook(secret, slots, logger, "proposals refresh", (&coalesced{do: r.Refresh}).call))
 	}
 	return mux
 }
 
-// webhook answers a webhook call by running do.
-func webhook(secret string, logger *slog.Logger, what string, do func(context.Context) error) http.Handler {
+// webhook answers a webhook call by running do. A call that names its
+// secret in a header is checked before its body is read, and a call that
+// could not prove its secret either way is refused without reading it;
+// only a call signed with an HMAC of its body has its body read, up to
+// maxWebhookBody and within webhookBodyTimeout.
+func webhook(secret string, slots chan struct{}, logger *slog.Logger, what string, do func(context.Context) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWebhookBody))
-		if err != nil {
-			http.Error(w, "request body too large or unreadable", http.StatusRequestEntityTooLarge)
-			return
-		}
-		if secret != "" && !signed(r, body, secret) {
+		tokenOK := secret == "" || tokenMatches(r, secret)
+		if !tokenOK && !hasSignature(r) {
+			// Closing the connection spares reading the body, which
+			// net/http would otherwise do to reuse the connection.
+			w.Header().Set("Connection", "close")
 			http.Error(w, "missing or wrong webhook secret", http.StatusUnauthorized)
 			return
+		}
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+		default:
+			w.Header().Set("Connection", "close")
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "too many webhook calls at once ("+strconv.Itoa(cap(slots))+"): retry in a moment", http.StatusTooManyRequests)
+			return
+		}
+		if tokenOK && r.ContentLength != 0 {
+			// The body is not needed: close the connection rather than
+			// read it, as net/http would to reuse the connection.
+			w.Header().Set("Connection", "close")
+		}
+		if !tokenOK {
+			rc := http.NewResponseController(w)
+			if err := rc.SetReadDeadline(time.Now().Add(webhookBodyTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+				logger.WarnContext(r.Context(), "setting the webhook's read deadline", "error", err)
+			}
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWebhookBody))
+			var tooLarge *http.MaxBytesError
+			switch {
+			case errors.As(err, &tooLarge):
+				http.Error(w, "webhook body larger than "+strconv.Itoa(maxWebhookBody)+" bytes: cupd fetches at its next poll instead", http.StatusRequestEntityTooLarge)
+				return
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				http.Error(w, "webhook body took longer than "+webhookBodyTimeout.String()+" to arrive", http.StatusRequestTimeout)
+				return
+			case err != nil:
+				http.Error(w, "webhook body unreadable", http.StatusBadRequest)
+				return
+			}
+			if !signatureMatches(r, body, secret) {
+				http.Error(w, "missing or wrong webhook secret", http.StatusUnauthorized)
+				return
+			}
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), webhookTimeout)
 		defer cancel()
@@ -76,8 +133,25 @@ func webhook(secret string, logger *slog.Logger, what string, do func(context.Co
 	})
 }
 
-// signed reports whether r proves knowledge of secret.
-func signed(r *http.Request, body []byte, secret string) bool {
+// tokenMatches reports whether r names secret in GitLab's X-Gitlab-Token or
+// as a bearer token.
+func tokenMatches(r *http.Request, secret string) bool {
+	for _, tok := range []string{r.Header.Get("X-Gitlab-Token"), strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")} {
+		if tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(secret)) == 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// hasSignature reports whether r carries an HMAC signature of its body.
+func hasSignature(r *http.Request) bool {
+	return r.Header.Get("X-Hub-Signature-256") != "" || r.Header.Get("X-Gitea-Signature") != ""
+}
+
+// signatureMatches reports whether r's HMAC signature of body is made with
+// secret.
+func signatureMatches(r *http.Request, body []byte, secret string) bool {
 	mac := hmac.New(sha256.New, []byte(secret))
 	mac.Write(body)
 	want := mac.Sum(nil)
@@ -86,10 +160,63 @@ func signed(r *http.Request, body []byte, secret string) bool {
 			return true
 		}
 	}
-	for _, tok := range []string{r.Header.Get("X-Gitlab-Token"), strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")} {
-		if tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(secret)) == 1 {
-			return true
-		}
-	}
 	return false
+}
+
+// coalesced runs do for calls that overlap once: a call arriving while a
+// run is in progress waits for the next run, which starts after the
+// current one ends and which every call that arrived meanwhile shares. So
+// each call is answered by a run that started after it arrived, and no
+// more than one run is ever in progress or waiting. Runs happen on the
+// goroutine of one of the calls, under its context; a run ended by its
+// caller leaving does not count, and the next waiting call runs again.
+type coalesced struct {
+	do func(context.Context) error
+
+	mu       sync.Mutex
+	running  bool
+	finished uint64        // runs completed
+	err      error         // the result of the last one
+	changed  chan struct{} // closed and replaced when a run ends
+}
+
+func (c *coalesced) call(ctx context.Context) error {
+	c.mu.Lock()
+	if c.changed == nil {
+		c.changed = make(chan struct{})
+	}
+	need := c.finished + 1 // the first run to start after now
+	if c.running {
+		need++
+	}
+	for {
+		if c.finished >= need {
+			err := c.err
+			c.mu.Unlock()
+			return err
+		}
+		if !c.running {
+			c.running = true
+			c.mu.Unlock()
+			err := c.do(ctx)
+			c.mu.Lock()
+			c.running = false
+			if ctx.Err() == nil {
+				c.finished++
+				c.err = err
+			}
+			close(c.changed)
+			c.changed = make(chan struct{})
+			c.mu.Unlock()
+			return err
+		}
+		changed := c.changed
+		c.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		c.mu.Lock()
+	}
 }
