@@ -164,8 +164,8 @@ func TestMaxConnections(t *testing.T) {
 		if err == nil {
 			b, _ := io.ReadAll(res.Body)
 			_ = c.Close()
-			if !strings.Contains(string(b), "cupd_connections_refused_total") || strings.Contains(string(b), "cupd_connections_refused_total 0") ||
-				!strings.Contains(string(b), fmt.Sprintf("cupd_connections_limit %d", limit)) {
+			if !strings.Contains(string(b), "cup_connections_refused_total") || strings.Contains(string(b), "cup_connections_refused_total 0") ||
+				!strings.Contains(string(b), fmt.Sprintf("cup_connections_limit %d", limit)) {
 				t.Fatalf("metrics lack the refused connection or the limit:\n%s", b)
 			}
 			break

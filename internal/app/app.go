@@ -290,11 +290,11 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 	}
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "cupd_request_body_bytes_held",
+			Name: "cup_request_body_bytes_held",
 			Help: "Bytes of request bodies counted against --max-inflight-request-bytes now.",
 		}, func() float64 { return float64(srv.BodyStats().Held) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "cupd_request_body_refused_total",
+			Name: "cup_request_body_refused_total",
 			Help: "Calls refused because --max-inflight-request-bytes was reached.",
 		}, func() float64 { return float64(srv.BodyStats().Refused) }),
 	)
@@ -612,8 +612,8 @@ func (a *App) Handler() http.Handler { return a.handler }
 
 // Listener wraps ln so that it holds no more connections open than
 // Options.MaxConnections, counting them in the metrics
-// cupd_connections_open and cupd_connections_refused_total (and showing the
-// limit in cupd_connections_limit).
+// cup_connections_open and cup_connections_refused_total (and showing the
+// limit in cup_connections_limit).
 func (a *App) Listener(ln net.Listener) net.Listener { return a.conns.Listen(ln) }
 
 // defaultMaxConnections is Options.MaxConnections' default.
@@ -632,13 +632,13 @@ func newConnLimiter(opts Options, reg *prometheus.Registry) *connlimit.Limiter {
 	l := connlimit.New(n, connlimit.WithLogger(opts.Logger))
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "cupd_connections_open", Help: "Client connections open now.",
+			Name: "cup_connections_open", Help: "Client connections open now.",
 		}, func() float64 { return float64(l.Open()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "cupd_connections_limit", Help: "Client connections allowed open at once (--max-connections); 0 for no limit.",
+			Name: "cup_connections_limit", Help: "Client connections allowed open at once (--max-connections); 0 for no limit.",
 		}, func() float64 { return float64(l.Limit()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "cupd_connections_refused_total", Help: "Client connections closed at once because --max-connections were open.",
+			Name: "cup_connections_refused_total", Help: "Client connections closed at once because --max-connections were open.",
 		}, func() float64 { return float64(l.Refused()) }),
 	)
 	return l
