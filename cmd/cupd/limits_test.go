@@ -114,14 +114,16 @@ func TestSlowClients(t *testing.T) {
 	})
 }
 
-// TestMaxConnections holds --max-connections connections open and checks
-// that the next one is closed unserved, counted and logged, and that one
-// is served again once a place frees.
+// TestMaxConnections holds --max-connections connections busy and checks
+// that the next one is closed unserved, counted and logged; that one is
+// served again once a place frees; and that a connection carrying no
+// request is closed to make room for a new one rather than lock it out.
 func TestMaxConnections(t *testing.T) {
 	const limit = 3
 	url, _, _ := start(t, "--address", "127.0.0.1:0", "--max-connections", fmt.Sprint(limit))
 	addr := strings.TrimPrefix(url, "http://")
-	// start polled stdout only: no connection is open yet.
+	// Each held connection is busy: its PUT waits for a body that does not
+	// come (until --request-timeout, longer than this test).
 	held := make([]net.Conn, limit)
 	for i := range held {
 		c, err := net.Dial("tcp", addr)
@@ -129,52 +131,68 @@ func TestMaxConnections(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
+		// cupd answers 100 Continue once its handler reads the body:
+		// then the connection is busy.
+		fmt.Fprintf(c, "PUT %s-held HTTP/1.1\r\nHost: %s\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n", flagPath, addr)
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if line, err := bufio.NewReader(c).ReadString('\n'); err != nil || !strings.Contains(line, "100 Continue") {
+			t.Fatalf("held connection %d: %q, %v; want 100 Continue", i, line, err)
+		}
 		held[i] = c
 	}
-	extra, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer extra.Close()
-	fmt.Fprintf(extra, "GET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n", addr)
-	br := bufio.NewReader(extra)
-	_ = extra.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if res, err := http.ReadResponse(br, nil); err == nil {
-		t.Fatalf("connection %d of %d allowed was served: %s", limit+1, limit, res.Status)
-	}
-	// The held connections are served.
-	fmt.Fprintf(held[0], "GET /healthz HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", addr)
-	_ = held[0].SetReadDeadline(time.Now().Add(10 * time.Second))
-	res, err := http.ReadResponse(bufio.NewReader(held[0]), nil)
-	if err != nil || res.StatusCode != http.StatusOK {
-		t.Fatalf("a connection within the limit: %v, %v", res, err)
-	}
-	_ = held[0].Close()
-	// With a place free, a new connection is served (once cupd has seen
-	// the closed one go), and the refusal shows in the metrics.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	served := func() (*http.Response, []byte, error) {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
-			t.Fatal(err)
+			return nil, nil, err
 		}
+		defer c.Close()
 		fmt.Fprintf(c, "GET /metrics HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", addr)
 		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 		res, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err == nil {
-			b, _ := io.ReadAll(res.Body)
-			_ = c.Close()
-			if !strings.Contains(string(b), "cup_connections_refused_total") || strings.Contains(string(b), "cup_connections_refused_total 0") ||
-				!strings.Contains(string(b), fmt.Sprintf("cup_connections_limit %d", limit)) {
-				t.Fatalf("metrics lack the refused connection or the limit:\n%s", b)
+		if err != nil {
+			return nil, nil, err
+		}
+		b, err := io.ReadAll(res.Body)
+		return res, b, err
+	}
+	if res, _, err := served(); err == nil {
+		t.Fatalf("connection %d of %d allowed, all busy, was served: %s", limit+1, limit, res.Status)
+	}
+	// With a place free, a new connection is served (once cupd has seen
+	// the closed one go).
+	_ = held[0].Close()
+	waitServed := func(what string) []byte {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if res, b, err := served(); err == nil && res.StatusCode == http.StatusOK {
+				return b
 			}
-			break
+			if time.Now().After(deadline) {
+				t.Fatal(what)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		_ = c.Close()
-		if time.Now().After(deadline) {
-			t.Fatal("no connection was served after one of the held ones closed")
-		}
-		time.Sleep(20 * time.Millisecond)
+	}
+	waitServed("no connection was served after one of the held ones closed")
+	// An idle connection takes the free place; a new one closes it.
+	idle, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	b := waitServed("a connection was not served while an idle one held the last place")
+	if !strings.Contains(string(b), "cup_connections_refused_total") || strings.Contains(string(b), "cup_connections_refused_total 0") ||
+		!strings.Contains(string(b), fmt.Sprintf("cup_connections_limit %d", limit)) {
+		t.Fatalf("metrics lack the refused connection or the limit:\n%s", b)
+	}
+	_ = idle.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := idle.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("the idle connection: read = %v, want EOF: closed to make room", err)
+	}
+	b = waitServed("no connection was served after the idle one closed")
+	if strings.Contains(string(b), "cup_connections_evicted_total 0") || !strings.Contains(string(b), "cup_connections_evicted_total") {
+		t.Fatalf("metrics lack the evicted connection:\n%s", b)
 	}
 }
 

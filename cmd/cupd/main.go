@@ -396,6 +396,7 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 	ln = a.Listener(ln)
 	srv := server.NewHTTPServer(f.address, a.Handler(), server.WithIdleTimeout(f.idleTimeout), server.WithMaxHeaderBytes(f.maxHeaderBytes))
 	srv.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
+	srv.ConnState = a.ConnState
 	url := "http://" + ln.Addr().String()
 	if tlsConfig != nil {
 		srv.TLSConfig = tlsConfig

@@ -616,6 +616,11 @@ func (a *App) Handler() http.Handler { return a.handler }
 // limit in cup_connections_limit).
 func (a *App) Listener(ln net.Listener) net.Listener { return a.conns.Listen(ln) }
 
+// ConnState is the http.Server's ConnState for connections of Listener:
+// it tells the connection limit which connections carry no request, so
+// that those make room for new ones at the limit.
+func (a *App) ConnState(c net.Conn, s http.ConnState) { a.conns.ConnState(c, s) }
+
 // defaultMaxConnections is Options.MaxConnections' default.
 const defaultMaxConnections = 4096
 
@@ -638,8 +643,11 @@ func newConnLimiter(opts Options, reg *prometheus.Registry) *connlimit.Limiter {
 			Name: "cup_connections_limit", Help: "Client connections allowed open at once (--max-connections); 0 for no limit.",
 		}, func() float64 { return float64(l.Limit()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "cup_connections_refused_total", Help: "Client connections closed at once because --max-connections were open.",
+			Name: "cup_connections_refused_total", Help: "Client connections closed at once because --max-connections were open, all busy.",
 		}, func() float64 { return float64(l.Refused()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "cup_connections_evicted_total", Help: "Idle client connections closed to make room for new ones at --max-connections.",
+		}, func() float64 { return float64(l.Evicted()) }),
 	)
 	return l
 }

@@ -8,11 +8,22 @@
 // can retry or go elsewhere, keeps the accept queue drained, and lets the
 // refusals be counted; the cost is one file descriptor for an instant per
 // refused connection.
+//
+// Connections that carry no request are the cheapest to hold open and the
+// first an attacker holds: with the server's ConnState set to
+// [Limiter.ConnState], a connection arriving at the limit closes the
+// connection that has been idle longest (or that never sent a request)
+// instead of being refused, so that idle connections cannot lock out
+// clients with work to do. Only when every connection is busy is the new
+// one refused.
 package connlimit
 
 import (
+	"container/list"
+	"crypto/tls"
 	"log/slog"
 	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,8 +39,10 @@ type Limiter struct {
 
 	open    atomic.Int64
 	refused atomic.Uint64
+	evicted atomic.Uint64
 
 	mu      sync.Mutex
+	idle    list.List // of *conn carrying no request, the longest idle first
 	full    bool      // the last connection accepted was refused
 	warned  bool      // and that was logged
 	lastLog time.Time // when "limit reached" was last logged
@@ -72,6 +85,47 @@ func (l *Limiter) Open() int { return int(l.open.Load()) }
 // Refused is the number of connections refused so far.
 func (l *Limiter) Refused() uint64 { return l.refused.Load() }
 
+// Evicted is the number of idle connections closed so far to make room for
+// new ones.
+func (l *Limiter) Evicted() uint64 { return l.evicted.Load() }
+
+// ConnState keeps track of which connections carry no request; set it as
+// the http.Server's ConnState. Connections of other listeners are ignored.
+func (l *Limiter) ConnState(nc net.Conn, state http.ConnState) {
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	c, ok := nc.(*conn)
+	if !ok || c.l != l {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c.el != nil {
+		l.idle.Remove(c.el)
+		c.el = nil
+	}
+	if (state == http.StateNew || state == http.StateIdle) && !c.closed.Load() {
+		c.el = l.idle.PushBack(c)
+	}
+}
+
+// evict closes the connection idle longest, reporting false when none is.
+func (l *Limiter) evict() bool {
+	l.mu.Lock()
+	el := l.idle.Front()
+	if el == nil {
+		l.mu.Unlock()
+		return false
+	}
+	c := l.idle.Remove(el).(*conn)
+	c.el = nil
+	l.mu.Unlock()
+	l.evicted.Add(1)
+	_ = c.Close()
+	return true
+}
+
 // Listen wraps ln: its Accept returns only connections within the limit,
 // and closing one frees its place.
 func (l *Limiter) Listen(ln net.Listener) net.Listener { return &listener{Listener: ln, l: l} }
@@ -94,9 +148,10 @@ func (ln *listener) Accept() (net.Conn, error) {
 	}
 }
 
-// take claims a place for a new connection, or counts it refused.
+// take claims a place for a new connection, closing the connection idle
+// longest to make one, or counts it refused.
 func (l *Limiter) take() bool {
-	if n := l.open.Add(1); l.max <= 0 || n <= l.max {
+	if n := l.open.Add(1); l.max <= 0 || n <= l.max || l.evict() {
 		l.transition(false)
 		return true
 	}
@@ -134,6 +189,7 @@ type conn struct {
 	net.Conn
 	l      *Limiter
 	closed atomic.Bool
+	el     *list.Element // in l.idle while the connection carries no request; guarded by l.mu
 }
 
 func (c *conn) Close() error {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -171,4 +172,80 @@ func TestLimiterLogsAtMostOncePerInterval(t *testing.T) {
 		t.Fatalf("logged the limit %d times over a minute, want twice:\n%s", n, logs)
 	}
 	_ = held.Close()
+}
+
+// TestIdleConnectionsMakeRoom: connections that carry no request cannot
+// lock a server out: at the limit, a new connection closes the one idle
+// longest; only busy connections make the server refuse.
+func TestIdleConnectionsMakeRoom(t *testing.T) {
+	t.Parallel()
+	l := connlimit.New(2, connlimit.WithLogger(slog.New(slog.DiscardHandler)))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy, release := make(chan struct{}, 2), make(chan struct{})
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/busy" {
+				busy <- struct{}{}
+				<-release
+			}
+			_, _ = io.WriteString(w, "ok")
+		}),
+		ConnState: l.ConnState,
+	}
+	go func() { _ = srv.Serve(l.Listen(ln)) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	addr := ln.Addr().String()
+
+	get := func(path string) (string, error) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return "", err
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"); err != nil {
+			return "", err
+		}
+		b, err := io.ReadAll(c)
+		return string(b), err
+	}
+	// Two connections that never send a request fill the limit.
+	var idle []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		idle = append(idle, c)
+	}
+	for l.Open() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	if res, err := get("/"); err != nil || !strings.Contains(res, "200 OK") {
+		t.Fatalf("a request while idle connections fill the limit = %q, %v; want 200", res, err)
+	}
+	if l.Evicted() == 0 {
+		t.Fatal("no idle connection was closed to make room")
+	}
+	_ = idle[0].SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := idle[0].Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("the connection idle longest: read = %v, want EOF (closed)", err)
+	}
+
+	// Two busy connections: a third is refused.
+	for range 2 {
+		go func() { _, _ = get("/busy") }()
+		<-busy
+	}
+	if res, _ := get("/"); strings.Contains(res, "200 OK") {
+		t.Fatalf("a request while busy connections fill the limit was served: %q", res)
+	}
+	if l.Refused() == 0 {
+		t.Fatal("no connection was refused")
+	}
+	close(release)
 }
