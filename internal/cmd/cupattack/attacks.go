@@ -35,6 +35,7 @@ var attacks = []*attack{
 	{name: "slowloris-trickle", args: []string{"--request-timeout", "5s"}, run: trickle},
 	{name: "slowloris-hooks", remote: true, run: slowHooks},
 	{name: "bigbody", run: bigBody},
+	{name: "bigbody-connect", run: bigBodyConnect},
 }
 
 // nesting PUTs specs holding arrays nested deep: 10,000 levels as a black-box
@@ -310,20 +311,37 @@ func waitAnswer(answer <-chan string, err error) string {
 // bigBody PUTs (dry run) a spec just under cupd's --max-request-bytes:
 // flat and wide, with many keys; 8 at once.
 func bigBody(ctx context.Context, e *env) {
-	var b bytes.Buffer
-	b.WriteString(`{"apiVersion":"flags.cup.dev/v1alpha1","kind":"Flag","spec":{"enabled":true`)
-	keys := 0
-	for limit := int(e.maxBody) - 4096; b.Len() < limit-20; keys++ {
-		fmt.Fprintf(&b, `,"k%07d":"v"`, keys)
-	}
-	b.WriteString("}}")
-	body := b.Bytes()
+	body, keys := wideSpec(e, `{"apiVersion":"flags.cup.dev/v1alpha1","kind":"Flag","spec":{"enabled":true`, "}}")
 	hc := client(8, 30*time.Second)
 	defer hc.CloseIdleConnections()
 	work(ctx, e.n(64, 2), 8, func(i int) {
 		e.send(ctx, hc, "", http.MethodPut, fmt.Sprintf("%s%sbig-%d?dryRun=true", e.url, flagsPath, i), "application/json", body)
 	})
 	e.tally.note("each body %s: a spec of %d keys (--max-request-bytes %d)", size(len(body)), keys, e.maxBody)
+}
+
+// bigBodyConnect is bigBody over Connect's JSON form, where the spec
+// arrives as a protobuf Struct.
+func bigBodyConnect(ctx context.Context, e *env) {
+	body, keys := wideSpec(e, `{"group":"flags.cup.dev","version":"v1alpha1","plural":"flags","namespace":"default","name":"big","dryRun":true,"resource":{"spec":{"enabled":true`, "}}}")
+	hc := client(8, 30*time.Second)
+	defer hc.CloseIdleConnections()
+	work(ctx, e.n(64, 2), 8, func(int) {
+		e.send(ctx, hc, "", http.MethodPost, e.url+"/cup.v1alpha1.ResourceService/Put", "application/json", body)
+	})
+	e.tally.note("each body %s: a spec of %d keys (--max-request-bytes %d)", size(len(body)), keys, e.maxBody)
+}
+
+// wideSpec is prefix, then as many short keys as fit in the request
+// limit, then suffix.
+func wideSpec(e *env, prefix, suffix string) (body []byte, keys int) {
+	var b bytes.Buffer
+	b.WriteString(prefix)
+	for limit := int(e.maxBody) - 4096; b.Len() < limit-20; keys++ {
+		fmt.Fprintf(&b, `,"k%07d":"v"`, keys)
+	}
+	b.WriteString(suffix)
+	return b.Bytes(), keys
 }
 
 // startRemote serves the demo repository over smart HTTP on 127.0.0.1 from
