@@ -21,7 +21,7 @@ import (
 // memory that writes can take together, where --max-request-bytes bounds
 // one. A call whose body would pass the bound fails at once with
 // ResourceExhausted (HTTP 429), which clients may retry after a pause.
-// Zero or less: no bound. Default: 16 MiB.
+// Zero or less: no bound. Default: 8 MiB, two bodies of the default --max-request-bytes.
 func WithMaxInflightRequestBytes(n int64) Option { return func(c *config) { c.maxInflight = n } }
 
 // freeBodyBytes is how much of each body is not counted.

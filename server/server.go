@@ -122,7 +122,7 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 	cfg := config{
 		logger: slog.Default(), maxBody: 4 << 20, cacheBudget: 256 << 20,
 		maxListPage: 10000, requestTimeout: time.Minute, maxWrites: 32,
-		maxDepth: 64, maxResource: 8 << 20, maxInflight: 16 << 20,
+		maxDepth: 64, maxResource: 8 << 20, maxInflight: 8 << 20,
 		maxCalls: DefaultMaxControllerCalls(), maxQueued: DefaultMaxQueuedControllerCalls,
 	}
 	for _, o := range opts {

@@ -136,7 +136,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.IntVar(&f.maxWrites, "max-concurrent-writes", 32, "most writes worked on at once; more are refused with RESOURCE_EXHAUSTED (HTTP 429) (0: no bound)")
 	fl.IntVar(&f.maxJSONDepth, "max-json-depth", 64, "deepest nesting of objects and arrays a request's resource may have, the resource itself counting as 1 (2 to 512)")
 	fl.Int64Var(&f.maxResource, "max-resource-bytes", 8<<20, "largest file form (indented JSON) of a resource a write may store, in bytes")
-	fl.Int64Var(&f.maxInflight, "max-inflight-request-bytes", 16<<20, "most bytes of request bodies held at once, all calls together; a call past it is refused with RESOURCE_EXHAUSTED (HTTP 429) (0: no bound)")
+	fl.Int64Var(&f.maxInflight, "max-inflight-request-bytes", 8<<20, "most bytes of request bodies held at once, all calls together; a call past it is refused with RESOURCE_EXHAUSTED (HTTP 429) (0: no bound)")
 	fl.IntVar(&f.maxCalls, "max-concurrent-controller-calls", server.DefaultMaxControllerCalls(), "most controller calls (reads the cache does not answer, and the reads and writes of puts and deletes) run at once; more wait in a queue (default: twice GOMAXPROCS, at least 4) (0: no bound)")
 	fl.IntVar(&f.maxQueuedCalls, "max-queued-controller-calls", server.DefaultMaxQueuedControllerCalls, "most controller calls waiting for --max-concurrent-controller-calls, each until its deadline; more are refused with RESOURCE_EXHAUSTED (HTTP 429) (0: no bound)")
 	fl.Int64Var(&f.wasmMemoryBytes, "wasm-memory-bytes", app.DefaultWASMMemoryBytes, "memory for the WASM controller instances running at once, in bytes: each counts its memoryLimitPages, and calls wait for room (0: no bound)")
