@@ -37,7 +37,9 @@ func checkSentinel(t *testing.T, err, want error) {
 func TestGetFaults(t *testing.T) {
 	t.Parallel()
 	const timeout = 2 * time.Second
-	c := newController(t, nil, "faults", &wasm.Spec{Path: "faults.wasm", Timeout: timeout})
+	// A small output bound, so that flood passes it well within the timeout
+	// on a loaded machine.
+	c := newController(t, nil, "faults", &wasm.Spec{Path: "faults.wasm", Timeout: timeout, MaxOutputBytes: 1 << 20})
 	tree := newMemFS(t, nil).Snapshot()
 	tests := []struct {
 		name string
@@ -52,7 +54,7 @@ func TestGetFaults(t *testing.T) {
 		{"fail", nil, []string{"exit code 1: something broke\nin two lines"}},
 		{"exit3", nil, []string{"exit code 3"}},
 		{"invalid", controller.ErrInvalid, []string{"invalid request: spec.rollout must be between 0 and 100"}},
-		{"flood", controller.ErrLimit, []string{"more than 16777216 bytes to stdout (maxOutputBytes)"}},
+		{"flood", controller.ErrLimit, []string{"more than 1048576 bytes to stdout (maxOutputBytes)"}},
 		{"wrongkind", controller.ErrMalformed, []string{`the module wrote a flags.cup.dev/v1alpha1 Other named "wrongkind"`}},
 		{"wrongname", controller.ErrMalformed, []string{`the module wrote the resource named "someone-else"`}},
 	}
