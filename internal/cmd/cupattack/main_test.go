@@ -71,7 +71,8 @@ func TestSelectAttacks(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
 		"all":                      strings.Join(attackNames(), ","),
-		"bigbody,nesting":          "nesting,bigbody",
+		"bigbody,nesting":          "nesting,bigbody,bigbody-connect",
+		"bigbody-connect":          "bigbody-connect",
 		"slowloris":                "slowloris-idle,slowloris-trickle,slowloris-hooks",
 		"slowloris-idle,slowloris": "slowloris-idle,slowloris-trickle,slowloris-hooks",
 	} {
