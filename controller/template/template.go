@@ -398,7 +398,8 @@ func (c *Controller) FilePerResource() bool { return true }
 
 // ListKeyed lists the files the list template matches without reading them.
 // When req.FS is a controller.ContentIDFS (as Git snapshots are), each
-// Listed's Key is the file's content identifier; otherwise it is empty.
+// Listed's Key is the file's path and content identifier (the path too,
+// since it decides which resource the file may hold); otherwise it is empty.
 // Decode gives what List would give for the file: nil for a file of another
 // type, the resource (in the requested namespace) otherwise, or an error
 // naming the file.
@@ -418,12 +419,14 @@ func (c *Controller) ListKeyed(ctx context.Context, req *controller.ListRequest)
 		}
 		var key string
 		if ids != nil {
-			if key, err = ids.ContentID(m); err != nil {
+			id, err := ids.ContentID(m)
+			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
 					continue // a dangling symbolic link holds no resource
 				}
 				return nil, fmt.Errorf("reading %s: %w", m, err)
 			}
+			key = m + "\x00" + id
 		}
 		out = append(out, controller.Listed{Key: key, Origin: m, Decode: func() (*controller.Resource, error) {
 			return c.decodeListed(fsys, typ, namespace, m)
