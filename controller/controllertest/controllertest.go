@@ -16,7 +16,8 @@
 // The suite goes through the Controller interface only. It never assumes
 // where or how resources are stored: it starts every test from an empty tree,
 // writes through Put and Delete, and looks at the tree only to check that it
-// did or did not change. A controller that keeps every resource of a namespace
+// did or did not change (and, for controllers that keep a file per resource
+// and report problems per file, to break one resource's file). A controller that keeps every resource of a namespace
 // in one file passes as well as one that keeps each resource in its own file.
 // The suite uses the resource types returned by [Types] and nothing else, so a
 // controller that must be configured per type can be built for them up front.
