@@ -126,6 +126,15 @@ func (c *Controller) listPattern(typ controller.Type, namespace string) (string,
 	return p, nil
 }
 
+// nameSplitter is the resource template's nameSplitter for typ and
+// namespace, or nil.
+func (c *Controller) nameSplitter(typ controller.Type, namespace string) []string {
+	if checkRequest(typ, namespace) != nil {
+		return nil
+	}
+	return c.resource.nameSplitter(pathData{typ.Group, typ.Version, typ.Kind, typ.Plural, namespace, ""})
+}
+
 func checkRequest(typ controller.Type, namespace string) error {
 	switch {
 	case typ.Version == "" || typ.Kind == "":
@@ -314,6 +323,7 @@ func (c *Controller) ListProblems(ctx context.Context, req *controller.ListReque
 	}
 
 	apiVersion := req.Type.APIVersion()
+	split := c.nameSplitter(req.Type, req.Namespace)
 	items := make([]listItem, 0, n)
 	var problems []controller.Problem
 	for i, m := range matches {
@@ -328,7 +338,7 @@ func (c *Controller) ListProblems(ctx context.Context, req *controller.ListReque
 		if d.res.APIVersion != apiVersion || d.res.Kind != req.Type.Kind {
 			continue
 		}
-		if err := c.checkListed(d.res, m, req.Type, req.Namespace); err != nil {
+		if err := c.checkListed(d.res, m, req.Type, req.Namespace, split); err != nil {
 			problems = append(problems, controller.Problem{Origin: m, Err: err})
 			continue
 		}
@@ -341,16 +351,21 @@ func (c *Controller) ListProblems(ctx context.Context, req *controller.ListReque
 		slices.SortStableFunc(items, byName)
 	}
 	var dup []listItem
-	kept := make([]listItem, 0, len(items))
-	for i, it := range items {
-		name := it.res.Metadata.Name
-		if (i > 0 && items[i-1].res.Metadata.Name == name) || (i+1 < len(items) && items[i+1].res.Metadata.Name == name) {
-			dup = append(dup, it)
-			continue
+	for i := 1; i < len(items); i++ {
+		if items[i-1].res.Metadata.Name == items[i].res.Metadata.Name {
+			kept := make([]listItem, 0, len(items))
+			for i, it := range items {
+				name := it.res.Metadata.Name
+				if (i > 0 && items[i-1].res.Metadata.Name == name) || (i+1 < len(items) && items[i+1].res.Metadata.Name == name) {
+					dup = append(dup, it)
+					continue
+				}
+				kept = append(kept, it)
+			}
+			items = kept
+			break
 		}
-		kept = append(kept, it)
 	}
-	items = kept
 	for _, it := range dup {
 		problems = append(problems, controller.Problem{Origin: it.path, Err: fmt.Errorf("%w: %s holds %s %s %q, which another file holds too",
 			controller.ErrMalformed, it.path, apiVersion, req.Type.Kind, it.res.Metadata.Name)})
@@ -373,12 +388,19 @@ func (c *Controller) ListProblems(ctx context.Context, req *controller.ListReque
 // checkListed reports whether r, of the requested type and read from the
 // listed file p, is the resource that file keeps: of the namespace, or of
 // none, and named so that the resource template renders p for it.
-func (c *Controller) checkListed(r *controller.Resource, p string, typ controller.Type, namespace string) error {
+// split, when not nil, is the resource template's path for typ and
+// namespace split around the name (see pathTemplate.nameSplitter), which
+// spares most files a rendering.
+func (c *Controller) checkListed(r *controller.Resource, p string, typ controller.Type, namespace string, split []string) error {
 	if ns := r.Metadata.Namespace; ns != "" && ns != namespace {
 		return fmt.Errorf("%w: %s holds a resource of namespace %q but lies where namespace %q keeps its files",
 			controller.ErrMalformed, p, ns, namespace)
 	}
-	want, err := c.resourcePath(typ, namespace, r.Metadata.Name)
+	name := r.Metadata.Name
+	if split != nil && name != "" && len(p) <= maxPathLen && joinsTo(split, name, p) && checkValue(name) == nil && checkPath(p) == nil {
+		return nil // what rendering would have found, without the rendering
+	}
+	want, err := c.resourcePath(typ, namespace, name)
 	switch {
 	case err != nil:
 		return fmt.Errorf("%w: %s holds %s %q, a name no file can have: %v", controller.ErrMalformed, p, typ.Kind, r.Metadata.Name, err)
@@ -410,6 +432,7 @@ func (c *Controller) ListKeyed(ctx context.Context, req *controller.ListRequest)
 	}
 	ids, _ := req.FS.(controller.ContentIDFS)
 	fsys, typ, namespace := req.FS, req.Type, req.Namespace
+	split := c.nameSplitter(typ, namespace)
 	out := make([]controller.Listed, 0, len(matches))
 	for i, m := range matches {
 		if i%256 == 255 {
@@ -429,14 +452,14 @@ func (c *Controller) ListKeyed(ctx context.Context, req *controller.ListRequest)
 			key = m + "\x00" + id
 		}
 		out = append(out, controller.Listed{Key: key, Origin: m, Decode: func() (*controller.Resource, error) {
-			return c.decodeListed(fsys, typ, namespace, m)
+			return c.decodeListed(fsys, typ, namespace, m, split)
 		}})
 	}
 	return out, nil
 }
 
 // decodeListed decodes one file found by ListKeyed, as List would.
-func (c *Controller) decodeListed(fsys fs.FS, typ controller.Type, namespace, p string) (*controller.Resource, error) {
+func (c *Controller) decodeListed(fsys fs.FS, typ controller.Type, namespace, p string, split []string) (*controller.Resource, error) {
 	r, err := c.load(fsys, p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -447,7 +470,7 @@ func (c *Controller) decodeListed(fsys fs.FS, typ controller.Type, namespace, p 
 	if r.APIVersion != typ.APIVersion() || r.Kind != typ.Kind {
 		return nil, nil
 	}
-	if err := c.checkListed(r, p, typ, namespace); err != nil {
+	if err := c.checkListed(r, p, typ, namespace, split); err != nil {
 		return nil, err
 	}
 	out := r.Clone()
