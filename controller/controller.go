@@ -149,6 +149,28 @@ type DeleteRequest struct {
 	Name      string
 }
 
+// Problem is a file that a listing left out because it holds nothing that can
+// be served by the name its path gives: it does not decode, holds a resource
+// of another namespace or another name than its path implies, or claims the
+// name of another file's resource. A file holding a resource of another type
+// is no problem: kinds may share a directory.
+type Problem struct {
+	// Origin is where the listing met it (a file path).
+	Origin string
+	// Err says what is wrong. It wraps ErrMalformed and names Origin.
+	Err error
+}
+
+// ProblemLister is an optional ability of a Controller: listing what can be
+// served while reporting each file left out, where List fails on the first.
+// Its resources are those List would return were the problems fixed or
+// removed, sorted by name and filtered by ListRequest.Selector; its problems
+// are sorted by Origin. Errors other than problems (a namespace that cannot
+// be read, a canceled context) fail it as they fail List.
+type ProblemLister interface {
+	ListProblems(ctx context.Context, req *ListRequest) ([]*Resource, []Problem, error)
+}
+
 // Listed is one resource found by a KeyedLister, not decoded yet.
 type Listed struct {
 	// Key identifies what the resource is made of, for the request's type and
@@ -160,7 +182,9 @@ type Listed struct {
 	Origin string
 	// Decode reads and decodes the resource. It returns nil and no error when
 	// what it found holds no resource of the requested type (kinds may share
-	// a directory). Errors are those List would return for it.
+	// a directory). Errors are those List would return for it; one wrapping
+	// ErrMalformed is a [Problem] of this one file, which the caller leaves out
+	// and reports while listing the rest.
 	Decode func() (*Resource, error)
 }
 
@@ -171,7 +195,7 @@ type Listed struct {
 // Decode functions of one result concurrently, and after ListKeyed returned
 // (the file system stays valid: it is a snapshot). The caller sorts
 // the decoded resources by name and must treat two of them with the same
-// name as ErrMalformed, as List does.
+// name as problems of both, as List does.
 type KeyedLister interface {
 	ListKeyed(ctx context.Context, req *ListRequest) ([]Listed, error)
 }

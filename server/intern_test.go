@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -125,14 +124,21 @@ func (c *countingController) ListKeyed(ctx context.Context, req *controller.List
 	return found, err
 }
 
-func TestKeyedListingRejectsDuplicateNames(t *testing.T) {
+// pathBlindController lists the way a KeyedLister that does not tie a
+// resource to its file's path would.
+type pathBlindController struct {
+	*template.Controller
+	listed []controller.Listed
+}
+
+func (c *pathBlindController) ListKeyed(context.Context, *controller.ListRequest) ([]controller.Listed, error) {
+	return c.listed, nil
+}
+
+func TestKeyedListingLeavesOutDuplicateNamesAndBadFiles(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "repo.git")
-	item := `{"apiVersion": "t.cup.dev/v1", "kind": "Item", "metadata": {"name": "twin"}, "spec": {"n": %d}}`
-	if _, err := gitrepo.Init(dir, "main", map[string][]byte{
-		"default/a.json": fmt.Appendf(nil, item, 1),
-		"default/b.json": fmt.Appendf(nil, item, 2),
-	}, "init"); err != nil {
+	if _, err := gitrepo.Init(dir, "main", map[string][]byte{"x": []byte("x")}, "init"); err != nil {
 		t.Fatal(err)
 	}
 	src, err := local.Open(dir)
@@ -140,7 +146,21 @@ func TestKeyedListingRejectsDuplicateNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = src.Close() })
-	typ := &Type{Group: "t.cup.dev", Version: "v1", Names: Names{Kind: "Item", Singular: "item", Plural: "items"}, Controller: newCountingController(t)}
+	item := func(name string) func() (*controller.Resource, error) {
+		return func() (*controller.Resource, error) {
+			return &controller.Resource{APIVersion: "t.cup.dev/v1", Kind: "Item", Metadata: controller.Metadata{Namespace: "default", Name: name}}, nil
+		}
+	}
+	ctrl := &pathBlindController{Controller: newCountingController(t).Controller, listed: []controller.Listed{
+		{Origin: "default/z.json", Decode: item("twin")},
+		{Origin: "default/a.json", Decode: item("twin")},
+		{Origin: "default/ok.json", Decode: item("ok")},
+		{Origin: "default/bad.json", Decode: func() (*controller.Resource, error) {
+			return nil, fmt.Errorf("%w: default/bad.json: decoding resource: unexpected EOF", controller.ErrMalformed)
+		}},
+		{Origin: "default/Bad_Name.json", Decode: item("Bad_Name")},
+	}}
+	typ := &Type{Group: "t.cup.dev", Version: "v1", Names: Names{Kind: "Item", Singular: "item", Plural: "items"}, Controller: ctrl}
 	s, err := New(src, []*Type{typ})
 	if err != nil {
 		t.Fatal(err)
@@ -149,9 +169,44 @@ func TestKeyedListingRejectsDuplicateNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.listEntries(t.Context(), typ, snap, "default")
-	if !errors.Is(err, controller.ErrMalformed) || !strings.Contains(err.Error(), "default/a.json and default/b.json") {
-		t.Fatalf("listing two files of one name = %v, want ErrMalformed naming both", err)
+	l, err := s.listEntries(t.Context(), typ, snap, "default")
+	if err != nil {
+		t.Fatalf("listEntries: %v", err)
+	}
+	if len(l.items) != 1 || l.items[0].name != "ok" {
+		t.Errorf("listed %d items, want only ok", len(l.items))
+	}
+	want := []problem{
+		{"default/Bad_Name.json", `holds Item "Bad_Name", which is not a valid name`},
+		{"default/a.json", `holds Item "twin", which default/z.json holds too`},
+		{"default/bad.json", "decoding resource: unexpected EOF"},
+		{"default/z.json", `holds Item "twin", which default/a.json holds too`},
+	}
+	if len(l.problems) != len(want) {
+		t.Fatalf("problems = %q, want %q", l.problems, want)
+	}
+	var size int64
+	for i, p := range l.problems {
+		if p.path != want[i].path || !strings.HasPrefix(p.reason, want[i].reason) {
+			t.Errorf("problem %d = %q, want %q", i, p, want[i])
+		}
+		size += int64(len(p.path) + len(p.reason))
+	}
+	if l.bytes < size+l.items[0].size() {
+		t.Errorf("listing counts %d bytes, less than its problems' %d and item's", l.bytes, size)
+	}
+}
+
+func TestValidName(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]bool{
+		"a": true, "a-b.c": true, "0": true, strings.Repeat("a", 253): true,
+		"": false, "A": false, "My_Res": false, "-a": false, "a-": false, "a..b": false, ".a": false,
+		"a.": false, "a_b": false, "ä": false, strings.Repeat("a", 254): false,
+	} {
+		if got := validName(name); got != want {
+			t.Errorf("validName(%q) = %v, want %v", name, got, want)
+		}
 	}
 }
 
@@ -172,9 +227,8 @@ func TestLabelSet(t *testing.T) {
 }
 
 // TestGetDoesNotDependOnListing checks that a Get answers from the
-// controller whatever is cached: the template controller lists a file under
-// the name it holds, but a Get of that name reads the file its template
-// names, so a misplaced file is listed yet not found, before and after a
+// controller whatever is cached: a misplaced file (a.json holding b) is left
+// out of the list with a problem, and b is not found, before and after a
 // list alike.
 func TestGetDoesNotDependOnListing(t *testing.T) {
 	t.Parallel()
@@ -204,8 +258,8 @@ func TestGetDoesNotDependOnListing(t *testing.T) {
 		t.Fatal(err)
 	}
 	l, err := s.listEntries(t.Context(), typ, snap, "default")
-	if err != nil || len(l.items) != 1 || l.items[0].name != "b" {
-		t.Fatalf("listing = %v, %v; want the one misplaced resource", l, err)
+	if err != nil || len(l.items) != 0 || len(l.problems) != 1 || l.problems[0].path != "default/a.json" {
+		t.Fatalf("listing = %v, %v; want the misplaced file left out as a problem", l, err)
 	}
 	after := get()
 	if toConnect(before).Code() != connect.CodeNotFound || fmt.Sprint(before) != fmt.Sprint(after) {

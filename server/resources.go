@@ -301,10 +301,12 @@ func (in *interner) forget(k contentKey) {
 	}
 }
 
-// listing is every resource of one type in one namespace at one commit.
+// listing is every resource of one type in one namespace at one commit,
+// and the files left out of it.
 type listing struct {
-	items []*entry // sorted by name; holds the interned entries alive
-	bytes int64
+	items    []*entry // sorted by name; holds the interned entries alive
+	problems []problem
+	bytes    int64
 }
 
 // getEntry reads one resource at snap, memoised. A missing resource is an
@@ -356,7 +358,7 @@ func (s *Server) listEntries(ctx context.Context, t *Type, snap *source.Snapshot
 		if err != nil {
 			return nil, 0, err
 		}
-		return l, l.bytes + int64(cap(l.items))*8 + 64, nil
+		return l, l.bytes + int64(cap(l.items))*8 + int64(cap(l.problems))*32 + 64, nil
 	})
 	if err != nil {
 		return nil, err
@@ -364,16 +366,31 @@ func (s *Server) listEntries(ctx context.Context, t *Type, snap *source.Snapshot
 	return v.(*listing), nil
 }
 
-// listDecoded lists through the controller's List.
+// listDecoded lists through the controller's List, or its ListProblems
+// when it has one.
 func (s *Server) listDecoded(ctx context.Context, t *Type, snap *source.Snapshot, namespace string) (*listing, error) {
+	var problems []controller.Problem
 	rs, err := callController(ctx, s, func() ([]*controller.Resource, error) {
-		return t.Controller.List(ctx, &controller.ListRequest{FS: snap.FS, Type: t.controllerType(), Namespace: namespace})
+		req := &controller.ListRequest{FS: snap.FS, Type: t.controllerType(), Namespace: namespace}
+		if pl, ok := t.Controller.(controller.ProblemLister); ok {
+			rs, ps, err := pl.ListProblems(ctx, req)
+			problems = ps
+			return rs, err
+		}
+		return t.Controller.List(ctx, req)
 	})
 	if err != nil {
 		return nil, err
 	}
 	l := &listing{items: make([]*entry, 0, len(rs))}
+	for _, p := range problems {
+		l.addProblem(problemOf(p.Origin, p.Err))
+	}
 	for _, r := range rs {
+		if err := checkListedName(t, r.Metadata.Name); err != nil {
+			l.addProblem(problem{reason: err.Error()})
+			continue
+		}
 		ie, err := s.interner.entry(r)
 		if err != nil {
 			return nil, err
@@ -416,17 +433,28 @@ func (s *Server) listKeyed(ctx context.Context, kl controller.KeyedLister, t *Ty
 		todo = append(todo, i)
 	}
 	decoded := make([]*controller.Resource, len(found))
+	bad := make([]error, len(found)) // a problem of the file, which is left out
 	if err := parallel(ctx, len(todo), func(j int) error {
-		var err error
-		decoded[todo[j]], err = found[todo[j]].Decode()
+		i := todo[j]
+		r, err := found[i].Decode()
+		if errors.Is(err, controller.ErrMalformed) {
+			bad[i] = err
+			return nil
+		}
+		decoded[i] = r
 		return err
 	}); err != nil {
 		return nil, err
 	}
 	items := make([]item, 0, len(found))
+	var problems []problem
 	for i, f := range found {
 		ie := known[i]
 		if skipped[i] {
+			continue
+		}
+		if bad[i] != nil {
+			problems = append(problems, problemOf(f.Origin, bad[i]))
 			continue
 		}
 		if ie == nil {
@@ -435,6 +463,10 @@ func (s *Server) listKeyed(ctx context.Context, kl controller.KeyedLister, t *Ty
 				// shares this entry.
 				var err error
 				if ie, err = s.interner.entry(r); err != nil {
+					if errors.Is(err, controller.ErrMalformed) {
+						problems = append(problems, problemOf(f.Origin, err))
+						continue
+					}
 					return nil, err
 				}
 			}
@@ -445,16 +477,32 @@ func (s *Server) listKeyed(ctx context.Context, kl controller.KeyedLister, t *Ty
 				continue
 			}
 		}
+		if err := checkListedName(t, ie.name); err != nil {
+			problems = append(problems, problem{path: f.Origin, reason: err.Error()})
+			continue
+		}
 		items = append(items, item{ie, f.Origin})
 	}
 	sort.SliceStable(items, func(i, j int) bool { return items[i].ie.name < items[j].ie.name })
 	l := &listing{items: make([]*entry, 0, len(items))}
+	// Files claiming one name are all left out: Get could read only one.
 	for i, it := range items {
+		var other string
 		if i > 0 && items[i-1].ie.name == it.ie.name {
-			return nil, fmt.Errorf("%w: %s and %s both hold %s %q in namespace %q",
-				controller.ErrMalformed, items[i-1].origin, it.origin, t.Names.Kind, it.ie.name, namespace)
+			other = items[i-1].origin
+		} else if i+1 < len(items) && items[i+1].ie.name == it.ie.name {
+			other = items[i+1].origin
+		}
+		if other != "" {
+			problems = append(problems, problem{path: it.origin,
+				reason: fmt.Sprintf("holds %s %q, which %s holds too", t.Names.Kind, it.ie.name, other)})
+			continue
 		}
 		l.add(it.ie)
+	}
+	slices.SortStableFunc(problems, func(a, b problem) int { return strings.Compare(a.path, b.path) })
+	for _, p := range problems {
+		l.addProblem(p)
 	}
 	return l, nil
 }
@@ -518,11 +566,21 @@ func (l *listing) add(e *entry) {
 	l.bytes += e.size()
 }
 
+func (l *listing) addProblem(p problem) {
+	l.problems = append(l.problems, p)
+	l.bytes += int64(len(p.path) + len(p.reason))
+}
+
 // page is one page of a listing.
 type page struct {
 	commit string
 	items  []*entry
 	next   string
+	// warnings are the listing's problems: the first maxWarnings on its
+	// first page, all of them for ListRequest.problems; more counts the
+	// rest.
+	warnings []problem
+	more     int
 }
 
 // pageToken pins a listing to a commit and a position, and to the query that
@@ -581,8 +639,16 @@ func (s *Server) list(ctx context.Context, req *cupv1alpha1.ListRequest) (*page,
 	if err != nil {
 		return nil, err
 	}
-	start := sort.Search(len(l.items), func(i int) bool { return l.items[i].name > after })
 	p := &page{commit: snap.Commit}
+	switch {
+	case req.Problems:
+		p.warnings = l.problems
+		return p, nil
+	case req.PageToken == "":
+		p.warnings = l.problems[:min(len(l.problems), maxWarnings)]
+		p.more = len(l.problems) - len(p.warnings)
+	}
+	start := sort.Search(len(l.items), func(i int) bool { return l.items[i].name > after })
 	for i := start; i < len(l.items); i++ {
 		e := l.items[i]
 		if !sel.Empty() && !sel.Matches(e.labels) {
@@ -1151,7 +1217,11 @@ func (h *resourceService) List(ctx context.Context, req *connect.Request[cupv1al
 	if err != nil {
 		return nil, err
 	}
-	out := &cupv1alpha1.ListResponse{Commit: p.commit, NextPageToken: p.next, Items: make([]*cupv1alpha1.Resource, 0, len(p.items))}
+	out := &cupv1alpha1.ListResponse{Commit: p.commit, NextPageToken: p.next, Items: make([]*cupv1alpha1.Resource, 0, len(p.items)),
+		MoreWarnings: int32(min(p.more, 1<<31-1))}
+	for _, w := range p.warnings {
+		out.Warnings = append(out.Warnings, w.proto())
+	}
 	for _, e := range p.items {
 		pb, err := e.proto()
 		if err != nil {

@@ -55,7 +55,7 @@ func (s *Server) routeREST(mux *http.ServeMux) {
 	write := []string{"revision", "message", "dryRun", "idempotencyKey", "resourceVersion", "changeSet"}
 	mux.Handle("GET /apis", s.params(s.restDefinitions))
 	mux.Handle("GET /apis/{$}", s.params(s.restDefinitions))
-	mux.Handle("GET "+collectionPath, s.params(s.restList, "revision", "labelSelector", "continue", "limit"))
+	mux.Handle("GET "+collectionPath, s.params(s.restList, "revision", "labelSelector", "continue", "limit", "problems"))
 	mux.Handle("GET "+itemPath, s.params(s.restGet, "revision"))
 	mux.Handle("PUT "+itemPath, s.params(s.restPut, write...))
 	mux.Handle("DELETE "+itemPath, s.params(s.restDelete, write...))
@@ -197,6 +197,11 @@ func (s *Server) restList(w http.ResponseWriter, r *http.Request) {
 		}
 		req.PageSize = int32(n)
 	}
+	var err error
+	if req.Problems, err = boolParam(q.Get("problems"), "problems"); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	if err := s.validate(req); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -209,6 +214,9 @@ func (s *Server) restList(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h["Content-Type"] = []string{"application/json"}
 	h[headerCommit] = []string{p.commit}
+	if !req.Problems && len(p.warnings) > 0 {
+		h["Warning"] = warningHeaders(p.warnings, p.more)
+	}
 	// Stream the pre-encoded items: a listing of 10,000 resources is several
 	// MiB that need not be copied into one buffer first.
 	bw := bufio.NewWriterSize(w, 32<<10)
@@ -222,6 +230,22 @@ func (s *Server) restList(w http.ResponseWriter, r *http.Request) {
 	_, _ = bw.WriteString(`],"revision":"` + p.commit + `"`)
 	if p.next != "" {
 		_, _ = bw.WriteString(`,"continue":"` + p.next + `"`) // base64url: nothing to escape
+	}
+	if len(p.warnings) > 0 {
+		type warning struct {
+			Path   string `json:"path,omitempty"`
+			Reason string `json:"reason"`
+		}
+		ws := make([]warning, len(p.warnings))
+		for i, w := range p.warnings {
+			ws[i] = warning{w.path, w.reason}
+		}
+		b, _ := json.Marshal(ws) // strings only: cannot fail
+		_, _ = bw.WriteString(`,"warnings":`)
+		_, _ = bw.Write(b)
+	}
+	if p.more > 0 {
+		_, _ = bw.WriteString(`,"moreWarnings":` + strconv.Itoa(p.more))
 	}
 	_, _ = bw.WriteString("}")
 	_ = bw.Flush()

@@ -13,12 +13,13 @@ import (
 	"github.com/spf13/cobra"
 
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
+	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
 )
 
 func (c *cli) newGetCommand() *cobra.Command {
 	var (
 		selector, revision, output string
-		allNamespaces              bool
+		allNamespaces, problems    bool
 		limit                      int32
 	)
 	cmd := &cobra.Command{
@@ -38,13 +39,20 @@ Output formats (-o):
   name   plural.group/name
 
 Listing pages through the whole result, --limit resources per request.
---all-namespaces is not supported: the API lists one namespace at a time.`,
+--all-namespaces is not supported: the API lists one namespace at a time.
+
+A list leaves out files that hold nothing readable by the name their path
+gives (they do not decode, name another resource, or have a name the API
+refuses) and warns of them on stderr, as kubectl prints warnings: the first
+20, and how many more. --problems prints every such file instead, with
+what is wrong with it.`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: c.completeTypes,
 		Example: `  cup get flags
   cup get fl new-checkout -o yaml
   cup get flag/new-checkout flag/dark-mode -n staging
-  cup get flags -l 'team in (payments,web)' -o wide`,
+  cup get flags -l 'team in (payments,web)' -o wide
+  cup get flags --problems`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch output {
 			case "table", "wide", "json", "yaml", "name":
@@ -53,6 +61,9 @@ Listing pages through the whole result, --limit resources per request.
 			}
 			if allNamespaces {
 				return errors.New("--all-namespaces is not supported: the API lists one namespace at a time; name one with -n")
+			}
+			if problems && (len(args) > 1 || strings.Contains(args[0], "/") || selector != "") {
+				return errors.New("--problems lists the problems of a whole type: give TYPE alone, without names or -l")
 			}
 			ctx := cmd.Context()
 			conn, err := c.connect()
@@ -107,12 +118,22 @@ Listing pages through the whole result, --limit resources per request.
 				}
 				req := &cupv1alpha1.ListRequest{
 					Group: t.group(), Version: t.version, Plural: t.plural(), Namespace: conn.namespace,
-					Revision: revision, LabelSelector: selector, PageSize: limit,
+					Revision: revision, LabelSelector: selector, PageSize: limit, Problems: problems,
+				}
+				if problems {
+					return c.printProblems(ctx, conn.resources, req)
 				}
 				for {
 					res, err := conn.resources.List(ctx, connect.NewRequest(req))
 					if err != nil {
 						return err
+					}
+					for _, w := range res.Msg.GetWarnings() {
+						fmt.Fprintf(c.stderr, "Warning: %s\n", warningText(w))
+					}
+					if n := res.Msg.GetMoreWarnings(); n > 0 {
+						fmt.Fprintf(c.stderr, "Warning: %d more files left out of the list; see them all with: cup get %s --problems -n %s\n",
+							n, args[0], conn.namespace)
 					}
 					for _, r := range res.Msg.GetItems() {
 						items = append(items, item{t, r})
@@ -182,6 +203,7 @@ Listing pages through the whole result, --limit resources per request.
 	f.BoolVarP(&allNamespaces, "all-namespaces", "A", false, "not supported by the API: fails with an explanation")
 	f.StringVarP(&output, "output", "o", "table", "table, wide, json, yaml or name")
 	f.Int32Var(&limit, "limit", 0, "resources per request when listing (0: the server's default); every page is printed")
+	f.BoolVar(&problems, "problems", false, "print every file the list leaves out (PATH and REASON) instead of the resources")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "wide", "json", "yaml", "name"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -209,4 +231,31 @@ func formatLabels(labels map[string]string) string {
 		parts = append(parts, k+"="+labels[k])
 	}
 	return strings.Join(parts, ",")
+}
+
+// warningText is a ListWarning as one line.
+func warningText(w *cupv1alpha1.ListWarning) string {
+	if w.GetPath() == "" {
+		return w.GetReason()
+	}
+	return w.GetPath() + ": " + w.GetReason()
+}
+
+// printProblems prints every file a listing leaves out, as a table.
+func (c *cli) printProblems(ctx context.Context, rs cupv1alpha1connect.ResourceServiceClient, req *cupv1alpha1.ListRequest) error {
+	res, err := rs.List(ctx, connect.NewRequest(req))
+	if err != nil {
+		return err
+	}
+	ws := res.Msg.GetWarnings()
+	if len(ws) == 0 {
+		_, err := fmt.Fprintf(c.stderr, "No problems found in namespace %s.\n", req.GetNamespace())
+		return err
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 8, 3, ' ', 0)
+	fmt.Fprintln(tw, "PATH\tREASON")
+	for _, w := range ws {
+		fmt.Fprintf(tw, "%s\t%s\n", w.GetPath(), w.GetReason())
+	}
+	return tw.Flush()
 }

@@ -16,7 +16,8 @@
 // The suite goes through the Controller interface only. It never assumes
 // where or how resources are stored: it starts every test from an empty tree,
 // writes through Put and Delete, and looks at the tree only to check that it
-// did or did not change. A controller that keeps every resource of a namespace
+// did or did not change (and, for controllers that keep a file per resource
+// and report problems per file, to break one resource's file). A controller that keeps every resource of a namespace
 // in one file passes as well as one that keeps each resource in its own file.
 // The suite uses the resource types returned by [Types] and nothing else, so a
 // controller that must be configured per type can be built for them up front.
@@ -76,6 +77,7 @@ func Run(t *testing.T, newController func(t *testing.T) controller.Controller) {
 		{"ResultsOwnedByCaller", testResultsOwnedByCaller},
 		{"ConcurrentReads", testConcurrentReads},
 		{"Deterministic", testDeterministic},
+		{"ProblemsLeftOut", testProblemsLeftOut},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -664,5 +666,113 @@ func testDeterministic(t *testing.T, h *harness) {
 	}
 	if !reflect.DeepEqual(first, third) {
 		t.Errorf("two controllers list the same tree differently:\n%+v\n%+v", first, third)
+	}
+}
+
+// testProblemsLeftOut checks, for a controller that keeps each resource in
+// a file of its own and can report problems (a [controller.ProblemLister] or
+// [controller.KeyedLister]), that a file which does not decode, or holds
+// another resource than the one whose file it is, is a problem of that file
+// alone: Get of the resource it should hold is ErrMalformed, List fails with
+// ErrMalformed, ListProblems and ListKeyed list the others and report it.
+// Others skip the test.
+func testProblemsLeftOut(t *testing.T, h *harness) {
+	pl, isPL := h.c.(controller.ProblemLister)
+	kl, isKL := h.c.(controller.KeyedLister)
+	fp, _ := h.c.(controller.FilePerResource)
+	if (!isPL && !isKL) || fp == nil || !fp.FilePerResource() {
+		t.Skip("the controller reports no problems per file")
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		h.put(t, flagType, newResource(flagType, "default", name, nil, `{"n":"`+name+`"}`))
+	}
+	files := h.fs.Files()
+	h.put(t, segmentType, newResource(segmentType, "default", "b", nil, ""))
+	h.put(t, flagType, newResource(flagType, "other", "b", nil, ""))
+	before := h.fs.Files()
+	fileOf := func(name string) string {
+		t.Helper()
+		var found string
+		for p, data := range files {
+			if bytes.Contains(data, []byte(`"`+name+`"`)) {
+				if found != "" {
+					t.Skipf("both %s and %s mention %q", found, p, name)
+				}
+				found = p
+			}
+		}
+		if found == "" {
+			t.Skipf("no file holds %q", name)
+		}
+		return found
+	}
+	bFile := fileOf("b")
+	for _, tc := range []struct {
+		name    string
+		content []byte
+	}{
+		{"does not decode", []byte("{\n")},
+		{"holds another resource", before[fileOf("a")]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := h.fs.WriteFile(bFile, tc.content, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = h.fs.WriteFile(bFile, before[bFile], 0o644) })
+			malformed := func(op string, err error) {
+				t.Helper()
+				if !errors.Is(err, controller.ErrMalformed) {
+					t.Errorf("%s = %v; want an error wrapping ErrMalformed", op, err)
+				}
+			}
+			_, err := h.get(t, flagType, "default", "b")
+			malformed("Get of the resource whose file is broken", err)
+			h.mustGet(t, flagType, "default", "a")
+			h.mustGet(t, segmentType, "default", "b")
+			h.mustGet(t, flagType, "other", "b")
+			req := &controller.ListRequest{FS: h.fs.Snapshot(), Type: flagType, Namespace: "default"}
+			_, err = h.c.List(t.Context(), req)
+			malformed("List", err)
+			if isPL {
+				rs, problems, err := pl.ListProblems(t.Context(), req)
+				if err != nil {
+					t.Fatalf("ListProblems: %v", err)
+				}
+				if got := names(rs); !slices.Equal(got, []string{"a", "c"}) {
+					t.Errorf("ListProblems lists %v, want [a c]", got)
+				}
+				if len(problems) != 1 || problems[0].Origin != bFile {
+					t.Fatalf("ListProblems reports %v, want one problem of %s", problems, bFile)
+				}
+				malformed("the problem", problems[0].Err)
+			}
+			if isKL {
+				found, err := kl.ListKeyed(t.Context(), req)
+				if err != nil {
+					t.Fatalf("ListKeyed: %v", err)
+				}
+				var got []string
+				var bad int
+				for _, f := range found {
+					r, err := f.Decode()
+					switch {
+					case err != nil:
+						malformed("Decode of "+f.Origin, err)
+						bad++
+					case r != nil:
+						got = append(got, r.Metadata.Name)
+					}
+				}
+				slices.Sort(got)
+				if !slices.Equal(got, []string{"a", "c"}) || bad != 1 {
+					t.Errorf("ListKeyed decodes %v and %d problems, want [a c] and 1", got, bad)
+				}
+			}
+			// Other namespaces do not care. (Other kinds may: a file that
+			// does not decode is a problem of every kind sharing its directory.)
+			if got := names(h.list(t, flagType, "other", nil)); !slices.Equal(got, []string{"b"}) {
+				t.Errorf("List of namespace other = %v, want [b]", got)
+			}
+		})
 	}
 }

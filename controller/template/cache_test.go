@@ -51,15 +51,14 @@ func TestCacheSharedAcrossCommits(t *testing.T) {
 	t.Parallel()
 	c := newController(t, template.Spec{ListTemplate: `{{ .Namespace }}/*.json`, ResourceTemplate: `{{ .Namespace }}/{{ .Name }}.json`})
 	one := newMemFS(t, map[string]string{"default/x.json": fmt.Sprintf(flagJSON, "x"), "default/y.json": fmt.Sprintf(flagJSON, "y")})
-	two := newMemFS(t, map[string]string{"default/x.json": fmt.Sprintf(flagJSON, "x"), "default/y.json": fmt.Sprintf(flagJSON, "y2")})
+	two := newMemFS(t, map[string]string{"default/x.json": fmt.Sprintf(flagJSON, "x"), "default/y2.json": fmt.Sprintf(flagJSON, "y2")})
 	if _, err := c.List(t.Context(), &controller.ListRequest{FS: one, Type: flagType, Namespace: "default"}); err != nil {
 		t.Fatal(err)
 	}
 	if n := template.CacheLen(c); n != 2 {
 		t.Fatalf("cache holds %d entries after the first tree, want 2", n)
 	}
-	// y.json of the second tree holds a resource named y2: List reports it,
-	// since files are identified by content, not path.
+	// y2.json of the second tree holds new content; x.json is decoded once.
 	list, err := c.List(t.Context(), &controller.ListRequest{FS: two, Type: flagType, Namespace: "default"})
 	if err != nil || len(list) != 2 || list[1].Metadata.Name != "y2" {
 		t.Fatalf("List of the second tree = %v, %v", list, err)

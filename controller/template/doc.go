@@ -11,6 +11,12 @@
 //
 // and List reads default/*.json, skipping files of other kinds.
 //
+// The path is a resource's identity: a listed file holds the resource whose
+// path the resource template renders, or it is a [controller.Problem] (as is
+// a file that does not decode). Get of the name the path gives reports such
+// a file as [controller.ErrMalformed]; List fails on it, and ListProblems and
+// ListKeyed list the other files and report it.
+//
 // Files hold one resource each in the form of [controller.Resource], as JSON
 // or YAML. Writes are stable: writing a resource gives the same bytes every
 // time, and writing a resource the file already holds leaves the file alone,

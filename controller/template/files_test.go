@@ -328,7 +328,8 @@ func TestListSkipsAndReports(t *testing.T) {
 		name      string
 		files     map[string]string
 		wantNames []string
-		wantErr   []string // substrings of an ErrMalformed error
+		// wantProblems maps each file left out to a substring of its error.
+		wantProblems map[string]string
 	}{
 		{
 			name: "other kinds and directories are skipped",
@@ -342,42 +343,60 @@ func TestListSkipsAndReports(t *testing.T) {
 				"default/README.md":                "not a resource",
 				"default/sub/c.json":               fmt.Sprintf(flagJSON, "c"),
 				"other/d.json":                     fmt.Sprintf(flagJSON, "d"),
-				"default/with-namespace.json":      `{"apiVersion":"flags.cup.dev/v1alpha1","kind":"Flag","metadata":{"namespace":"default","name":"e"}}`,
+				"default/e.json":                   `{"apiVersion":"flags.cup.dev/v1alpha1","kind":"Flag","metadata":{"namespace":"default","name":"e"}}`,
 				"default/is-a-resource-name.json ": "trailing space: not matched",
 			},
 			wantNames: []string{"a", "b", "e"},
 		},
 		{
-			name: "duplicate names",
+			name: "the path is the identity",
 			files: map[string]string{
+				"default/a.json":   fmt.Sprintf(flagJSON, "a"),
 				"default/one.json": fmt.Sprintf(flagJSON, "same"),
 				"default/two.json": fmt.Sprintf(flagJSON, "same"),
 			},
-			wantErr: []string{"default/one.json and default/two.json both hold", `"same"`},
+			wantNames: []string{"a"},
+			wantProblems: map[string]string{
+				"default/one.json": `holds Flag "same", whose file is default/same.json`,
+				"default/two.json": `holds Flag "same", whose file is default/same.json`,
+			},
 		},
 		{
-			name: "duplicate names among unselected",
+			name: "another name among unselected",
 			files: map[string]string{
 				"default/one.json": `{"apiVersion":"flags.cup.dev/v1alpha1","kind":"Flag","metadata":{"name":"same","labels":{"x":"1"}}}`,
-				"default/two.json": fmt.Sprintf(flagJSON, "same"),
 			},
-			wantErr: []string{"both hold"},
+			wantProblems: map[string]string{"default/one.json": "whose file is default/same.json"},
 		},
 		{
 			name: "another namespace",
 			files: map[string]string{
 				"default/a.json": `{"apiVersion":"flags.cup.dev/v1alpha1","kind":"Flag","metadata":{"namespace":"prod","name":"a"}}`,
 			},
-			wantErr: []string{"default/a.json", `namespace "prod"`},
+			wantProblems: map[string]string{"default/a.json": `namespace "prod"`},
 		},
 		{
-			name: "first bad file in path order",
+			name: "files that do not decode",
 			files: map[string]string{
 				"default/a.json": fmt.Sprintf(flagJSON, "a"),
 				"default/m.json": `{`,
 				"default/z.json": `[`,
+				// What the original Cup writes for a PUT without apiVersion.
+				"default/old.json": `{"kind":"Flag","metadata":{"name":"old"},"spec":{}}`,
 			},
-			wantErr: []string{"default/m.json"},
+			wantNames: []string{"a"},
+			wantProblems: map[string]string{
+				"default/m.json":   "unexpected EOF",
+				"default/old.json": "missing apiVersion",
+				"default/z.json":   "EOF",
+			},
+		},
+		{
+			name: "a name no file can have",
+			files: map[string]string{
+				"default/x.json": fmt.Sprintf(flagJSON, "a/b"),
+			},
+			wantProblems: map[string]string{"default/x.json": `"a/b", a name no file can have`},
 		},
 	}
 	spec := template.Spec{ListTemplate: `{{ .Namespace }}/*.json`, ResourceTemplate: `{{ .Namespace }}/{{ .Name }}.json`}
@@ -390,20 +409,9 @@ func TestListSkipsAndReports(t *testing.T) {
 			if strings.Contains(tt.name, "unselected") {
 				req.Selector = selector{"x": "1"}
 			}
-			got, err := c.List(t.Context(), req)
-			if tt.wantErr != nil {
-				if !errors.Is(err, controller.ErrMalformed) {
-					t.Fatalf("List = %v, %v; want an error wrapping ErrMalformed", got, err)
-				}
-				for _, w := range tt.wantErr {
-					if !strings.Contains(err.Error(), w) {
-						t.Errorf("List error %q does not contain %q", err, w)
-					}
-				}
-				return
-			}
+			got, problems, err := c.ListProblems(t.Context(), req)
 			if err != nil {
-				t.Fatalf("List: %v", err)
+				t.Fatalf("ListProblems: %v", err)
 			}
 			var names []string
 			for _, r := range got {
@@ -413,7 +421,42 @@ func TestListSkipsAndReports(t *testing.T) {
 				}
 			}
 			if !slices.Equal(names, tt.wantNames) {
-				t.Errorf("List = %v, want %v", names, tt.wantNames)
+				t.Errorf("ListProblems = %v, want %v", names, tt.wantNames)
+			}
+			if len(problems) != len(tt.wantProblems) {
+				t.Errorf("ListProblems reports %d problems, want %d: %v", len(problems), len(tt.wantProblems), problems)
+			}
+			for i, p := range problems {
+				if i > 0 && problems[i-1].Origin >= p.Origin {
+					t.Errorf("problems not in path order: %v", problems)
+				}
+				if want, ok := tt.wantProblems[p.Origin]; !ok {
+					t.Errorf("unexpected problem %s: %v", p.Origin, p.Err)
+				} else {
+					checkMalformed(t, "problem", p.Err, want, p.Origin)
+				}
+			}
+
+			// List fails on the first problem; ListKeyed's Decode reports each.
+			list, err := c.List(t.Context(), req)
+			if len(problems) > 0 {
+				if err == nil || err.Error() != problems[0].Err.Error() {
+					t.Errorf("List = %v, %v; want the first problem, %v", list, err, problems[0].Err)
+				}
+			} else if err != nil {
+				t.Errorf("List: %v", err)
+			}
+			found, err := c.ListKeyed(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range found {
+				_, err := f.Decode()
+				if want, ok := tt.wantProblems[f.Origin]; ok {
+					checkMalformed(t, "Decode", err, want, f.Origin)
+				} else if err != nil {
+					t.Errorf("Decode(%s): %v", f.Origin, err)
+				}
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package template_test
 import (
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io/fs"
 	"reflect"
 	"strings"
@@ -150,5 +151,25 @@ func TestShardedLayout(t *testing.T) {
 	})
 	if _, err := again.Get(t.Context(), &controller.GetRequest{FS: mem, Type: flagType, Namespace: "default", Name: "new-checkout"}); err != nil {
 		t.Fatalf("a second controller cannot find a file the first wrote: %v", err)
+	}
+}
+
+// TestListKeyedKeyHoldsPath checks that equal content at two paths gets two
+// keys: the path decides which resource a file may hold, so a copy of a
+// file under another name does not decode to what the original does.
+func TestListKeyedKeyHoldsPath(t *testing.T) {
+	t.Parallel()
+	c := newController(t, template.Spec{ListTemplate: `{{ .Namespace }}/*.json`, ResourceTemplate: `{{ .Namespace }}/{{ .Name }}.json`})
+	a := fmt.Sprintf(flagJSON, "a")
+	mem := newMemFS(t, map[string]string{"default/a.json": a, "default/b.json": a})
+	found, err := c.ListKeyed(t.Context(), &controller.ListRequest{FS: idFS{mem}, Type: flagType, Namespace: "default"})
+	if err != nil || len(found) != 2 {
+		t.Fatalf("ListKeyed = %v, %v", found, err)
+	}
+	if found[0].Key == found[1].Key {
+		t.Errorf("a.json and b.json share the key %q", found[0].Key)
+	}
+	if _, err := found[1].Decode(); !errors.Is(err, controller.ErrMalformed) {
+		t.Errorf("Decode of b.json holding a = %v, want ErrMalformed", err)
 	}
 }

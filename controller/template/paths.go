@@ -50,6 +50,10 @@ type pathData struct {
 type pathTemplate struct {
 	name string // "list_template" or "resource_template", for messages
 	tmpl *template.Template
+	// nameVerbatim reports that every use of .Name is a bare {{ .Name }}
+	// action, so that the rendered path is the same text with the name
+	// inserted at each: see [pathTemplate.nameSplitter].
+	nameVerbatim bool
 }
 
 // parsePathTemplate parses src and checks that it uses only the allowed
@@ -65,26 +69,86 @@ func parsePathTemplate(name, src string, must, mustNot []string) (*pathTemplate,
 	if t.Tree == nil || t.Root == nil {
 		return nil, fmt.Errorf("%s %q: empty template", name, src)
 	}
-	fields := map[string]bool{}
+	fields := map[string]int{}
 	if err := walk(t.Root, fields); err != nil {
 		return nil, fmt.Errorf("%s %q: %w", name, src, err)
 	}
 	for _, f := range must {
-		if !fields[f] {
+		if fields[f] == 0 {
 			return nil, fmt.Errorf("%s %q: must use .%s", name, src, f)
 		}
 	}
 	for _, f := range mustNot {
-		if fields[f] {
+		if fields[f] > 0 {
 			return nil, fmt.Errorf("%s %q: must not use .%s", name, src, f)
 		}
 	}
-	return &pathTemplate{name: name, tmpl: t}, nil
+	verbatim := fields["Name"] > 0 && bareNames(t.Root) == fields["Name"]
+	return &pathTemplate{name: name, tmpl: t, nameVerbatim: verbatim}, nil
+}
+
+// bareNames counts the {{ .Name }} actions in the top-level list of n,
+// outside if and with, whose output a bare action leaves verbatim.
+func bareNames(n *parse.ListNode) int {
+	count := 0
+	for _, c := range n.Nodes {
+		a, ok := c.(*parse.ActionNode)
+		if !ok || len(a.Pipe.Decl) > 0 || len(a.Pipe.Cmds) != 1 || len(a.Pipe.Cmds[0].Args) != 1 {
+			continue
+		}
+		if f, ok := a.Pipe.Cmds[0].Args[0].(*parse.FieldNode); ok && len(f.Ident) == 1 && f.Ident[0] == "Name" {
+			count++
+		}
+	}
+	return count
+}
+
+// nameMarker stands for the name when a template that uses it verbatim is
+// rendered once for many names. It passes checkValue, and no real name
+// holds it (a noncharacter).
+const nameMarker = "\uFFFF"
+
+// nameSplitter returns the path t renders for d, whose Name is ignored,
+// split around the name: joined with a name, the parts give the path t
+// renders for that name, when it renders one. It returns nil when t does
+// not use the name verbatim, or renders no path for the marker.
+func (t *pathTemplate) nameSplitter(d pathData) []string {
+	if !t.nameVerbatim {
+		return nil
+	}
+	d.Name = nameMarker
+	p, err := t.render(d)
+	if err != nil {
+		return nil
+	}
+	parts := strings.Split(p, nameMarker)
+	if len(parts) != bareNames(t.tmpl.Root)+1 {
+		return nil // the marker came from another field too
+	}
+	return parts
+}
+
+// joinsTo reports whether parts joined with name make p, without building
+// the joined string.
+func joinsTo(parts []string, name, p string) bool {
+	for i, part := range parts {
+		if i > 0 {
+			if !strings.HasPrefix(p, name) {
+				return false
+			}
+			p = p[len(name):]
+		}
+		if !strings.HasPrefix(p, part) {
+			return false
+		}
+		p = p[len(part):]
+	}
+	return p == ""
 }
 
 // walk records the data fields n references and rejects constructs that can
 // loop or recurse.
-func walk(n parse.Node, fields map[string]bool) error {
+func walk(n parse.Node, fields map[string]int) error {
 	switch n := n.(type) {
 	case nil:
 		return nil
@@ -115,10 +179,10 @@ func walk(n parse.Node, fields map[string]bool) error {
 			}
 		}
 	case *parse.FieldNode:
-		fields[n.Ident[0]] = true
+		fields[n.Ident[0]]++
 	case *parse.VariableNode:
 		if len(n.Ident) > 1 && n.Ident[0] == "$" {
-			fields[n.Ident[1]] = true
+			fields[n.Ident[1]]++
 		}
 	case *parse.ChainNode:
 		return walk(n.Node, fields)
@@ -136,7 +200,7 @@ func walk(n parse.Node, fields map[string]bool) error {
 	return nil
 }
 
-func walkBranch(b *parse.BranchNode, fields map[string]bool) error {
+func walkBranch(b *parse.BranchNode, fields map[string]int) error {
 	for _, n := range []parse.Node{b.Pipe, b.List, b.ElseList} {
 		if err := walk(n, fields); err != nil {
 			return err

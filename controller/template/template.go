@@ -126,6 +126,15 @@ func (c *Controller) listPattern(typ controller.Type, namespace string) (string,
 	return p, nil
 }
 
+// nameSplitter is the resource template's nameSplitter for typ and
+// namespace, or nil.
+func (c *Controller) nameSplitter(typ controller.Type, namespace string) []string {
+	if checkRequest(typ, namespace) != nil {
+		return nil
+	}
+	return c.resource.nameSplitter(pathData{typ.Group, typ.Version, typ.Kind, typ.Plural, namespace, ""})
+}
+
 func checkRequest(typ controller.Type, namespace string) error {
 	switch {
 	case typ.Version == "" || typ.Kind == "":
@@ -235,19 +244,37 @@ type listItem struct {
 
 // List returns the resources of the requested type in the files matching the
 // list template's pattern, sorted by name. Files holding resources of other
-// types are skipped, so kinds may share a directory; a file that does not
-// decode at all, holds a resource of another namespace, or claims the same
-// name as another file gives an error wrapping controller.ErrMalformed that
-// names the files. A namespace without files gives an empty result.
+// types are skipped, so kinds may share a directory. A file that does not
+// decode at all, holds a resource of another namespace, or holds one whose
+// name the resource template does not render the file's path for (the path
+// is the resource's identity: Get reads a resource from there) gives an error
+// wrapping controller.ErrMalformed that names the first such file; see
+// [Controller.ListProblems] for listing the rest. A namespace without files
+// gives an empty result.
 //
 // Decoded files are cached by content (see [WithCacheSize]). List reads
 // req.FS from the calling goroutine only, so the file system need not be safe
 // for concurrent use; hashing, decoding and copying run on up to GOMAXPROCS
 // goroutines for large namespaces, and are done when List returns.
 func (c *Controller) List(ctx context.Context, req *controller.ListRequest) ([]*controller.Resource, error) {
-	matches, err := c.listFiles(ctx, req)
+	out, problems, err := c.ListProblems(ctx, req)
 	if err != nil {
 		return nil, err
+	}
+	if len(problems) > 0 {
+		return nil, problems[0].Err
+	}
+	return out, nil
+}
+
+var _ controller.ProblemLister = (*Controller)(nil)
+
+// ListProblems is List, except that it leaves out each file List would fail
+// on and reports it as a problem, in path order.
+func (c *Controller) ListProblems(ctx context.Context, req *controller.ListRequest) ([]*controller.Resource, []controller.Problem, error) {
+	matches, err := c.listFiles(ctx, req)
+	if err != nil {
+		return nil, nil, err
 	}
 
 	n := len(matches)
@@ -256,7 +283,7 @@ func (c *Controller) List(ctx context.Context, req *controller.ListRequest) ([]*
 	for i, m := range matches {
 		if i%256 == 255 {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		if data[i], err = fs.ReadFile(req.FS, m); err != nil {
@@ -264,12 +291,12 @@ func (c *Controller) List(ctx context.Context, req *controller.ListRequest) ([]*
 				gone[i] = true // a dangling symbolic link holds no resource
 				continue
 			}
-			return nil, fmt.Errorf("reading %s: %w", m, err)
+			return nil, nil, fmt.Errorf("reading %s: %w", m, err)
 		}
 	}
 	keys := make([]contentKey, n)
 	if err := forEach(ctx, n, 512, func(i int) { keys[i] = sha256.Sum256(data[i]) }); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
 	vals := make([]decoded, n)
@@ -290,52 +317,98 @@ func (c *Controller) List(ctx context.Context, req *controller.ListRequest) ([]*
 			vals[i] = decodeContent(c.spec.Encoding, data[i])
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		c.cache.add(keys, vals, hit)
 	}
 
 	apiVersion := req.Type.APIVersion()
+	split := c.nameSplitter(req.Type, req.Namespace)
 	items := make([]listItem, 0, n)
+	var problems []controller.Problem
 	for i, m := range matches {
 		if gone[i] {
 			continue
 		}
 		d := vals[i]
 		if d.err != nil {
-			return nil, malformed(m, d.err)
+			problems = append(problems, controller.Problem{Origin: m, Err: malformed(m, d.err)})
+			continue
 		}
 		if d.res.APIVersion != apiVersion || d.res.Kind != req.Type.Kind {
 			continue
 		}
-		if ns := d.res.Metadata.Namespace; ns != "" && ns != req.Namespace {
-			return nil, fmt.Errorf("%w: %s holds a resource of namespace %q but lies where namespace %q keeps its files",
-				controller.ErrMalformed, m, ns, req.Namespace)
+		if err := c.checkListed(d.res, m, req.Type, req.Namespace, split); err != nil {
+			problems = append(problems, controller.Problem{Origin: m, Err: err})
+			continue
 		}
 		items = append(items, listItem{d.res, m})
 	}
-	// Stable: files claiming one name stay in path order, for a deterministic
-	// error. Most layouts put files in name order already.
+	// Each name renders one path, so no two files hold one name; should a
+	// template ever make it happen, both files are problems.
 	byName := func(a, b listItem) int { return strings.Compare(a.res.Metadata.Name, b.res.Metadata.Name) }
 	if !slices.IsSortedFunc(items, byName) {
 		slices.SortStableFunc(items, byName)
 	}
+	var dup []listItem
 	for i := 1; i < len(items); i++ {
-		if a, b := items[i-1], items[i]; a.res.Metadata.Name == b.res.Metadata.Name {
-			return nil, fmt.Errorf("%w: %s and %s both hold %s %s %q",
-				controller.ErrMalformed, a.path, b.path, apiVersion, req.Type.Kind, b.res.Metadata.Name)
+		if items[i-1].res.Metadata.Name == items[i].res.Metadata.Name {
+			kept := make([]listItem, 0, len(items))
+			for i, it := range items {
+				name := it.res.Metadata.Name
+				if (i > 0 && items[i-1].res.Metadata.Name == name) || (i+1 < len(items) && items[i+1].res.Metadata.Name == name) {
+					dup = append(dup, it)
+					continue
+				}
+				kept = append(kept, it)
+			}
+			items = kept
+			break
 		}
+	}
+	for _, it := range dup {
+		problems = append(problems, controller.Problem{Origin: it.path, Err: fmt.Errorf("%w: %s holds %s %s %q, which another file holds too",
+			controller.ErrMalformed, it.path, apiVersion, req.Type.Kind, it.res.Metadata.Name)})
+	}
+	if len(dup) > 0 {
+		slices.SortStableFunc(problems, func(a, b controller.Problem) int { return strings.Compare(a.Origin, b.Origin) })
 	}
 	out, err := cloneAll(ctx, items, req.Namespace)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The selector sees clones, so it cannot change the cache, and is called
 	// from this goroutine only.
 	if req.Selector != nil {
 		out = slices.DeleteFunc(out, func(r *controller.Resource) bool { return !req.Selector.Matches(r.Metadata.Labels) })
 	}
-	return out, nil
+	return out, problems, nil
+}
+
+// checkListed reports whether r, of the requested type and read from the
+// listed file p, is the resource that file keeps: of the namespace, or of
+// none, and named so that the resource template renders p for it.
+// split, when not nil, is the resource template's path for typ and
+// namespace split around the name (see pathTemplate.nameSplitter), which
+// spares most files a rendering.
+func (c *Controller) checkListed(r *controller.Resource, p string, typ controller.Type, namespace string, split []string) error {
+	if ns := r.Metadata.Namespace; ns != "" && ns != namespace {
+		return fmt.Errorf("%w: %s holds a resource of namespace %q but lies where namespace %q keeps its files",
+			controller.ErrMalformed, p, ns, namespace)
+	}
+	name := r.Metadata.Name
+	if split != nil && name != "" && len(p) <= maxPathLen && joinsTo(split, name, p) && checkValue(name) == nil && checkPath(p) == nil {
+		return nil // what rendering would have found, without the rendering
+	}
+	want, err := c.resourcePath(typ, namespace, name)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %s holds %s %q, a name no file can have: %v", controller.ErrMalformed, p, typ.Kind, r.Metadata.Name, err)
+	case want != p:
+		return fmt.Errorf("%w: %s holds %s %q, whose file is %s: a resource is known by its file's path; rename the file or fix metadata.name",
+			controller.ErrMalformed, p, typ.Kind, r.Metadata.Name, want)
+	}
+	return nil
 }
 
 var _ controller.KeyedLister = (*Controller)(nil)
@@ -347,7 +420,8 @@ func (c *Controller) FilePerResource() bool { return true }
 
 // ListKeyed lists the files the list template matches without reading them.
 // When req.FS is a controller.ContentIDFS (as Git snapshots are), each
-// Listed's Key is the file's content identifier; otherwise it is empty.
+// Listed's Key is the file's path and content identifier (the path too,
+// since it decides which resource the file may hold); otherwise it is empty.
 // Decode gives what List would give for the file: nil for a file of another
 // type, the resource (in the requested namespace) otherwise, or an error
 // naming the file.
@@ -358,6 +432,7 @@ func (c *Controller) ListKeyed(ctx context.Context, req *controller.ListRequest)
 	}
 	ids, _ := req.FS.(controller.ContentIDFS)
 	fsys, typ, namespace := req.FS, req.Type, req.Namespace
+	split := c.nameSplitter(typ, namespace)
 	out := make([]controller.Listed, 0, len(matches))
 	for i, m := range matches {
 		if i%256 == 255 {
@@ -367,22 +442,24 @@ func (c *Controller) ListKeyed(ctx context.Context, req *controller.ListRequest)
 		}
 		var key string
 		if ids != nil {
-			if key, err = ids.ContentID(m); err != nil {
+			id, err := ids.ContentID(m)
+			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
 					continue // a dangling symbolic link holds no resource
 				}
 				return nil, fmt.Errorf("reading %s: %w", m, err)
 			}
+			key = m + "\x00" + id
 		}
 		out = append(out, controller.Listed{Key: key, Origin: m, Decode: func() (*controller.Resource, error) {
-			return c.decodeListed(fsys, typ, namespace, m)
+			return c.decodeListed(fsys, typ, namespace, m, split)
 		}})
 	}
 	return out, nil
 }
 
 // decodeListed decodes one file found by ListKeyed, as List would.
-func (c *Controller) decodeListed(fsys fs.FS, typ controller.Type, namespace, p string) (*controller.Resource, error) {
+func (c *Controller) decodeListed(fsys fs.FS, typ controller.Type, namespace, p string, split []string) (*controller.Resource, error) {
 	r, err := c.load(fsys, p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -393,9 +470,8 @@ func (c *Controller) decodeListed(fsys fs.FS, typ controller.Type, namespace, p 
 	if r.APIVersion != typ.APIVersion() || r.Kind != typ.Kind {
 		return nil, nil
 	}
-	if ns := r.Metadata.Namespace; ns != "" && ns != namespace {
-		return nil, fmt.Errorf("%w: %s holds a resource of namespace %q but lies where namespace %q keeps its files",
-			controller.ErrMalformed, p, ns, namespace)
+	if err := c.checkListed(r, p, typ, namespace, split); err != nil {
+		return nil, err
 	}
 	out := r.Clone()
 	out.Metadata.Namespace = namespace

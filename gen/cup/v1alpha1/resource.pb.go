@@ -463,7 +463,11 @@ type ListRequest struct {
 	// for the rest.
 	PageSize int32 `protobuf:"varint,7,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// The next_page_token of a previous response.
-	PageToken     string `protobuf:"bytes,8,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageToken string `protobuf:"bytes,8,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// List the namespace's problems instead of its resources: the response
+	// has no items and one page, and warnings holds every file the listing
+	// leaves out.
+	Problems      bool `protobuf:"varint,9,opt,name=problems,proto3" json:"problems,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -554,6 +558,13 @@ func (x *ListRequest) GetPageToken() string {
 	return ""
 }
 
+func (x *ListRequest) GetProblems() bool {
+	if x != nil {
+		return x.Problems
+	}
+	return false
+}
+
 // ListResponse holds one page of resources.
 type ListResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -562,6 +573,13 @@ type ListResponse struct {
 	Commit string `protobuf:"bytes,2,opt,name=commit,proto3" json:"commit,omitempty"`
 	// Pass as page_token to get the next page; empty on the last page.
 	NextPageToken string `protobuf:"bytes,3,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// Files the listing left out because they hold nothing that can be read
+	// by the name their path gives (see ListWarning), in path order. The first
+	// page carries the first 20; more_warnings counts the rest. Set problems
+	// in the request to have them all.
+	Warnings []*ListWarning `protobuf:"bytes,4,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	// How many files the listing left out beyond those in warnings.
+	MoreWarnings  int32 `protobuf:"varint,5,opt,name=more_warnings,json=moreWarnings,proto3" json:"more_warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -617,6 +635,79 @@ func (x *ListResponse) GetNextPageToken() string {
 	return ""
 }
 
+func (x *ListResponse) GetWarnings() []*ListWarning {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
+}
+
+func (x *ListResponse) GetMoreWarnings() int32 {
+	if x != nil {
+		return x.MoreWarnings
+	}
+	return 0
+}
+
+// ListWarning is a file a listing left out: it does not decode, holds a
+// resource of another namespace, or another name than its path gives, or a
+// name that is not a valid resource name (which Get could not ask for).
+// Files holding resources of other types are no problem: kinds may share a
+// directory.
+type ListWarning struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The file, relative to the repository root.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// What is wrong with it.
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWarning) Reset() {
+	*x = ListWarning{}
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWarning) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWarning) ProtoMessage() {}
+
+func (x *ListWarning) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWarning.ProtoReflect.Descriptor instead.
+func (*ListWarning) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ListWarning) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *ListWarning) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // PutRequest creates or replaces a resource.
 type PutRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -655,7 +746,7 @@ type PutRequest struct {
 
 func (x *PutRequest) Reset() {
 	*x = PutRequest{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[6]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -667,7 +758,7 @@ func (x *PutRequest) String() string {
 func (*PutRequest) ProtoMessage() {}
 
 func (x *PutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[6]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -680,7 +771,7 @@ func (x *PutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutRequest.ProtoReflect.Descriptor instead.
 func (*PutRequest) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{6}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PutRequest) GetGroup() string {
@@ -779,7 +870,7 @@ type PutResponse struct {
 
 func (x *PutResponse) Reset() {
 	*x = PutResponse{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[7]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -791,7 +882,7 @@ func (x *PutResponse) String() string {
 func (*PutResponse) ProtoMessage() {}
 
 func (x *PutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[7]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -804,7 +895,7 @@ func (x *PutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutResponse.ProtoReflect.Descriptor instead.
 func (*PutResponse) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{7}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PutResponse) GetResult() *WriteResult {
@@ -856,7 +947,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[8]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -868,7 +959,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[8]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -881,7 +972,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{8}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DeleteRequest) GetGroup() string {
@@ -971,7 +1062,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[9]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -983,7 +1074,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[9]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -996,7 +1087,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{9}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DeleteResponse) GetResult() *WriteResult {
@@ -1031,7 +1122,7 @@ type WriteResult struct {
 
 func (x *WriteResult) Reset() {
 	*x = WriteResult{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[10]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1043,7 +1134,7 @@ func (x *WriteResult) String() string {
 func (*WriteResult) ProtoMessage() {}
 
 func (x *WriteResult) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[10]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1056,7 +1147,7 @@ func (x *WriteResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteResult.ProtoReflect.Descriptor instead.
 func (*WriteResult) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{10}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *WriteResult) GetOutcome() WriteOutcome {
@@ -1122,7 +1213,7 @@ type FileChange struct {
 
 func (x *FileChange) Reset() {
 	*x = FileChange{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[11]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1134,7 +1225,7 @@ func (x *FileChange) String() string {
 func (*FileChange) ProtoMessage() {}
 
 func (x *FileChange) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[11]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1147,7 +1238,7 @@ func (x *FileChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileChange.ProtoReflect.Descriptor instead.
 func (*FileChange) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{11}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *FileChange) GetPath() string {
@@ -1210,7 +1301,7 @@ const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"\vGetResponse\x122\n" +
 	"\bresource\x18\x01 \x01(\v2\x16.cup.v1alpha1.ResourceR\bresource\x12\x16\n" +
 	"\x06commit\x18\x02 \x01(\tR\x06commit\x124\n" +
-	"\tproposals\x18\x03 \x03(\v2\x16.cup.v1alpha1.ProposalR\tproposals\"\xd1\x04\n" +
+	"\tproposals\x18\x03 \x03(\v2\x16.cup.v1alpha1.ProposalR\tproposals\"\xed\x04\n" +
 	"\vListRequest\x12c\n" +
 	"\x05group\x18\x01 \x01(\tBM\xbaHJrH\x10\x01\x18\xfd\x012A^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$R\x05group\x12D\n" +
 	"\aversion\x18\x02 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\aversion\x12B\n" +
@@ -1221,11 +1312,17 @@ const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"\x0elabel_selector\x18\x06 \x01(\tB\b\xbaH\x05r\x03\x18\x80 R\rlabelSelector\x12(\n" +
 	"\tpage_size\x18\a \x01(\x05B\v\xbaH\b\x1a\x06\x18\xa0\x8d\x06(\x00R\bpageSize\x12'\n" +
 	"\n" +
-	"page_token\x18\b \x01(\tB\b\xbaH\x05r\x03\x18\x80\x10R\tpageToken\"|\n" +
+	"page_token\x18\b \x01(\tB\b\xbaH\x05r\x03\x18\x80\x10R\tpageToken\x12\x1a\n" +
+	"\bproblems\x18\t \x01(\bR\bproblems\"\xd8\x01\n" +
 	"\fListResponse\x12,\n" +
 	"\x05items\x18\x01 \x03(\v2\x16.cup.v1alpha1.ResourceR\x05items\x12\x16\n" +
 	"\x06commit\x18\x02 \x01(\tR\x06commit\x12&\n" +
-	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\"\xb9\a\n" +
+	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\x125\n" +
+	"\bwarnings\x18\x04 \x03(\v2\x19.cup.v1alpha1.ListWarningR\bwarnings\x12#\n" +
+	"\rmore_warnings\x18\x05 \x01(\x05R\fmoreWarnings\"9\n" +
+	"\vListWarning\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xb9\a\n" +
 	"\n" +
 	"PutRequest\x12c\n" +
 	"\x05group\x18\x01 \x01(\tBM\xbaHJrH\x10\x01\x18\xfd\x012A^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$R\x05group\x12D\n" +
@@ -1311,7 +1408,7 @@ func file_cup_v1alpha1_resource_proto_rawDescGZIP() []byte {
 }
 
 var file_cup_v1alpha1_resource_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_cup_v1alpha1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_cup_v1alpha1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_cup_v1alpha1_resource_proto_goTypes = []any{
 	(WriteOutcome)(0),       // 0: cup.v1alpha1.WriteOutcome
 	(FileOperation)(0),      // 1: cup.v1alpha1.FileOperation
@@ -1321,46 +1418,48 @@ var file_cup_v1alpha1_resource_proto_goTypes = []any{
 	(*GetResponse)(nil),     // 5: cup.v1alpha1.GetResponse
 	(*ListRequest)(nil),     // 6: cup.v1alpha1.ListRequest
 	(*ListResponse)(nil),    // 7: cup.v1alpha1.ListResponse
-	(*PutRequest)(nil),      // 8: cup.v1alpha1.PutRequest
-	(*PutResponse)(nil),     // 9: cup.v1alpha1.PutResponse
-	(*DeleteRequest)(nil),   // 10: cup.v1alpha1.DeleteRequest
-	(*DeleteResponse)(nil),  // 11: cup.v1alpha1.DeleteResponse
-	(*WriteResult)(nil),     // 12: cup.v1alpha1.WriteResult
-	(*FileChange)(nil),      // 13: cup.v1alpha1.FileChange
-	nil,                     // 14: cup.v1alpha1.ObjectMeta.LabelsEntry
-	nil,                     // 15: cup.v1alpha1.ObjectMeta.AnnotationsEntry
-	(*structpb.Struct)(nil), // 16: google.protobuf.Struct
-	(*Proposal)(nil),        // 17: cup.v1alpha1.Proposal
+	(*ListWarning)(nil),     // 8: cup.v1alpha1.ListWarning
+	(*PutRequest)(nil),      // 9: cup.v1alpha1.PutRequest
+	(*PutResponse)(nil),     // 10: cup.v1alpha1.PutResponse
+	(*DeleteRequest)(nil),   // 11: cup.v1alpha1.DeleteRequest
+	(*DeleteResponse)(nil),  // 12: cup.v1alpha1.DeleteResponse
+	(*WriteResult)(nil),     // 13: cup.v1alpha1.WriteResult
+	(*FileChange)(nil),      // 14: cup.v1alpha1.FileChange
+	nil,                     // 15: cup.v1alpha1.ObjectMeta.LabelsEntry
+	nil,                     // 16: cup.v1alpha1.ObjectMeta.AnnotationsEntry
+	(*structpb.Struct)(nil), // 17: google.protobuf.Struct
+	(*Proposal)(nil),        // 18: cup.v1alpha1.Proposal
 }
 var file_cup_v1alpha1_resource_proto_depIdxs = []int32{
 	3,  // 0: cup.v1alpha1.Resource.metadata:type_name -> cup.v1alpha1.ObjectMeta
-	16, // 1: cup.v1alpha1.Resource.spec:type_name -> google.protobuf.Struct
-	14, // 2: cup.v1alpha1.ObjectMeta.labels:type_name -> cup.v1alpha1.ObjectMeta.LabelsEntry
-	15, // 3: cup.v1alpha1.ObjectMeta.annotations:type_name -> cup.v1alpha1.ObjectMeta.AnnotationsEntry
+	17, // 1: cup.v1alpha1.Resource.spec:type_name -> google.protobuf.Struct
+	15, // 2: cup.v1alpha1.ObjectMeta.labels:type_name -> cup.v1alpha1.ObjectMeta.LabelsEntry
+	16, // 3: cup.v1alpha1.ObjectMeta.annotations:type_name -> cup.v1alpha1.ObjectMeta.AnnotationsEntry
 	2,  // 4: cup.v1alpha1.GetResponse.resource:type_name -> cup.v1alpha1.Resource
-	17, // 5: cup.v1alpha1.GetResponse.proposals:type_name -> cup.v1alpha1.Proposal
+	18, // 5: cup.v1alpha1.GetResponse.proposals:type_name -> cup.v1alpha1.Proposal
 	2,  // 6: cup.v1alpha1.ListResponse.items:type_name -> cup.v1alpha1.Resource
-	2,  // 7: cup.v1alpha1.PutRequest.resource:type_name -> cup.v1alpha1.Resource
-	12, // 8: cup.v1alpha1.PutResponse.result:type_name -> cup.v1alpha1.WriteResult
-	2,  // 9: cup.v1alpha1.PutResponse.resource:type_name -> cup.v1alpha1.Resource
-	12, // 10: cup.v1alpha1.DeleteResponse.result:type_name -> cup.v1alpha1.WriteResult
-	0,  // 11: cup.v1alpha1.WriteResult.outcome:type_name -> cup.v1alpha1.WriteOutcome
-	13, // 12: cup.v1alpha1.WriteResult.changes:type_name -> cup.v1alpha1.FileChange
-	17, // 13: cup.v1alpha1.WriteResult.proposal:type_name -> cup.v1alpha1.Proposal
-	1,  // 14: cup.v1alpha1.FileChange.operation:type_name -> cup.v1alpha1.FileOperation
-	4,  // 15: cup.v1alpha1.ResourceService.Get:input_type -> cup.v1alpha1.GetRequest
-	6,  // 16: cup.v1alpha1.ResourceService.List:input_type -> cup.v1alpha1.ListRequest
-	8,  // 17: cup.v1alpha1.ResourceService.Put:input_type -> cup.v1alpha1.PutRequest
-	10, // 18: cup.v1alpha1.ResourceService.Delete:input_type -> cup.v1alpha1.DeleteRequest
-	5,  // 19: cup.v1alpha1.ResourceService.Get:output_type -> cup.v1alpha1.GetResponse
-	7,  // 20: cup.v1alpha1.ResourceService.List:output_type -> cup.v1alpha1.ListResponse
-	9,  // 21: cup.v1alpha1.ResourceService.Put:output_type -> cup.v1alpha1.PutResponse
-	11, // 22: cup.v1alpha1.ResourceService.Delete:output_type -> cup.v1alpha1.DeleteResponse
-	19, // [19:23] is the sub-list for method output_type
-	15, // [15:19] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	8,  // 7: cup.v1alpha1.ListResponse.warnings:type_name -> cup.v1alpha1.ListWarning
+	2,  // 8: cup.v1alpha1.PutRequest.resource:type_name -> cup.v1alpha1.Resource
+	13, // 9: cup.v1alpha1.PutResponse.result:type_name -> cup.v1alpha1.WriteResult
+	2,  // 10: cup.v1alpha1.PutResponse.resource:type_name -> cup.v1alpha1.Resource
+	13, // 11: cup.v1alpha1.DeleteResponse.result:type_name -> cup.v1alpha1.WriteResult
+	0,  // 12: cup.v1alpha1.WriteResult.outcome:type_name -> cup.v1alpha1.WriteOutcome
+	14, // 13: cup.v1alpha1.WriteResult.changes:type_name -> cup.v1alpha1.FileChange
+	18, // 14: cup.v1alpha1.WriteResult.proposal:type_name -> cup.v1alpha1.Proposal
+	1,  // 15: cup.v1alpha1.FileChange.operation:type_name -> cup.v1alpha1.FileOperation
+	4,  // 16: cup.v1alpha1.ResourceService.Get:input_type -> cup.v1alpha1.GetRequest
+	6,  // 17: cup.v1alpha1.ResourceService.List:input_type -> cup.v1alpha1.ListRequest
+	9,  // 18: cup.v1alpha1.ResourceService.Put:input_type -> cup.v1alpha1.PutRequest
+	11, // 19: cup.v1alpha1.ResourceService.Delete:input_type -> cup.v1alpha1.DeleteRequest
+	5,  // 20: cup.v1alpha1.ResourceService.Get:output_type -> cup.v1alpha1.GetResponse
+	7,  // 21: cup.v1alpha1.ResourceService.List:output_type -> cup.v1alpha1.ListResponse
+	10, // 22: cup.v1alpha1.ResourceService.Put:output_type -> cup.v1alpha1.PutResponse
+	12, // 23: cup.v1alpha1.ResourceService.Delete:output_type -> cup.v1alpha1.DeleteResponse
+	20, // [20:24] is the sub-list for method output_type
+	16, // [16:20] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_cup_v1alpha1_resource_proto_init() }
@@ -1375,7 +1474,7 @@ func file_cup_v1alpha1_resource_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cup_v1alpha1_resource_proto_rawDesc), len(file_cup_v1alpha1_resource_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   14,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -248,6 +248,15 @@ export declare type ListRequest = Message<"cup.v1alpha1.ListRequest"> & {
    * @generated from field: string page_token = 8;
    */
   pageToken: string;
+
+  /**
+   * List the namespace's problems instead of its resources: the response
+   * has no items and one page, and warnings holds every file the listing
+   * leaves out.
+   *
+   * @generated from field: bool problems = 9;
+   */
+  problems: boolean;
 };
 
 /**
@@ -280,6 +289,23 @@ export declare type ListResponse = Message<"cup.v1alpha1.ListResponse"> & {
    * @generated from field: string next_page_token = 3;
    */
   nextPageToken: string;
+
+  /**
+   * Files the listing left out because they hold nothing that can be read
+   * by the name their path gives (see ListWarning), in path order. The first
+   * page carries the first 20; more_warnings counts the rest. Set problems
+   * in the request to have them all.
+   *
+   * @generated from field: repeated cup.v1alpha1.ListWarning warnings = 4;
+   */
+  warnings: ListWarning[];
+
+  /**
+   * How many files the listing left out beyond those in warnings.
+   *
+   * @generated from field: int32 more_warnings = 5;
+   */
+  moreWarnings: number;
 };
 
 /**
@@ -287,6 +313,37 @@ export declare type ListResponse = Message<"cup.v1alpha1.ListResponse"> & {
  * Use `create(ListResponseSchema)` to create a new message.
  */
 export declare const ListResponseSchema: GenMessage<ListResponse>;
+
+/**
+ * ListWarning is a file a listing left out: it does not decode, holds a
+ * resource of another namespace, or another name than its path gives, or a
+ * name that is not a valid resource name (which Get could not ask for).
+ * Files holding resources of other types are no problem: kinds may share a
+ * directory.
+ *
+ * @generated from message cup.v1alpha1.ListWarning
+ */
+export declare type ListWarning = Message<"cup.v1alpha1.ListWarning"> & {
+  /**
+   * The file, relative to the repository root.
+   *
+   * @generated from field: string path = 1;
+   */
+  path: string;
+
+  /**
+   * What is wrong with it.
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message cup.v1alpha1.ListWarning.
+ * Use `create(ListWarningSchema)` to create a new message.
+ */
+export declare const ListWarningSchema: GenMessage<ListWarning>;
 
 /**
  * PutRequest creates or replaces a resource.
