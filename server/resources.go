@@ -642,7 +642,12 @@ func (s *Server) list(ctx context.Context, req *cupv1alpha1.ListRequest) (*page,
 	p := &page{commit: snap.Commit}
 	switch {
 	case req.Problems:
-		p.warnings = l.problems
+		// As many as a page of resources may hold; the rest are counted.
+		n := len(l.problems)
+		if m := s.cfg.maxListPage; m > 0 {
+			n = min(n, m)
+		}
+		p.warnings, p.more = l.problems[:n], len(l.problems)-n
 		return p, nil
 	case req.PageToken == "":
 		p.warnings = l.problems[:min(len(l.problems), maxWarnings)]
