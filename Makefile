@@ -7,7 +7,7 @@ MAKEFLAGS += --no-builtin-rules --no-print-directory
 TOOLS := $(CURDIR)/.tools
 BUF := tools/node_modules/.bin/buf
 PROTOVALIDATE_VERSION := v1.2.2
-GO_TEST_FLAGS ?= -race -count=1
+GO_TEST_FLAGS ?= -race -count=1 -timeout 20m
 # Go modules beside the main one: the WASM controller SDK and the example controllers.
 GO_MODULES := sdk/go examples/controllers/flagfile
 
