@@ -527,6 +527,11 @@ func (c *Controller) Put(ctx context.Context, req *controller.PutRequest) error 
 			if sameContent(same, r) {
 				return nil // same content, other formatting: keep the file as it is
 			}
+			// Edit the file rather than replace it, so that what people
+			// wrote (comments, order, layout) stays.
+			if patched, d, ok := c.patch(old, r); ok {
+				data, written = patched, d
+			}
 		}
 	case errors.Is(err, fs.ErrNotExist):
 	default:
