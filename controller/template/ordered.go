@@ -34,9 +34,26 @@ func (o object) get(key string) (any, bool) {
 // decodeOrdered decodes one JSON value, keeping the order of object keys and
 // numbers exactly as written.
 func decodeOrdered(data []byte) (any, error) {
+	return decodeJSON(data, false)
+}
+
+// rawScalar is a string or number and its text in the file it was read
+// from, so that an unchanged "\u00e9" or 1.50 is written back as it was.
+type rawScalar struct {
+	val any // string or json.Number
+	raw string
+}
+
+// decodeJSON is decodeOrdered; with keepRaw, strings and numbers are
+// rawScalars.
+func decodeJSON(data []byte, keepRaw bool) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	v, err := decodeValue(dec)
+	var raw []byte
+	if keepRaw {
+		raw = data
+	}
+	v, err := decodeValue(dec, raw)
 	if err != nil {
 		return nil, err
 	}
@@ -46,10 +63,18 @@ func decodeOrdered(data []byte) (any, error) {
 	return v, nil
 }
 
-func decodeValue(dec *json.Decoder) (any, error) {
+func decodeValue(dec *json.Decoder, raw []byte) (any, error) {
+	start := dec.InputOffset()
 	tok, err := dec.Token()
 	if err != nil {
 		return nil, err
+	}
+	switch tok.(type) {
+	case string, json.Number:
+		if raw != nil {
+			text := strings.TrimLeft(string(raw[start:dec.InputOffset()]), " \t\r\n,:")
+			return rawScalar{tok, text}, nil
+		}
 	}
 	switch tok {
 	case json.Delim('{'):
@@ -63,7 +88,7 @@ func decodeValue(dec *json.Decoder) (any, error) {
 			if !ok {
 				return nil, fmt.Errorf("object key %v is not a string", k)
 			}
-			v, err := decodeValue(dec)
+			v, err := decodeValue(dec, raw)
 			if err != nil {
 				return nil, err
 			}
@@ -74,7 +99,7 @@ func decodeValue(dec *json.Decoder) (any, error) {
 	case json.Delim('['):
 		a := []any{}
 		for dec.More() {
-			v, err := decodeValue(dec)
+			v, err := decodeValue(dec, raw)
 			if err != nil {
 				return nil, err
 			}
@@ -90,6 +115,12 @@ func decodeValue(dec *json.Decoder) (any, error) {
 // orderedEqual reports whether a and b, decoded by decodeOrdered, are equal
 // JSON values: objects regardless of key order, numbers by decimal value.
 func orderedEqual(a, b any) bool {
+	if r, ok := a.(rawScalar); ok {
+		a = r.val
+	}
+	if r, ok := b.(rawScalar); ok {
+		b = r.val
+	}
 	switch a := a.(type) {
 	case object:
 		b, ok := b.(object)
@@ -254,6 +285,8 @@ func writeJSON(b *bytes.Buffer, v any, indent, prefix string) error {
 		}
 		nl(prefix)
 		b.WriteByte(']')
+	case rawScalar:
+		b.WriteString(v.raw)
 	case string:
 		return writeString(b, v)
 	case json.Number:
@@ -295,9 +328,10 @@ func jsonIndent(data []byte) string {
 }
 
 // patchJSON rewrites old, a JSON file holding oldValue, to hold want,
-// keeping its indentation, its key order and whether it ends in a newline.
+// keeping its indentation, its key order, whether it ends in a newline, and
+// the text of unchanged strings and numbers.
 func patchJSON(old []byte, want object) ([]byte, error) {
-	oldValue, err := decodeOrdered(old)
+	oldValue, err := decodeJSON(old, true)
 	if err != nil {
 		return nil, err
 	}
