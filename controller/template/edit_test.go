@@ -226,3 +226,92 @@ func sameResource(t *testing.T, a, b *controller.Resource) bool {
 	sb, _ := json.Marshal(jsonValue(t, string(b.Spec)))
 	return equalMeta(a, b) && bytes.Equal(sa, sb)
 }
+
+// TestPutEditsOddFiles edits YAML files whose layout the in-place edit must
+// cope with, or give up on for the full encoding: either way the file must
+// read back as the resource written, and writing it again must change no
+// byte. Each file holds a "# keep" comment, which survives an edit in place
+// only.
+func TestPutEditsOddFiles(t *testing.T) {
+	t.Parallel()
+	const head = "apiVersion: flags.cup.dev/v1alpha1\nkind: Flag\nmetadata:\n  name: new-login\n"
+	tests := []struct {
+		name    string
+		file    string
+		edit    func(t *testing.T, r *controller.Resource)
+		inPlace bool
+	}{
+		{"no namespace, no newline at the end", head + "spec:\n  a: 1 # keep", func(t *testing.T, r *controller.Resource) {
+			setSpec(t, r, "x", "b")
+		}, true},
+		{"document markers", "%YAML 1.1\n---\n" + head + "spec: # keep\n  a: 1\n...\n", func(t *testing.T, r *controller.Resource) {
+			setSpec(t, r, "x", "b")
+		}, true},
+		{"CRLF", strings.ReplaceAll(head+"spec:\n  a: 1 # keep\n  b: 2\n", "\n", "\r\n"), func(t *testing.T, r *controller.Resource) {
+			setSpec(t, r, json.Number("3"), "a")
+		}, true},
+		{"unicode before a value", head + "spec:\n  ünïcödé: 1 # keep\n", func(t *testing.T, r *controller.Resource) {
+			setSpec(t, r, "é", "ünïcödé")
+		}, true},
+		{"multi-line plain scalar", head + "spec:\n  a: one\n    two # keep\n  b: 1\n", func(t *testing.T, r *controller.Resource) {
+			setSpec(t, r, "three", "a")
+		}, true},
+		{"sequence of sequences", head + "spec: # keep\n  a:\n  - - 1\n    - 2\n  - - 3\n", func(t *testing.T, r *controller.Resource) {
+			setSpec(t, r, json.Number("4"), "a", "1", "0")
+		}, true},
+		{"tagged scalar", head + "spec: # keep\n  a: !!str 1\n", func(t *testing.T, r *controller.Resource) {
+			setSpec(t, r, "2", "a")
+		}, true},
+		{"empty spec", head + "spec: {} # keep\n", func(t *testing.T, r *controller.Resource) {
+			r.Spec = json.RawMessage(`{"a": {"b": [1, "x, y"]}}`)
+		}, true},
+		{"remove all labels", head + "  labels:\n    a: b\n    c: d\nspec: # keep\n  a: 1\n", func(t *testing.T, r *controller.Resource) {
+			r.Metadata.Labels = nil
+		}, true},
+		{"edit beside a merge key", head + "spec:\n  base: &base {a: 1}\n  m:\n    <<: *base\n    b: 2\n  c: 3 # keep\n", func(t *testing.T, r *controller.Resource) {
+			setSpec(t, r, json.Number("4"), "c")
+		}, true},
+		{"edit under a merge key", head + "spec:\n  base: &base {a: 1}\n  m:\n    <<: *base\n    b: 2 # keep\n", func(t *testing.T, r *controller.Resource) {
+			setSpec(t, r, json.Number("4"), "m", "b")
+		}, false},
+		{"anchored value changed under its alias", head + "spec:\n  a: &x 1 # keep\n  b: *x\n", func(t *testing.T, r *controller.Resource) {
+			setSpec(t, r, json.Number("2"), "a")
+		}, false},
+		{"key YAML 1.1 reads as a boolean", head + "spec:\n  yes: 1 # keep\n", func(t *testing.T, r *controller.Resource) {
+			setSpec(t, r, json.Number("2"), "true")
+		}, false},
+		{"flow mapping at the top", "{apiVersion: flags.cup.dev/v1alpha1, kind: Flag, metadata: {name: new-login}, spec: {a: 1}} # keep\n", func(t *testing.T, r *controller.Resource) {
+			setSpec(t, r, json.Number("2"), "a")
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			const p = "default/new-login.yaml"
+			mem := newMemFS(t, map[string]string{p: tt.file})
+			c := newController(t, template.Spec{ListTemplate: `{{ .Namespace }}/*.yaml`, ResourceTemplate: `{{ .Namespace }}/{{ .Name }}.yaml`})
+			get := func() *controller.Resource {
+				t.Helper()
+				r, err := c.Get(t.Context(), &controller.GetRequest{FS: mem, Type: flagType, Namespace: "default", Name: "new-login"})
+				if err != nil {
+					t.Fatalf("Get: %v\n%s", err, mem.Files()[p])
+				}
+				return r
+			}
+			r := get()
+			tt.edit(t, r)
+			put(t, c, mem, r)
+			got := mem.Files()[p]
+			if back := get(); !sameResource(t, back, r) {
+				t.Errorf("Get after Put = %+v %s, want %+v %s", back.Metadata, back.Spec, r.Metadata, r.Spec)
+			}
+			if kept := bytes.Contains(got, []byte("# keep")); kept != tt.inPlace {
+				t.Errorf("edited in place = %v, want %v:\n%s", kept, tt.inPlace, got)
+			}
+			put(t, c, mem, get())
+			if again := mem.Files()[p]; !bytes.Equal(again, got) {
+				t.Errorf("writing the resource again changed the file:\n%s", udiff.Unified("first", "second", string(got), string(again)))
+			}
+		})
+	}
+}
