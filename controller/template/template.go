@@ -476,7 +476,9 @@ func forEach(ctx context.Context, n, perWorker int, fn func(i int)) error {
 //
 // Put leaves the file untouched when it already holds the same content, even
 // if formatted differently, so re-writing an unchanged resource changes no
-// bytes. It refuses, with an error wrapping controller.ErrMalformed, to
+// bytes. A file holding other content is edited in place, keeping what
+// people wrote (see the package documentation), unless the edited file
+// would not read back as the resource; then it is written afresh. It refuses, with an error wrapping controller.ErrMalformed, to
 // replace a file holding another resource; a file that does not decode is
 // replaced.
 func (c *Controller) Put(ctx context.Context, req *controller.PutRequest) error {
