@@ -250,6 +250,13 @@ func TestPutEditsOddFiles(t *testing.T) {
 		{"CRLF", strings.ReplaceAll(head+"spec:\n  a: 1 # keep\n  b: 2\n", "\n", "\r\n"), func(t *testing.T, r *controller.Resource) {
 			setSpec(t, r, json.Number("3"), "a")
 		}, true},
+		{"CRLF, new keys", strings.ReplaceAll(head+"spec:\n  a: 1 # keep\n", "\n", "\r\n"), func(t *testing.T, r *controller.Resource) {
+			setSpec(t, r, jsonValue(t, `{"c": [1, 2], "d": "x\ny"}`), "b")
+		}, true},
+		{"indented text in a four-space file", head + "spec:\n    a:\n        b: 1 # keep\n", func(t *testing.T, r *controller.Resource) {
+			setSpec(t, r, "  two spaces\nthen none\n", "a", "b")
+			setSpec(t, r, []any{"  in a list\nof lines"}, "c")
+		}, true},
 		{"unicode before a value", head + "spec:\n  ünïcödé: 1 # keep\n", func(t *testing.T, r *controller.Resource) {
 			setSpec(t, r, "é", "ünïcödé")
 		}, true},
@@ -304,6 +311,9 @@ func TestPutEditsOddFiles(t *testing.T) {
 			got := mem.Files()[p]
 			if back := get(); !sameResource(t, back, r) {
 				t.Errorf("Get after Put = %+v %s, want %+v %s", back.Metadata, back.Spec, r.Metadata, r.Spec)
+			}
+			if strings.Contains(tt.file, "\r\n") && bytes.Contains(bytes.ReplaceAll(got, []byte("\r\n"), nil), []byte("\n")) {
+				t.Errorf("a file with CRLF line breaks got LF ones:\n%q", got)
 			}
 			if kept := bytes.Contains(got, []byte("# keep")); kept != tt.inPlace {
 				t.Errorf("edited in place = %v, want %v:\n%s", kept, tt.inPlace, got)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -405,7 +406,7 @@ func (p *yamlPatcher) value(k, v *yamlv3.Node, old, want any, end int) error {
 	if _, isColl := want.(object); !isColl || isEmpty(want) {
 		if _, isSeq := want.([]any); (!isSeq || isEmpty(want)) && v.Line == first && end == first &&
 			(v.Kind == yamlv3.ScalarNode || v.Kind == yamlv3.AliasNode || !block) {
-			text := p.scalar(want, 0)
+			text := p.scalar(want, 0, 0)
 			if vend, ok := p.scalarEnd(v, voff, false); ok && !strings.Contains(text, "\n") {
 				p.edits = append(p.edits, yamlEdit{voff, vend, text})
 				return nil
@@ -486,13 +487,13 @@ func (p *yamlPatcher) flow(v any) string {
 	case string:
 		return p.flowString(v)
 	}
-	return p.scalar(v, 0)
+	return p.scalar(v, 0, 0)
 }
 
 // flowString renders s for a flow collection: plain when that is safe,
 // else quoted.
 func (p *yamlPatcher) flowString(s string) string {
-	t := p.scalar(s, 0)
+	t := p.scalar(s, 0, 0)
 	if t == s && !strings.ContainsAny(s, ",[]{}#:\"'") {
 		return t
 	}
@@ -530,27 +531,31 @@ func (p *yamlPatcher) after(b *strings.Builder, v any, indent int, comment strin
 		b.WriteString("\n" + strings.Repeat(" ", indent+p.seq))
 		p.block(b, v, indent+p.seq)
 	default:
-		b.WriteString(" " + p.scalar(v, indent+p.unit))
-		withComment()
+		b.WriteString(" " + withLineComment(p.scalar(v, indent+p.unit, p.unit), comment))
 	}
+}
+
+// withLineComment puts comment at the end of text's first line, where it
+// cannot become part of a block scalar.
+func withLineComment(text, comment string) string {
+	if comment == "" {
+		return text
+	}
+	if i := strings.IndexByte(text, '\n'); i >= 0 {
+		return text[:i] + " " + comment + text[i:]
+	}
+	return text + " " + comment
 }
 
 // item writes what follows the "-" of a sequence item at column indent+1.
 func (p *yamlPatcher) item(b *strings.Builder, v any, indent int, comment string) {
 	if isEmpty(v) || !(isObject(v) || isArray(v)) {
-		b.WriteString(" " + p.scalar(v, indent+2))
-	} else {
-		b.WriteByte(' ')
-		p.block(b, v, indent+2)
+		b.WriteString(" " + withLineComment(p.scalar(v, indent+2, 2), comment))
+		return
 	}
-	if comment != "" {
-		// After the first line, where a comment is allowed.
-		s := b.String()
-		first := strings.LastIndexByte(s, '-')
-		if nl := strings.IndexByte(s[first:], '\n'); nl < 0 {
-			b.WriteString(" " + comment)
-		}
-	}
+	var item strings.Builder
+	p.block(&item, v, indent+2)
+	b.WriteString(" " + withLineComment(item.String(), comment))
 }
 
 func isObject(v any) bool { _, ok := v.(object); return ok }
@@ -582,7 +587,7 @@ func (p *yamlPatcher) block(b *strings.Builder, v any, indent int) {
 
 // key renders a mapping key.
 func (p *yamlPatcher) key(s string) string {
-	t := p.scalar(s, 0)
+	t := p.scalar(s, 0, 0)
 	if strings.Contains(t, "\n") || strings.HasPrefix(t, "|") || strings.HasPrefix(t, ">") {
 		var b bytes.Buffer
 		_ = writeString(&b, s)
@@ -592,10 +597,11 @@ func (p *yamlPatcher) key(s string) string {
 }
 
 // scalar renders v, a scalar or an empty object or array; lines after the
-// first (of a literal block) are indented by indent. Numbers are written as
+// first (of a literal block) are indented by indent, which is rel more than
+// the indentation of the block the scalar belongs to. Numbers are written as
 // they are, so that no digit is lost to floating point; strings are quoted as
 // cup's YAML encoding quotes them, so YAML 1.1 readers take them for strings.
-func (p *yamlPatcher) scalar(v any, indent int) string {
+func (p *yamlPatcher) scalar(v any, indent, rel int) string {
 	switch v := v.(type) {
 	case object:
 		return "{}"
@@ -623,6 +629,11 @@ func (p *yamlPatcher) scalar(v any, indent int) string {
 			// Folded at 80 columns: one double-quoted line instead.
 			return string(escapeFlow(b.Bytes()))
 		}
+		// An indentation indicator ("|2-", for text starting with a space)
+		// counts from the enclosing block.
+		if i := strings.IndexAny(lines[0], "123456789"); i >= 0 && rel > 0 && rel < 10 {
+			lines[0] = lines[0][:i] + strconv.Itoa(rel) + lines[0][i+1:]
+		}
 		pad := strings.Repeat(" ", indent)
 		for i := 1; i < len(lines); i++ {
 			if t := strings.TrimPrefix(lines[i], "  "); t != "" {
@@ -639,6 +650,7 @@ func (p *yamlPatcher) scalar(v any, indent int) string {
 // apply returns src with the edits made.
 func (p *yamlPatcher) apply() []byte {
 	slices.SortStableFunc(p.edits, func(a, b yamlEdit) int { return a.start - b.start })
+	crlf := bytes.Contains(p.src, []byte("\r\n"))
 	var out bytes.Buffer
 	at := 0
 	for _, e := range p.edits {
@@ -646,6 +658,9 @@ func (p *yamlPatcher) apply() []byte {
 			continue // overlapping edits cannot happen; be safe
 		}
 		out.Write(p.src[at:e.start])
+		if crlf {
+			e.text = strings.ReplaceAll(e.text, "\n", "\r\n")
+		}
 		out.WriteString(e.text)
 		at = e.end
 	}
