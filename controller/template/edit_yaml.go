@@ -323,7 +323,7 @@ func (p *yamlPatcher) mapping(n *yamlv3.Node, old any, want object, end int) err
 			for stop < raw && p.indent(stop+1) > indent && strings.HasPrefix(strings.TrimSpace(p.line(stop+1)), "#") {
 				stop++
 			}
-			if strings.TrimSpace(p.line(k.Line)[:p.offset(k.Line, k.Column)-p.start[k.Line-1]]) != "" {
+			if !p.lineStartsWith(k) {
 				return errNoPatch // the first key of a sequence item: "- key: value"
 			}
 			p.edits = append(p.edits, yamlEdit{p.start[from-1], p.start[stop], ""})
@@ -334,20 +334,38 @@ func (p *yamlPatcher) mapping(n *yamlv3.Node, old any, want object, end int) err
 			}
 		}
 	}
-	// Keys old lacks go after the last entry, at the indentation of the first.
-	var b strings.Builder
+	// Keys old lacks go after the last entry, at the indentation of the
+	// first, in want's order; in a mapping whose keys are sorted (as cup
+	// writes them), each goes to its sorted place instead.
 	k0 := n.Content[0]
 	indent := p.col(p.offset(k0.Line, k0.Column)) - 1
+	keys := make([]string, pairs)
+	for i := range pairs {
+		keys[i] = n.Content[2*i].Value
+	}
+	sorted := pairs > 1 && slices.IsSorted(keys)
+	var added []member
 	for _, m := range want {
-		if _, ok := o.get(m.key); ok {
-			continue
+		if _, ok := o.get(m.key); !ok {
+			added = append(added, m)
 		}
+	}
+	if sorted {
+		slices.SortStableFunc(added, func(a, b member) int { return strings.Compare(a.key, b.key) })
+	}
+	for _, m := range added {
+		at := p.start[last]
+		if sorted {
+			if j, _ := slices.BinarySearch(keys, m.key); j < pairs {
+				if k := n.Content[2*j]; p.lineStartsWith(k) {
+					at = p.start[p.head(k.Line)-1]
+				}
+			}
+		}
+		var b strings.Builder
 		b.WriteString(strings.Repeat(" ", indent))
 		p.member(&b, m, indent)
 		b.WriteByte('\n')
-	}
-	if b.Len() > 0 {
-		at := p.start[last]
 		text := b.String()
 		if at == len(p.src) && len(p.src) > 0 && p.src[at-1] != '\n' {
 			text = "\n" + text
@@ -355,6 +373,12 @@ func (p *yamlPatcher) mapping(n *yamlv3.Node, old any, want object, end int) err
 		p.edits = append(p.edits, yamlEdit{at, at, text})
 	}
 	return nil
+}
+
+// lineStartsWith reports whether node n is the first thing on its line.
+func (p *yamlPatcher) lineStartsWith(n *yamlv3.Node) bool {
+	off := p.offset(n.Line, n.Column)
+	return strings.TrimSpace(string(p.src[p.start[n.Line-1]:off])) == ""
 }
 
 // sequence edits block sequence n, which holds old and ends by line end, to
@@ -649,7 +673,13 @@ func (p *yamlPatcher) scalar(v any, indent, rel int) string {
 
 // apply returns src with the edits made.
 func (p *yamlPatcher) apply() []byte {
-	slices.SortStableFunc(p.edits, func(a, b yamlEdit) int { return a.start - b.start })
+	// Insertions go before whatever else starts where they do.
+	slices.SortStableFunc(p.edits, func(a, b yamlEdit) int {
+		if a.start != b.start {
+			return a.start - b.start
+		}
+		return bool2int(a.end != a.start) - bool2int(b.end != b.start)
+	})
 	crlf := bytes.Contains(p.src, []byte("\r\n"))
 	var out bytes.Buffer
 	at := 0
@@ -666,4 +696,11 @@ func (p *yamlPatcher) apply() []byte {
 	}
 	out.Write(p.src[at:])
 	return out.Bytes()
+}
+
+func bool2int(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

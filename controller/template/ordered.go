@@ -194,8 +194,9 @@ func hasNamespace(v any) bool {
 }
 
 // mergeJSON returns want with the key order of old where old has the key:
-// old's keys stay where they are, keys only want has follow in want's order,
-// and keys only old has are gone. Values equal to old's keep old's form
+// old's keys stay where they are, keys only want has follow in want's order
+// (or, when old's keys are sorted, go to their sorted place), and keys only
+// old has are gone. Values equal to old's keep old's form
 // (1.0 stays 1.0).
 func mergeJSON(old, want any) any {
 	switch w := want.(type) {
@@ -214,6 +215,11 @@ func mergeJSON(old, want any) any {
 			if _, ok := o.get(m.key); !ok {
 				out = append(out, m)
 			}
+		}
+		// Keys sorted (as cup writes labels) stay sorted.
+		byKey := func(a, b member) int { return strings.Compare(a.key, b.key) }
+		if len(o) > 1 && slices.IsSortedFunc(o, byKey) {
+			slices.SortStableFunc(out, byKey)
 		}
 		return out
 	case []any:
