@@ -284,9 +284,10 @@ func TestPutEditsOddFiles(t *testing.T) {
 		{"anchored value changed under its alias", head + "spec:\n  a: &x 1 # keep\n  b: *x\n", func(t *testing.T, r *controller.Resource) {
 			setSpec(t, r, json.Number("2"), "a")
 		}, false},
-		{"key YAML 1.1 reads as a boolean", head + "spec:\n  yes: 1 # keep\n", func(t *testing.T, r *controller.Resource) {
+		{"keys YAML 1.1 reads as a boolean or number", head + "spec:\n  yes: 1 # keep\n  0x10: a\n  \"yes\": 3\n", func(t *testing.T, r *controller.Resource) {
 			setSpec(t, r, json.Number("2"), "true")
-		}, false},
+			setSpec(t, r, "b", "16")
+		}, true},
 		{"flow mapping at the top", "{apiVersion: flags.cup.dev/v1alpha1, kind: Flag, metadata: {name: new-login}, spec: {a: 1}} # keep\n", func(t *testing.T, r *controller.Resource) {
 			setSpec(t, r, json.Number("2"), "a")
 		}, false},

@@ -303,7 +303,11 @@ func (p *yamlPatcher) mapping(n *yamlv3.Node, old any, want object, end int) err
 		if k.Kind != yamlv3.ScalarNode {
 			return errNoPatch
 		}
-		ov, ok := o.get(k.Value)
+		name, err := p.keyName(k)
+		if err != nil {
+			return err
+		}
+		ov, ok := o.get(name)
 		if !ok {
 			return errNoPatch
 		}
@@ -314,7 +318,7 @@ func (p *yamlPatcher) mapping(n *yamlv3.Node, old any, want object, end int) err
 		raw := stop
 		stop = p.trim(k.Line, stop)
 		last = stop
-		wv, keep := want.get(k.Value)
+		wv, keep := want.get(name)
 		switch {
 		case !keep:
 			from := p.head(k.Line)
@@ -341,7 +345,7 @@ func (p *yamlPatcher) mapping(n *yamlv3.Node, old any, want object, end int) err
 	indent := p.col(p.offset(k0.Line, k0.Column)) - 1
 	keys := make([]string, pairs)
 	for i := range pairs {
-		keys[i] = n.Content[2*i].Value
+		keys[i], _ = p.keyName(n.Content[2*i])
 	}
 	sorted := pairs > 1 && slices.IsSorted(keys)
 	var added []member
@@ -373,6 +377,35 @@ func (p *yamlPatcher) mapping(n *yamlv3.Node, old any, want object, end int) err
 		p.edits = append(p.edits, yamlEdit{at, at, text})
 	}
 	return nil
+}
+
+// keyName returns the JSON key that a YAML 1.1 reader (sigs.k8s.io/yaml, as
+// decode uses) makes of key k: "true" for a plain yes, "1" for 0x1.
+func (p *yamlPatcher) keyName(k *yamlv3.Node) (string, error) {
+	v := k.Value
+	if k.Style != 0 || v == "" || !(strings.ContainsAny(v[:1], "0123456789+-.~<") || yaml11Word[strings.ToLower(v)]) {
+		return v, nil
+	}
+	off := p.offset(k.Line, k.Column)
+	end, ok := p.scalarEnd(k, off, true)
+	if !ok {
+		return "", errNoPatch
+	}
+	js, err := yaml.YAMLToJSON(append(p.src[off:end:end], ": 0"...))
+	if err != nil {
+		return "", errNoPatch
+	}
+	o, err := decodeOrdered(js)
+	if m, ok := o.(object); err != nil || !ok || len(m) != 1 {
+		return "", errNoPatch
+	}
+	return o.(object)[0].key, nil
+}
+
+// yaml11Word holds the plain words YAML 1.1 reads as booleans or null.
+var yaml11Word = map[string]bool{
+	"y": true, "yes": true, "n": true, "no": true, "true": true, "false": true,
+	"on": true, "off": true, "null": true,
 }
 
 // lineStartsWith reports whether node n is the first thing on its line.
