@@ -32,8 +32,8 @@ var errNoPatch = errors.New("cannot patch the document in place")
 //
 // The result must still be checked to read back as want: patchYAML
 // returns errNoPatch for documents whose layout it does not understand (flow
-// style at the top, merge keys, keys YAML 1.1 reads as non-strings), but
-// anchors and aliases, for one, are edited without regard for each other.
+// style at the top, merge keys), but anchors and aliases, for one, are edited
+// without regard for each other.
 func patchYAML(old []byte, want object) ([]byte, error) {
 	js, err := yaml.YAMLToJSONStrict(old)
 	if err != nil {
