@@ -257,6 +257,10 @@ func TestPutEditsOddFiles(t *testing.T) {
 			setSpec(t, r, "  two spaces\nthen none\n", "a", "b")
 			setSpec(t, r, []any{"  in a list\nof lines"}, "c")
 		}, true},
+		{"remove the last key, with its foot comment", head + "spec:\n  a: 1 # keep\n  b:\n    c: 2\n    # about b\n", func(t *testing.T, r *controller.Resource) {
+			setSpec(t, r, nil, "b")
+			setSpec(t, r, "x", "d")
+		}, true},
 		{"unicode before a value", head + "spec:\n  ünïcödé: 1 # keep\n", func(t *testing.T, r *controller.Resource) {
 			setSpec(t, r, "é", "ünïcödé")
 		}, true},
@@ -315,6 +319,9 @@ func TestPutEditsOddFiles(t *testing.T) {
 			}
 			if strings.Contains(tt.file, "\r\n") && bytes.Contains(bytes.ReplaceAll(got, []byte("\r\n"), nil), []byte("\n")) {
 				t.Errorf("a file with CRLF line breaks got LF ones:\n%q", got)
+			}
+			if bytes.Contains(got, []byte("# about b")) {
+				t.Errorf("the comment of a removed key stayed:\n%s", got)
 			}
 			if kept := bytes.Contains(got, []byte("# keep")); kept != tt.inPlace {
 				t.Errorf("edited in place = %v, want %v:\n%s", kept, tt.inPlace, got)

@@ -315,16 +315,15 @@ func (p *yamlPatcher) mapping(n *yamlv3.Node, old any, want object, end int) err
 		if i+1 < pairs {
 			stop = n.Content[2*i+2].Line - 1
 		}
-		raw := stop
 		stop = p.trim(k.Line, stop)
-		last = stop
 		wv, keep := want.get(name)
 		switch {
 		case !keep:
 			from := p.head(k.Line)
-			// Comment lines indented under the key go with it.
+			// Comment lines indented under the key go with it, even
+			// past the end of the mapping.
 			indent := p.indent(k.Line)
-			for stop < raw && p.indent(stop+1) > indent && strings.HasPrefix(strings.TrimSpace(p.line(stop+1)), "#") {
+			for stop < p.lines() && p.indent(stop+1) > indent && strings.HasPrefix(strings.TrimSpace(p.line(stop+1)), "#") {
 				stop++
 			}
 			if !p.lineStartsWith(k) {
@@ -337,6 +336,7 @@ func (p *yamlPatcher) mapping(n *yamlv3.Node, old any, want object, end int) err
 				return err
 			}
 		}
+		last = stop
 	}
 	// Keys old lacks go after the last entry, at the indentation of the
 	// first, in want's order; in a mapping whose keys are sorted (as cup
