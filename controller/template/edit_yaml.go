@@ -514,19 +514,6 @@ func (p *yamlPatcher) comment(k, v *yamlv3.Node) string {
 	return ""
 }
 
-// escapeFlow escapes JSON for YAML, as document.JSONToYAML does.
-func escapeFlow(js []byte) []byte {
-	var out bytes.Buffer
-	for _, r := range string(js) {
-		if r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == 0x2028 || r == 0x2029 || r == 0xfffe || r == 0xffff {
-			fmt.Fprintf(&out, `\u%04x`, r)
-			continue
-		}
-		out.WriteRune(r)
-	}
-	return out.Bytes()
-}
-
 // flow renders v in flow style, on one line.
 func (p *yamlPatcher) flow(v any) string {
 	var parts []string
@@ -559,7 +546,7 @@ func (p *yamlPatcher) flowString(s string) string {
 	}
 	var b bytes.Buffer
 	_ = writeString(&b, s)
-	return string(escapeFlow(b.Bytes()))
+	return string(document.EscapeForYAML(b.Bytes()))
 }
 
 // member writes m as a block mapping entry whose key starts at the current
@@ -648,7 +635,7 @@ func (p *yamlPatcher) key(s string) string {
 	if strings.Contains(t, "\n") || strings.HasPrefix(t, "|") || strings.HasPrefix(t, ">") {
 		var b bytes.Buffer
 		_ = writeString(&b, s)
-		return string(escapeFlow(b.Bytes()))
+		return string(document.EscapeForYAML(b.Bytes()))
 	}
 	return t
 }
@@ -675,7 +662,7 @@ func (p *yamlPatcher) scalar(v any, indent, rel int) string {
 		_ = writeString(&b, v)
 		out, err := document.JSONToYAML(b.Bytes())
 		if err != nil {
-			return string(escapeFlow(b.Bytes()))
+			return string(document.EscapeForYAML(b.Bytes()))
 		}
 		s := strings.TrimSuffix(string(out), "\n")
 		lines := strings.Split(s, "\n")
@@ -684,7 +671,7 @@ func (p *yamlPatcher) scalar(v any, indent, rel int) string {
 		}
 		if !strings.HasPrefix(s, "|") {
 			// Folded at 80 columns: one double-quoted line instead.
-			return string(escapeFlow(b.Bytes()))
+			return string(document.EscapeForYAML(b.Bytes()))
 		}
 		// An indentation indicator ("|2-", for text starting with a space)
 		// counts from the enclosing block.
