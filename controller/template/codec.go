@@ -101,11 +101,7 @@ func isMarker(line []byte, m string) bool {
 
 // encode renders r in enc. Equal resources give equal bytes.
 func encode(enc Encoding, r *controller.Resource) ([]byte, error) {
-	c := *r
-	if s := bytes.TrimSpace(c.Spec); len(s) == 0 || string(s) == "null" {
-		c.Spec = nil
-	}
-	data, err := c.MarshalFile()
+	data, err := fileJSON(r)
 	if err != nil {
 		return nil, err
 	}
@@ -117,6 +113,16 @@ func encode(enc Encoding, r *controller.Resource) ([]byte, error) {
 		}
 	}
 	return data, nil
+}
+
+// fileJSON returns r as encode writes it in JSON: an empty or null spec is
+// left out.
+func fileJSON(r *controller.Resource) ([]byte, error) {
+	c := *r
+	if s := bytes.TrimSpace(c.Spec); len(s) == 0 || string(s) == "null" {
+		c.Spec = nil
+	}
+	return c.MarshalFile()
 }
 
 // sameContent reports whether a and b hold the same resource: equal

@@ -23,10 +23,13 @@ type Encoding string
 
 // The supported encodings.
 const (
-	// EncodingJSON stores resources as indented JSON, as
-	// [controller.Resource.MarshalFile] writes them.
+	// EncodingJSON stores resources as indented JSON. New files are
+	// written as [controller.Resource.MarshalFile] writes them; edits keep
+	// a file's indentation and key order.
 	EncodingJSON Encoding = "json"
-	// EncodingYAML stores resources as YAML with keys in sorted order.
+	// EncodingYAML stores resources as YAML. New files have their keys in
+	// sorted order; edits keep a file's layout (see the package
+	// documentation).
 	EncodingYAML Encoding = "yaml"
 )
 

@@ -552,7 +552,9 @@ func forEach(ctx context.Context, n, perWorker int, fn func(i int)) error {
 //
 // Put leaves the file untouched when it already holds the same content, even
 // if formatted differently, so re-writing an unchanged resource changes no
-// bytes. It refuses, with an error wrapping controller.ErrMalformed, to
+// bytes. A file holding other content is edited in place, keeping what
+// people wrote (see the package documentation), unless the edited file
+// would not read back as the resource; then it is written afresh. It refuses, with an error wrapping controller.ErrMalformed, to
 // replace a file holding another resource; a file that does not decode is
 // replaced.
 func (c *Controller) Put(ctx context.Context, req *controller.PutRequest) error {
@@ -602,6 +604,11 @@ func (c *Controller) Put(ctx context.Context, req *controller.PutRequest) error 
 			same.Metadata.Namespace = namespace
 			if sameContent(same, r) {
 				return nil // same content, other formatting: keep the file as it is
+			}
+			// Edit the file rather than replace it, so that what people
+			// wrote (comments, order, layout) stays.
+			if patched, d, ok := c.patch(old, r); ok {
+				data, written = patched, d
 			}
 		}
 	case errors.Is(err, fs.ErrNotExist):

@@ -93,6 +93,11 @@ func JSONToYAML(data []byte) ([]byte, error) {
 	return yaml.JSONToYAML(escapeForYAML(data))
 }
 
+// EscapeForYAML escapes, in JSON, the characters that a YAML parser refuses
+// to read unescaped or reads as line breaks (see [JSONToYAML]), so that the
+// JSON can stand in YAML as a flow value.
+func EscapeForYAML(data []byte) []byte { return escapeForYAML(data) }
+
 // escapeForYAML escapes, in JSON, the characters that a YAML parser refuses
 // to read unescaped or reads as line breaks. Outside strings JSON holds none
 // of them, and bytes that are not UTF-8 are left as they are.
