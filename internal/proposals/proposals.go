@@ -178,13 +178,14 @@ func templateData(req *source.UpdateRequest, base string) *TemplateData {
 // propose finds the open proposal of branch, bringing its description up
 // to date, or opens one for data.Base.
 func (m *Manager) propose(ctx context.Context, branch string, req *source.UpdateRequest, data *TemplateData) (*Info, error) {
-	open, err := m.cfg.Provider.List(ctx, &scm.ListRequest{Head: branch, State: scm.StateOpen})
-	if err != nil {
+	// One lookup of this branch's proposal: the cost of a write does not
+	// grow with the proposals the repository holds.
+	p, err := m.cfg.Provider.Find(ctx, branch, data.Base)
+	if err != nil && !errors.Is(err, scm.ErrNotFound) {
 		return nil, err
 	}
 	data.Branch = branch
-	if len(open) > 0 {
-		p := open[0]
+	if p != nil {
 		have := resourcesOf(p.Body)
 		all := mergeRefs(have, req.Resources)
 		if len(all) != len(have) {
@@ -214,7 +215,7 @@ func (m *Manager) propose(ctx context.Context, branch string, req *source.Update
 	if err != nil {
 		return nil, fmt.Errorf("proposals: body template: %w", err)
 	}
-	p, err := m.cfg.Provider.Open(ctx, &scm.OpenRequest{
+	p, err = m.cfg.Provider.Open(ctx, &scm.OpenRequest{
 		Title:  strings.TrimSpace(title),
 		Body:   withResources(body, data.Resources),
 		Head:   branch,

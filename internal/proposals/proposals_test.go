@@ -105,6 +105,21 @@ func (p *provider) List(_ context.Context, req *scm.ListRequest) ([]*scm.Proposa
 	return out, nil
 }
 
+func (p *provider) Find(_ context.Context, head, base string) (*scm.Proposal, error) {
+	if err := p.call("Find"); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := len(p.props) - 1; i >= 0; i-- {
+		if pr := p.props[i]; pr.Head == head && pr.Base == base && pr.State == scm.StateOpen {
+			c := *pr
+			return &c, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: no open proposal from %s into %s", scm.ErrNotFound, head, base)
+}
+
 func (p *provider) SetBody(_ context.Context, id, body string) error {
 	if err := p.call("SetBody"); err != nil {
 		return err
