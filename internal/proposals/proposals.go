@@ -347,6 +347,26 @@ func (m *Manager) Refresh(ctx context.Context) error {
 	return nil
 }
 
+// RefreshProposal reads one proposal from the SCM, as when a webhook names
+// it: one call, however many proposals the repository has. A proposal that
+// is not cup's is ignored; one the SCM no longer knows leaves the list.
+func (m *Manager) RefreshProposal(ctx context.Context, id string) error {
+	p, err := m.cfg.Provider.Get(ctx, id)
+	switch {
+	case errors.Is(err, scm.ErrNotFound):
+		m.mu.Lock()
+		m.list = slices.DeleteFunc(m.list, func(have *Info) bool { return have.ID == id })
+		m.mu.Unlock()
+		return nil
+	case err != nil:
+		return err
+	case !strings.HasPrefix(p.Head, m.cfg.BranchPrefix):
+		return nil
+	}
+	m.remember(p)
+	return nil
+}
+
 // List returns the proposals keep selects from the last list read, newest
 // first; a nil keep selects all.
 func (m *Manager) List(keep func(*Info) bool) []*Info {
