@@ -179,8 +179,19 @@ func templateData(req *source.UpdateRequest, base string) *TemplateData {
 // to date, or opens one for data.Base.
 func (m *Manager) propose(ctx context.Context, branch string, req *source.UpdateRequest, data *TemplateData) (*Info, error) {
 	// One lookup of this branch's proposal: the cost of a write does not
-	// grow with the proposals the repository holds.
-	p, err := m.cfg.Provider.Find(ctx, branch, data.Base)
+	// grow with the proposals the repository holds. A change set keeps the
+	// base its proposal was opened for, which a later write into it need
+	// not name.
+	base := data.Base
+	m.mu.Lock()
+	for _, have := range m.list {
+		if have.Head == branch && have.State == scm.StateOpen {
+			base = have.Base
+			break
+		}
+	}
+	m.mu.Unlock()
+	p, err := m.cfg.Provider.Find(ctx, branch, base)
 	if err != nil && !errors.Is(err, scm.ErrNotFound) {
 		return nil, err
 	}
