@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -18,6 +19,8 @@ import (
 	"time"
 
 	"github.com/cup-dev/cup/internal/gittest"
+	"github.com/cup-dev/cup/scm"
+	giteascm "github.com/cup-dev/cup/scm/gitea"
 )
 
 // The end-to-end test against a real Gitea runs when CUP_GITEA names a
@@ -129,11 +132,13 @@ ROOT_PATH = %[2]s/log
 
 	g.admin("user", "create", "--username", "acme", "--password", "cup-e2e-password-1", "--email", "acme@example.com",
 		"--admin", "--must-change-password=false")
-	g.token = strings.TrimSpace(g.admin("user", "generate-access-token", "--username", "acme", "--token-name", "cup",
+	out := strings.Fields(g.admin("user", "generate-access-token", "--username", "acme", "--token-name", "cup",
 		"--scopes", "all", "--raw"))
-	if g.token == "" {
-		t.Fatal("gitea admin user generate-access-token printed no token")
+	// The token is the last word; Gitea may print log lines before it.
+	if len(out) == 0 || len(out[len(out)-1]) != 40 {
+		t.Fatalf("gitea admin user generate-access-token printed no token: %q", out)
 	}
+	g.token = out[len(out)-1]
 	return g
 }
 
@@ -305,7 +310,7 @@ func TestGiteaEndToEnd(t *testing.T) {
 	// PUTs of new flags, each opening a pull request: time them.
 	const n = 10
 	var took []time.Duration
-	var first map[string]any
+	var first, last map[string]any
 	for i := range n {
 		body := fmt.Sprintf(`{"spec": {"description": "e2e %d", "enabled": true, "rollout": %d}}`, i, i)
 		begin := time.Now()
@@ -314,10 +319,12 @@ func TestGiteaEndToEnd(t *testing.T) {
 		if code != http.StatusAccepted {
 			t.Fatalf("PUT e2e-%02d = %d %s", i, code, out)
 		}
+		last = nil // a fresh map: Unmarshal adds to one it is given
+		if err := json.Unmarshal([]byte(out), &last); err != nil {
+			t.Fatal(err)
+		}
 		if i == 0 {
-			if err := json.Unmarshal([]byte(out), &first); err != nil {
-				t.Fatal(err)
-			}
+			first = last
 		}
 	}
 	slices.Sort(took)
@@ -385,6 +392,24 @@ func TestGiteaEndToEnd(t *testing.T) {
 		time.Since(merged).Round(time.Millisecond), merged.Sub(begin).Round(time.Millisecond))
 	if code, body := get(t, url+proposalsPath+"/"+id); code != 200 || !strings.Contains(body, "PROPOSAL_STATE_MERGED") {
 		t.Errorf("GET proposal %s = %d %s", id, code, body)
+	}
+
+	// The adapter's lookup against the real server, as the fake serves it:
+	// Gitea answers GET /pulls/{base}/{head} with the merged pull request
+	// too, which Find must not return as the branch's open one.
+	p, err := giteascm.New(giteascm.Config{BaseURL: g.url, Owner: "acme", Repo: "config",
+		HTTPClient: scm.NewHTTPClient(scm.HTTPOptions{Token: scm.StaticToken(g.token)})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lr := last["result"].(map[string]any)
+	if got, err := p.Find(t.Context(), lr["branch"].(string), "main"); err != nil || got.ID != lr["proposal"].(map[string]any)["id"] {
+		t.Errorf("Find(%s, main) = %+v, %v; want proposal %v", lr["branch"], got, err, lr["proposal"])
+	}
+	for _, head := range []string{branch, "cup/none"} {
+		if got, err := p.Find(t.Context(), head, "main"); !errors.Is(err, scm.ErrNotFound) {
+			t.Errorf("Find(%s, main) = %+v, %v; want ErrNotFound", head, got, err)
+		}
 	}
 
 	// Gitea stopped: reads go on, writes answer 503.
