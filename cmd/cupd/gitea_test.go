@@ -36,7 +36,7 @@ const (
 // gitea is a Gitea server on 127.0.0.1 with one user, acme, whose token
 // the test uses for Git and the API.
 type gitea struct {
-	t      *testing.T
+	t      testing.TB
 	bin    string
 	dir    string // work path: app.ini, the database, the repositories
 	url    string // ends in "/"
@@ -46,7 +46,7 @@ type gitea struct {
 }
 
 // startGitea starts a Gitea, or skips the test when CUP_GITEA is unset.
-func startGitea(t *testing.T) *gitea {
+func startGitea(t testing.TB) *gitea {
 	t.Helper()
 	bin := os.Getenv(giteaEnv)
 	if bin == "" {
@@ -278,8 +278,12 @@ type giteaPull struct {
 // API shows through Gitea's webhook, and with Gitea stopped reads go on
 // while writes answer 503 until it is back. It logs the time from a PUT to
 // its pull request and from a merge to cupd showing it.
-func TestGiteaEndToEnd(t *testing.T) {
-	g := startGitea(t)
+// startGiteaCupd starts a Gitea holding the demo repository as
+// acme/config, with a webhook to a cupd in proposal mode over it, and
+// returns them; it skips when CUP_GITEA is unset.
+func startGiteaCupd(t testing.TB) (g *gitea, url string) {
+	t.Helper()
+	g = startGitea(t)
 
 	// The repository: the demo, pushed to Gitea.
 	if code := g.api("POST", "/user/repos", map[string]any{"name": "config", "default_branch": "main"}, nil); code != http.StatusCreated {
@@ -296,7 +300,7 @@ func TestGiteaEndToEnd(t *testing.T) {
 
 	t.Setenv("CUPD_GIT_TOKEN", g.token)
 	t.Setenv("CUPD_SCM_TOKEN", g.token)
-	url, _, _ := start(t, "--address", "127.0.0.1:0", "--repository", remote, "--git-user", "acme",
+	url, _, _ = start(t, "--address", "127.0.0.1:0", "--repository", remote, "--git-user", "acme",
 		"--fetch-interval", "0", "--scm", "gitea", "--scm-url", g.url, "--scm-repository", "acme/config",
 		"--proposal-labels", "cup,config", "--webhook-secret", "hook", "--scm-timeout", "5s")
 
@@ -307,62 +311,32 @@ func TestGiteaEndToEnd(t *testing.T) {
 		t.Fatalf("creating the webhook = %d", code)
 	}
 
-	// PUTs of new flags, each opening a pull request: time them.
-	const n = 10
-	var took []time.Duration
-	var first, last map[string]any
-	for i := range n {
-		body := fmt.Sprintf(`{"spec": {"description": "e2e %d", "enabled": true, "rollout": %d}}`, i, i)
-		begin := time.Now()
-		code, out := do(t, "PUT", url+fmt.Sprintf("/apis/flags.cup.dev/v1alpha1/namespaces/default/flags/e2e-%02d", i), body)
-		took = append(took, time.Since(begin))
-		if code != http.StatusAccepted {
-			t.Fatalf("PUT e2e-%02d = %d %s", i, code, out)
-		}
-		last = nil // a fresh map: Unmarshal adds to one it is given
-		if err := json.Unmarshal([]byte(out), &last); err != nil {
-			t.Fatal(err)
-		}
-		if i == 0 {
-			first = last
-		}
-	}
-	slices.Sort(took)
-	t.Logf("PUT to pull request on Gitea, %d writes: p50 %v, min %v, max %v", n, took[n/2].Round(time.Millisecond), took[0].Round(time.Millisecond), took[n-1].Round(time.Millisecond))
+	return g, url
+}
 
-	result := first["result"].(map[string]any)
-	branch := result["branch"].(string)
-	id := result["proposal"].(map[string]any)["id"].(string)
-	var pr giteaPull
-	if code := g.api("GET", "/repos/acme/config/pulls/"+id, nil, &pr); code != http.StatusOK {
-		t.Fatalf("the pull request cupd reported, %s, is not on Gitea: %d", id, code)
-	}
-	if pr.State != "open" || pr.Head.Ref != branch || !strings.Contains(pr.Body, "e2e-00") {
-		t.Fatalf("pull request %s on Gitea: %+v, want open from %s naming e2e-00", id, pr, branch)
-	}
-
-	// A second write into the same change set joins the same proposal.
-	code, out := do(t, "PUT", url+"/apis/flags.cup.dev/v1alpha1/namespaces/default/flags/e2e-joined?changeSet="+branch,
-		`{"spec": {"description": "joined", "enabled": false, "rollout": 5}}`)
+// putGiteaFlag creates flag name with a PUT and returns the write's result.
+func putGiteaFlag(t testing.TB, url, name, query string) (map[string]any, time.Duration) {
+	t.Helper()
+	begin := time.Now()
+	code, out := do(t, "PUT", url+"/apis/flags.cup.dev/v1alpha1/namespaces/default/flags/"+name+query,
+		`{"spec": {"description": "e2e", "enabled": true, "rollout": 5}}`)
+	took := time.Since(begin)
 	if code != http.StatusAccepted {
-		t.Fatalf("PUT into change set %s = %d %s", branch, code, out)
+		t.Fatalf("PUT %s%s = %d %s", name, query, code, out)
 	}
-	var joined map[string]any
-	_ = json.Unmarshal([]byte(out), &joined)
-	jr := joined["result"].(map[string]any)
-	if jr["branch"] != branch || jr["proposal"].(map[string]any)["id"] != id {
-		t.Fatalf("the second write went to %v, proposal %v; want %s, proposal %s", jr["branch"], jr["proposal"], branch, id)
+	var res struct{ Result map[string]any }
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Result["proposal"] == nil {
+		t.Fatalf("PUT %s: %v: %s", name, err, out)
 	}
-	if g.api("GET", "/repos/acme/config/pulls/"+id, nil, &pr); !strings.Contains(pr.Body, "e2e-00") || !strings.Contains(pr.Body, "e2e-joined") {
-		t.Errorf("pull request %s's description does not name both resources:\n%s", id, pr.Body)
-	}
-	var open []giteaPull
-	g.api("GET", "/repos/acme/config/pulls?state=open&limit=50", nil, &open)
-	if len(open) != n {
-		t.Errorf("%d open pull requests on Gitea, want %d", len(open), n)
-	}
+	return res.Result, took
+}
 
-	// Merge through Gitea's API; Gitea's webhook tells cupd.
+// mergeAndWait merges pull request id through Gitea's API and waits until
+// cupd's own list shows it merged: only a refresh changes that list, and
+// with a 30 s refresh interval that is Gitea's webhook. It returns the time
+// from the end of the merge call to cupd showing it.
+func mergeAndWait(t testing.TB, g *gitea, url, id string) time.Duration {
+	t.Helper()
 	begin := time.Now()
 	for {
 		code := g.api("POST", "/repos/acme/config/pulls/"+id+"/merge", map[string]any{"Do": "merge"}, nil)
@@ -377,19 +351,88 @@ func TestGiteaEndToEnd(t *testing.T) {
 	}
 	merged := time.Now()
 	for {
-		// The list is cupd's own record, which only a refresh changes;
-		// --fetch-interval 0 and the 30 s refresh leave the webhook.
 		_, body := get(t, url+proposalsPath+"?state=merged")
 		if strings.Contains(body, `"id":"`+id+`"`) {
-			break
+			return time.Since(merged)
 		}
 		if time.Since(merged) > 25*time.Second {
 			t.Fatalf("cupd does not show pull request %s merged 25 s after the merge: %s\n%s", id, body, g.log())
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
-	t.Logf("merge on Gitea to merged in cupd (Gitea's webhook and cupd's refresh): %v (merge call took %v)",
-		time.Since(merged).Round(time.Millisecond), merged.Sub(begin).Round(time.Millisecond))
+}
+
+// BenchmarkGiteaProposal measures, against a real Gitea, the time from a
+// PUT in proposal mode to its answer naming the new pull request, and from
+// a merge on Gitea to cupd showing it merged, as p50 over b.N of each.
+func BenchmarkGiteaProposal(b *testing.B) {
+	g, url := startGiteaCupd(b)
+	var puts, merges []time.Duration
+	i := 0
+	for b.Loop() {
+		res, took := putGiteaFlag(b, url, fmt.Sprintf("bench-%04d", i), "")
+		puts = append(puts, took)
+		merges = append(merges, mergeAndWait(b, g, url, res["proposal"].(map[string]any)["id"].(string)))
+		i++
+	}
+	b.ReportMetric(p50(puts).Seconds()*1e3, "put-to-pr-p50-ms")
+	b.ReportMetric(p50(merges).Seconds()*1e3, "merge-to-merged-p50-ms")
+}
+
+// p50 returns the median of d, which it sorts.
+func p50(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	slices.Sort(d)
+	return d[len(d)/2]
+}
+
+func TestGiteaEndToEnd(t *testing.T) {
+	g, url := startGiteaCupd(t)
+
+	// PUTs of new flags, each opening a pull request: time them.
+	const n = 10
+	var took []time.Duration
+	var first, last map[string]any
+	for i := range n {
+		res, d := putGiteaFlag(t, url, fmt.Sprintf("e2e-%02d", i), "")
+		took = append(took, d)
+		if i == 0 {
+			first = res
+		}
+		last = res
+	}
+	slices.Sort(took)
+	t.Logf("PUT to pull request on Gitea, %d writes: p50 %v, min %v, max %v", n, p50(took).Round(time.Millisecond), took[0].Round(time.Millisecond), took[n-1].Round(time.Millisecond))
+
+	branch := first["branch"].(string)
+	id := first["proposal"].(map[string]any)["id"].(string)
+	var pr giteaPull
+	if code := g.api("GET", "/repos/acme/config/pulls/"+id, nil, &pr); code != http.StatusOK {
+		t.Fatalf("the pull request cupd reported, %s, is not on Gitea: %d", id, code)
+	}
+	if pr.State != "open" || pr.Head.Ref != branch || !strings.Contains(pr.Body, "e2e-00") {
+		t.Fatalf("pull request %s on Gitea: %+v, want open from %s naming e2e-00", id, pr, branch)
+	}
+
+	// A second write into the same change set joins the same proposal.
+	jr, _ := putGiteaFlag(t, url, "e2e-joined", "?changeSet="+branch)
+	if jr["branch"] != branch || jr["proposal"].(map[string]any)["id"] != id {
+		t.Fatalf("the second write went to %v, proposal %v; want %s, proposal %s", jr["branch"], jr["proposal"], branch, id)
+	}
+	if g.api("GET", "/repos/acme/config/pulls/"+id, nil, &pr); !strings.Contains(pr.Body, "e2e-00") || !strings.Contains(pr.Body, "e2e-joined") {
+		t.Errorf("pull request %s's description does not name both resources:\n%s", id, pr.Body)
+	}
+	var open []giteaPull
+	g.api("GET", "/repos/acme/config/pulls?state=open&limit=50", nil, &open)
+	if len(open) != n {
+		t.Errorf("%d open pull requests on Gitea, want %d", len(open), n)
+	}
+
+	// Merge through Gitea's API; Gitea's webhook tells cupd.
+	t.Logf("merge on Gitea to merged in cupd (Gitea's webhook, cupd's read of the one pull request): %v",
+		mergeAndWait(t, g, url, id).Round(time.Millisecond))
 	if code, body := get(t, url+proposalsPath+"/"+id); code != 200 || !strings.Contains(body, "PROPOSAL_STATE_MERGED") {
 		t.Errorf("GET proposal %s = %d %s", id, code, body)
 	}
@@ -402,7 +445,7 @@ func TestGiteaEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lr := last["result"].(map[string]any)
+	lr := last
 	if got, err := p.Find(t.Context(), lr["branch"].(string), "main"); err != nil || got.ID != lr["proposal"].(map[string]any)["id"] {
 		t.Errorf("Find(%s, main) = %+v, %v; want proposal %v", lr["branch"], got, err, lr["proposal"])
 	}
@@ -420,7 +463,7 @@ func TestGiteaEndToEnd(t *testing.T) {
 	if code, body := get(t, url+proposalsPath+"?state=open"); code != 200 || !strings.Contains(body, `"id"`) {
 		t.Errorf("list of proposals with Gitea down = %d %s", code, body)
 	}
-	code, out = do(t, "PUT", url+"/apis/flags.cup.dev/v1alpha1/namespaces/default/flags/e2e-down",
+	code, out := do(t, "PUT", url+"/apis/flags.cup.dev/v1alpha1/namespaces/default/flags/e2e-down",
 		`{"spec": {"description": "down", "enabled": true, "rollout": 1}}`)
 	if code != http.StatusServiceUnavailable {
 		t.Errorf("PUT with Gitea down = %d %s, want 503", code, out)
