@@ -70,6 +70,15 @@ test-sdk: ## Run the Go tests of the WASM controller SDK and the example control
 test-ts: ## Test the generated TypeScript package against a real cupd
 	cd test/ts && npm install --no-audit --no-fund --loglevel=error && node --preserve-symlinks --test
 
+# The Gitea the end-to-end test runs against, built once into GITEA_CACHE.
+GITEA_VERSION ?= 1.26.0
+GITEA_CACHE ?= $(HOME)/.cache/cup-gitea
+
+.PHONY: test-gitea
+test-gitea: ## Run cupd against a real Gitea on 127.0.0.1 (builds Gitea once into ~/.cache/cup-gitea: about 11 minutes)
+	gitea=$$(GITEA_CACHE=$(GITEA_CACHE) test/gitea/build.sh $(GITEA_VERSION)); \
+		CUP_GITEA=$$gitea go test -count=1 -v -run '^TestGiteaEndToEnd$$' ./cmd/cupd
+
 .PHONY: bench
 bench: ## Run the Go benchmarks
 	go test -run '^$$' -bench . -benchmem ./...

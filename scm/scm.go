@@ -131,8 +131,13 @@ type Provider interface {
 	Name() string
 	// Open opens a proposal. Opening one for a head that already has an
 	// open proposal fails with an error wrapping ErrInvalid (callers look
-	// first: see List with Head).
+	// first: see Find).
 	Open(ctx context.Context, req *OpenRequest) (*Proposal, error)
+	// Find returns the open proposal from branch head (in this repository,
+	// not a fork) into branch base, or an error wrapping ErrNotFound when
+	// there is none. It asks the host for that one proposal, so its cost
+	// does not grow with the number of proposals in the repository.
+	Find(ctx context.Context, head, base string) (*Proposal, error)
 	// Get returns the proposal with the given ID.
 	Get(ctx context.Context, id string) (*Proposal, error)
 	// List returns the proposals req selects, newest first, following the

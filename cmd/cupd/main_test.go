@@ -20,7 +20,7 @@ var addressLine = regexp.MustCompile(` at (https?://127\.0\.0\.1:\d+)`)
 
 // start runs cupd with args until the test ends, and returns its URL once it
 // printed it.
-func start(t *testing.T, args ...string) (string, *testlog.Buffer, func() error) {
+func start(t testing.TB, args ...string) (string, *testlog.Buffer, func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	stdout, stderr := &testlog.Buffer{}, &testlog.Buffer{}
@@ -57,7 +57,7 @@ func start(t *testing.T, args ...string) (string, *testlog.Buffer, func() error)
 	return "", nil, nil
 }
 
-func get(t *testing.T, url string) (int, string) {
+func get(t testing.TB, url string) (int, string) {
 	t.Helper()
 	res, err := http.Get(url)
 	if err != nil {

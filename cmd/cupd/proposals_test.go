@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	neturl "net/url"
 	"strings"
 	"testing"
 	"time"
@@ -228,5 +229,60 @@ func TestProposalsSCMDownAtStart(t *testing.T) {
 	}
 	if code, res := putFlagKeyed(t, url, "e2e-3", 80); code != http.StatusServiceUnavailable {
 		t.Fatalf("PUT = %d %v", code, res)
+	}
+}
+
+// TestProposalsCostPerWrite: on each host, the calls a proposal write and
+// a pull request webhook make do not grow with the number of proposals:
+// no write lists the proposals, and a webhook naming one reads that one.
+func TestProposalsCostPerWrite(t *testing.T) {
+	for _, name := range []string{"github", "gitlab", "gitea"} {
+		t.Run(name, func(t *testing.T) {
+			h := newHost(t, name)
+			url, _ := startWithSCM(t, h)
+			const n = 40
+			var last string
+			lists := func() (n int) {
+				for _, r := range h.fake.Requests() {
+					q, _ := neturl.ParseQuery(r.Query)
+					if r.Method == "GET" && (strings.HasSuffix(r.Path, "/pulls") || strings.HasSuffix(r.Path, "/merge_requests")) &&
+						q.Get("head") == "" && q.Get("source_branch") == "" {
+						n++
+					}
+				}
+				return n
+			}
+			before, calls := lists(), len(h.fake.Requests())
+			for i := range n {
+				code, out := do(t, "PUT", url+fmt.Sprintf("/apis/flags.cup.dev/v1alpha1/namespaces/default/flags/cost-%02d", i),
+					fmt.Sprintf(`{"spec": {"description": "cost", "enabled": true, "rollout": %d}}`, i))
+				if code != http.StatusAccepted {
+					t.Fatalf("PUT %d = %d %s", i, code, out)
+				}
+				var res map[string]any
+				_ = json.Unmarshal([]byte(out), &res)
+				last = res["result"].(map[string]any)["proposal"].(map[string]any)["id"].(string)
+			}
+			if got := lists() - before; got != 0 {
+				t.Errorf("%d writes listed all proposals %d times, want 0", n, got)
+			}
+			t.Logf("%s: %d SCM calls for %d proposal writes", name, len(h.fake.Requests())-calls, n)
+
+			h.fake.Merge(t, last)
+			before, calls = lists(), len(h.fake.Requests())
+			payload := fmt.Sprintf(`{"action":"closed","number":%[1]s,"pull_request":{"number":%[1]s,"merged":true}}`, last)
+			if name == "gitlab" {
+				payload = fmt.Sprintf(`{"object_kind":"merge_request","object_attributes":{"iid":%s,"action":"merge"}}`, last)
+			}
+			if code, _ := do(t, "POST", url+"/hooks/scm", payload, "Authorization", "Bearer hook"); code != http.StatusNoContent {
+				t.Fatalf("SCM webhook = %d", code)
+			}
+			if got, calls := lists()-before, len(h.fake.Requests())-calls; got != 0 || calls != 1 {
+				t.Errorf("a webhook naming one proposal made %d calls, %d of them lists; want 1 and 0", calls, got)
+			}
+			if code, body := get(t, url+proposalsPath+"?state=merged"); code != 200 || !strings.Contains(body, `"id":"`+last+`"`) {
+				t.Errorf("merged proposals after the webhook = %d %s", code, body)
+			}
+		})
 	}
 }

@@ -32,7 +32,7 @@ func serveDemoRemote(t *testing.T) (dir, url string) {
 	return dir, url
 }
 
-func do(t *testing.T, method, url, body string, header ...string) (int, string) {
+func do(t testing.TB, method, url, body string, header ...string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -23,8 +24,11 @@ import (
 	gitsource "github.com/cup-dev/cup/source/git"
 )
 
-// maxWebhookBody bounds the body of a webhook call. cupd reads a body only
-// to check an HMAC signature (GitHub, Gitea): it needs nothing in it. Push
+// maxWebhookBody bounds the body of a webhook call. cupd reads a body to
+// check an HMAC signature (GitHub, Gitea), and on /hooks/scm to learn which
+// proposal the call is about (pull request events are a few kilobytes; a
+// larger body, when the secret came in a header, refreshes every proposal
+// instead). Push
 // events run to a few hundred kilobytes at most but for pushes of
 // thousands of files; such a push is then seen at the next poll instead.
 const maxWebhookBody = 1 << 20
@@ -48,8 +52,10 @@ const webhookTimeout = time.Minute
 //   - POST /hooks/fetch (remote repositories): fetch at once, so that a
 //     push is visible without waiting for the next poll; point a
 //     repository's push webhook at it;
-//   - POST /hooks/scm (with an SCM): read the proposals again, so that a
-//     merge or close shows at once; point pull/merge request webhooks at it.
+//   - POST /hooks/scm (with an SCM): read the proposal the call names
+//     again (a pull or merge request event of GitHub, Gitea or GitLab), or
+//     all of cup's proposals for any other call, so that a merge or close
+//     shows at once; point pull/merge request webhooks at it.
 //
 // With a secret, a webhook call must prove it knows it, in any of the ways
 // the usual hosts sign their webhooks: GitHub's X-Hub-Signature-256 and
@@ -62,10 +68,17 @@ func withOperations(h http.Handler, f *gitsource.Source, r *proposals.Manager, r
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	slots := make(chan struct{}, maxConcurrentWebhooks)
 	if f != nil {
-		mux.Handle("POST /hooks/fetch", webhook(secret, slots, logger, "fetch", (&coalesced{do: f.Fetch}).call))
+		fetch := &coalesced{do: f.Fetch}
+		mux.Handle("POST /hooks/fetch", webhook(secret, slots, logger, "fetch", false, func(ctx context.Context, _ []byte) error { return fetch.call(ctx) }))
 	}
 	if r != nil {
-		mux.Handle("POST /hooks/scm", webhook(secret, slots, logger, "proposals refresh", (&coalesced{do: r.Refresh}).call))
+		refresh := &coalesced{do: r.Refresh}
+		mux.Handle("POST /hooks/scm", webhook(secret, slots, logger, "proposals refresh", true, func(ctx context.Context, body []byte) error {
+			if id := proposalOf(body); id != "" {
+				return r.RefreshProposal(ctx, id)
+			}
+			return refresh.call(ctx)
+		}))
 	}
 	return mux
 }
@@ -73,9 +86,10 @@ func withOperations(h http.Handler, f *gitsource.Source, r *proposals.Manager, r
 // webhook answers a webhook call by running do. A call that names its
 // secret in a header is checked before its body is read, and a call that
 // could not prove its secret either way is refused without reading it;
-// only a call signed with an HMAC of its body has its body read, up to
-// maxWebhookBody and within webhookBodyTimeout.
-func webhook(secret string, slots chan struct{}, logger *slog.Logger, what string, do func(context.Context) error) http.Handler {
+// only a call signed with an HMAC of its body, or one to a hook that
+// readBody says needs the body, has its body read, up to maxWebhookBody and
+// within webhookBodyTimeout. do gets the body, or nil when it was not read.
+func webhook(secret string, slots chan struct{}, logger *slog.Logger, what string, readBody bool, do func(ctx context.Context, body []byte) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tokenOK := secret == "" || tokenMatches(r, secret)
 		if !tokenOK && !hasSignature(r) {
@@ -94,19 +108,25 @@ func webhook(secret string, slots chan struct{}, logger *slog.Logger, what strin
 			http.Error(w, "too many webhook calls at once ("+strconv.Itoa(cap(slots))+"): retry in a moment", http.StatusTooManyRequests)
 			return
 		}
-		if tokenOK && r.ContentLength != 0 {
+		if tokenOK && !readBody && r.ContentLength != 0 {
 			// The body is not needed: close the connection rather than
 			// read it, as net/http would to reuse the connection.
 			w.Header().Set("Connection", "close")
 		}
-		if !tokenOK {
+		var body []byte
+		if !tokenOK || readBody {
 			rc := http.NewResponseController(w)
 			if err := rc.SetReadDeadline(time.Now().Add(webhookBodyTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 				logger.WarnContext(r.Context(), "setting the webhook's read deadline", "error", err)
 			}
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWebhookBody))
+			var err error
+			body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, maxWebhookBody))
 			var tooLarge *http.MaxBytesError
 			switch {
+			case errors.As(err, &tooLarge) && tokenOK:
+				// The caller proved the secret: refresh without the body.
+				w.Header().Set("Connection", "close")
+				body = nil
 			case errors.As(err, &tooLarge):
 				http.Error(w, "webhook body larger than "+strconv.Itoa(maxWebhookBody)+" bytes: cupd fetches at its next poll instead", http.StatusRequestEntityTooLarge)
 				return
@@ -117,20 +137,47 @@ func webhook(secret string, slots chan struct{}, logger *slog.Logger, what strin
 				http.Error(w, "webhook body unreadable", http.StatusBadRequest)
 				return
 			}
-			if !signatureMatches(r, body, secret) {
+			if !tokenOK && !signatureMatches(r, body, secret) {
 				http.Error(w, "missing or wrong webhook secret", http.StatusUnauthorized)
 				return
 			}
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), webhookTimeout)
 		defer cancel()
-		if err := do(ctx); err != nil {
+		if err := do(ctx, body); err != nil {
 			logger.WarnContext(ctx, what+" on webhook failed", "error", err)
 			http.Error(w, what+" failed: the remote is unreachable; reads are served from the last known state", http.StatusServiceUnavailable)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
+}
+
+// proposalOf returns the ID of the one proposal a webhook payload is about:
+// the pull request of a GitHub or Gitea event ("pull_request": {"number"})
+// or the merge request of a GitLab merge request event ("object_kind":
+// "merge_request", "object_attributes": {"iid"}). It returns "" for any
+// other payload, which then refreshes every proposal.
+func proposalOf(body []byte) string {
+	var p struct {
+		PullRequest *struct {
+			Number int64 `json:"number"`
+		} `json:"pull_request"`
+		ObjectKind       string `json:"object_kind"`
+		ObjectAttributes *struct {
+			IID int64 `json:"iid"`
+		} `json:"object_attributes"`
+	}
+	if len(body) == 0 || json.Unmarshal(body, &p) != nil {
+		return ""
+	}
+	switch {
+	case p.PullRequest != nil && p.PullRequest.Number > 0:
+		return strconv.FormatInt(p.PullRequest.Number, 10)
+	case p.ObjectKind == "merge_request" && p.ObjectAttributes != nil && p.ObjectAttributes.IID > 0:
+		return strconv.FormatInt(p.ObjectAttributes.IID, 10)
+	}
+	return ""
 }
 
 // tokenMatches reports whether r names secret in GitLab's X-Gitlab-Token or

@@ -93,7 +93,7 @@ func TestWebhookCallsBeyondTheLimitAreRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
 		slots := make(chan struct{}, 1)
-		h := webhook("hook", slots, slog.New(slog.DiscardHandler), "fetch", func(context.Context) error { <-release; return nil })
+		h := webhook("hook", slots, slog.New(slog.DiscardHandler), "fetch", false, func(context.Context, []byte) error { <-release; return nil })
 		call := func() *httptest.ResponseRecorder {
 			req := httptest.NewRequest(http.MethodPost, "/hooks/fetch", strings.NewReader("{}"))
 			req.Header.Set("Authorization", "Bearer hook")
@@ -128,7 +128,7 @@ func (u unreadable) Read([]byte) (int, error) {
 func TestWebhookChecksTokensBeforeReadingTheBody(t *testing.T) {
 	t.Parallel()
 	ran := false
-	h := webhook("hook", make(chan struct{}, 1), slog.New(slog.DiscardHandler), "fetch", func(context.Context) error { ran = true; return nil })
+	h := webhook("hook", make(chan struct{}, 1), slog.New(slog.DiscardHandler), "fetch", false, func(context.Context, []byte) error { ran = true; return nil })
 	for _, tc := range []struct {
 		name   string
 		header [2]string
@@ -150,6 +150,29 @@ func TestWebhookChecksTokensBeforeReadingTheBody(t *testing.T) {
 			h.ServeHTTP(w, req)
 			if w.Code != tc.want || ran != (tc.want == http.StatusNoContent) {
 				t.Fatalf("= %d %s (fetched: %v), want %d", w.Code, w.Body, ran, tc.want)
+			}
+		})
+	}
+}
+
+func TestProposalOf(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, body, want string
+	}{
+		{"GitHub", `{"action":"closed","number":7,"pull_request":{"number":7,"merged":true}}`, "7"},
+		{"Gitea", `{"action":"closed","number":12,"pull_request":{"id":99,"number":12,"merged":true}}`, "12"},
+		{"GitLab", `{"object_kind":"merge_request","object_attributes":{"id":501,"iid":3}}`, "3"},
+		{"GitLabNote", `{"object_kind":"note","object_attributes":{"iid":3}}`, ""},
+		{"Push", `{"ref":"refs/heads/main"}`, ""},
+		{"Empty", ``, ""},
+		{"NotJSON", `payload=%7B%7D`, ""},
+		{"NoNumber", `{"pull_request":{}}`, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := proposalOf([]byte(tt.body)); got != tt.want {
+				t.Errorf("proposalOf(%s) = %q, want %q", tt.body, got, tt.want)
 			}
 		})
 	}

@@ -178,13 +178,25 @@ func templateData(req *source.UpdateRequest, base string) *TemplateData {
 // propose finds the open proposal of branch, bringing its description up
 // to date, or opens one for data.Base.
 func (m *Manager) propose(ctx context.Context, branch string, req *source.UpdateRequest, data *TemplateData) (*Info, error) {
-	open, err := m.cfg.Provider.List(ctx, &scm.ListRequest{Head: branch, State: scm.StateOpen})
-	if err != nil {
+	// One lookup of this branch's proposal: the cost of a write does not
+	// grow with the proposals the repository holds. A change set keeps the
+	// base its proposal was opened for, which a later write into it need
+	// not name.
+	base := data.Base
+	m.mu.Lock()
+	for _, have := range m.list {
+		if have.Head == branch && have.State == scm.StateOpen {
+			base = have.Base
+			break
+		}
+	}
+	m.mu.Unlock()
+	p, err := m.cfg.Provider.Find(ctx, branch, base)
+	if err != nil && !errors.Is(err, scm.ErrNotFound) {
 		return nil, err
 	}
 	data.Branch = branch
-	if len(open) > 0 {
-		p := open[0]
+	if p != nil {
 		have := resourcesOf(p.Body)
 		all := mergeRefs(have, req.Resources)
 		if len(all) != len(have) {
@@ -214,7 +226,7 @@ func (m *Manager) propose(ctx context.Context, branch string, req *source.Update
 	if err != nil {
 		return nil, fmt.Errorf("proposals: body template: %w", err)
 	}
-	p, err := m.cfg.Provider.Open(ctx, &scm.OpenRequest{
+	p, err = m.cfg.Provider.Open(ctx, &scm.OpenRequest{
 		Title:  strings.TrimSpace(title),
 		Body:   withResources(body, data.Resources),
 		Head:   branch,
@@ -343,6 +355,26 @@ func (m *Manager) Refresh(ctx context.Context) error {
 	m.mu.Lock()
 	m.list = list
 	m.mu.Unlock()
+	return nil
+}
+
+// RefreshProposal reads one proposal from the SCM, as when a webhook names
+// it: one call, however many proposals the repository has. A proposal that
+// is not cup's is ignored; one the SCM no longer knows leaves the list.
+func (m *Manager) RefreshProposal(ctx context.Context, id string) error {
+	p, err := m.cfg.Provider.Get(ctx, id)
+	switch {
+	case errors.Is(err, scm.ErrNotFound):
+		m.mu.Lock()
+		m.list = slices.DeleteFunc(m.list, func(have *Info) bool { return have.ID == id })
+		m.mu.Unlock()
+		return nil
+	case err != nil:
+		return err
+	case !strings.HasPrefix(p.Head, m.cfg.BranchPrefix):
+		return nil
+	}
+	m.remember(p)
 	return nil
 }
 

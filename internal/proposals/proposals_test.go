@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -103,6 +104,21 @@ func (p *provider) List(_ context.Context, req *scm.ListRequest) ([]*scm.Proposa
 		}
 	}
 	return out, nil
+}
+
+func (p *provider) Find(_ context.Context, head, base string) (*scm.Proposal, error) {
+	if err := p.call("Find"); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := len(p.props) - 1; i >= 0; i-- {
+		if pr := p.props[i]; pr.Head == head && pr.Base == base && pr.State == scm.StateOpen {
+			c := *pr
+			return &c, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: no open proposal from %s into %s", scm.ErrNotFound, head, base)
 }
 
 func (p *provider) SetBody(_ context.Context, id, body string) error {
@@ -448,5 +464,30 @@ func TestCommitTemplateKeepsTrailersLast(t *testing.T) {
 				t.Fatalf("commit message %q does not end with %q", msg, want)
 			}
 		})
+	}
+}
+
+// TestChangeSetKeepsItsBase: a write into a change set that names no base
+// joins the proposal the change set has, whatever base that is for.
+func TestChangeSetKeepsItsBase(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	if out, err := exec.Command("git", "-C", f.dir, "branch", "release", "main").CombinedOutput(); err != nil {
+		t.Fatalf("git branch: %v\n%s", err, out)
+	}
+	req := put(flagA, "a: 2\n")
+	req.Revision = "release"
+	first, err := f.m.Update(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req = put(flagB, "b: 1\n")
+	req.ChangeSet = first.Branch
+	second, err := f.m.Update(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Proposal.ID != first.Proposal.ID || f.scm.count("Open") != 1 || f.scm.props[0].Base != "release" {
+		t.Fatalf("second write %+v, %d proposals opened, first for %s", second, f.scm.count("Open"), f.scm.props[0].Base)
 	}
 }

@@ -233,6 +233,41 @@ func (p *Provider) List(ctx context.Context, req *scm.ListRequest) ([]*scm.Propo
 	return out, nil
 }
 
+// Find returns the open pull request from head into base with Gitea's
+// GET /repos/{owner}/{repo}/pulls/{base}/{head} (Gitea 1.22 and later):
+// one call, however many pull requests the repository has. Gitea answers
+// it with any one pull request of the two branches, open or not; only when
+// that one is merged or closed does Find list the open pull requests to
+// look for a later one, as when a change set is proposed again after its
+// first proposal was closed.
+func (p *Provider) Find(ctx context.Context, head, base string) (*scm.Proposal, error) {
+	if head == "" || base == "" {
+		return nil, fmt.Errorf("gitea: finding a pull request: %w: head and base are required", scm.ErrInvalid)
+	}
+	c, err := p.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	op := fmt.Sprintf("finding the pull request from %q into %q", head, base)
+	pr, resp, err := c.GetPullRequestByBaseHead(p.owner, p.repo, base, head)
+	if err != nil {
+		return nil, wrap(ctx, op, resp, err)
+	}
+	if prop := proposal(pr); prop.State == scm.StateOpen && prop.Head == head && prop.Base == base {
+		return prop, nil
+	}
+	open, err := p.List(ctx, &scm.ListRequest{State: scm.StateOpen, Head: head})
+	if err != nil {
+		return nil, err
+	}
+	for _, prop := range open {
+		if prop.Base == base {
+			return prop, nil
+		}
+	}
+	return nil, fmt.Errorf("gitea: %s: %w: no open pull request", op, scm.ErrNotFound)
+}
+
 // SetBody replaces the description of pull request id.
 func (p *Provider) SetBody(ctx context.Context, id, body string) error {
 	index, err := parseID(id)

@@ -187,6 +187,28 @@ func (p *Provider) List(ctx context.Context, req *scm.ListRequest) ([]*scm.Propo
 	}
 }
 
+// Find returns the open pull request from head into base, asking GitHub to
+// filter by both: one call, however many pull requests the repository has.
+// Pull requests from forks never match.
+func (p *Provider) Find(ctx context.Context, head, base string) (*scm.Proposal, error) {
+	if head == "" || base == "" {
+		return nil, fmt.Errorf("github: finding a pull request: %w: head and base are required", scm.ErrInvalid)
+	}
+	// GitHub allows one open pull request per head and base; a short page
+	// leaves room for forks whose owner has the same name.
+	opts := &gh.PullRequestListOptions{State: "open", Head: p.owner + ":" + head, Base: base, ListOptions: gh.ListOptions{PerPage: 10}}
+	prs, _, err := p.pulls.List(ctx, p.owner, p.repo, opts)
+	if err != nil {
+		return nil, p.wrap(ctx, fmt.Sprintf("find the pull request from %q into %q", head, base), err)
+	}
+	for _, pr := range prs {
+		if prop := proposal(pr); p.ownHead(pr) && prop.Head == head && prop.Base == base && prop.State == scm.StateOpen {
+			return prop, nil
+		}
+	}
+	return nil, fmt.Errorf("github: %w: no open pull request from %q into %q", scm.ErrNotFound, head, base)
+}
+
 // keep reports whether pr, converted to prop, passes req's filters.
 func (p *Provider) keep(req *scm.ListRequest, pr *gh.PullRequest, prop *scm.Proposal) bool {
 	if req.State != scm.StateUnspecified && prop.State != req.State {

@@ -228,6 +228,34 @@ func (p *Provider) List(ctx context.Context, req *scm.ListRequest) ([]*scm.Propo
 	}
 }
 
+// Find returns the open merge request from head into base, asking GitLab
+// to filter by source and target branch: one call, however many merge
+// requests the project has. Merge requests from forks never match.
+func (p *Provider) Find(ctx context.Context, head, base string) (*scm.Proposal, error) {
+	if head == "" || base == "" {
+		return nil, fmt.Errorf("gitlab: finding a merge request: %w: head and base are required", scm.ErrInvalid)
+	}
+	opt := &gitlab.ListProjectMergeRequestsOptions{
+		ListOptions:  gitlab.ListOptions{PerPage: 10, Page: 1},
+		State:        gitlab.Ptr("opened"),
+		SourceBranch: gitlab.Ptr(head),
+		TargetBranch: gitlab.Ptr(base),
+		OrderBy:      gitlab.Ptr("created_at"),
+		Sort:         gitlab.Ptr("desc"),
+	}
+	mrs, _, err := p.mrs.ListProjectMergeRequests(p.project, opt, gitlab.WithContext(ctx))
+	if err != nil {
+		return nil, wrapError(ctx, fmt.Sprintf("finding the merge request from %q into %q in %s", head, base, p.project), err)
+	}
+	for _, mr := range mrs {
+		fork := mr.SourceProjectID != 0 && mr.ProjectID != 0 && mr.SourceProjectID != mr.ProjectID
+		if prop := proposal(mr); !fork && prop.Head == head && prop.Base == base && prop.State == scm.StateOpen {
+			return prop, nil
+		}
+	}
+	return nil, fmt.Errorf("gitlab: %w: no open merge request from %q into %q in %s", scm.ErrNotFound, head, base, p.project)
+}
+
 // SetBody replaces the description of the merge request whose IID is id.
 func (p *Provider) SetBody(ctx context.Context, id, body string) error {
 	iid, err := parseIID(id)

@@ -34,6 +34,9 @@ func Run(t *testing.T, h Harness) {
 		{"GetMalformedID", testGetMalformedID},
 		{"List", testList},
 		{"ListPagination", testListPagination},
+		{"Find", testFind},
+		{"FindCost", testFindCost},
+		{"FindAfterClose", testFindAfterClose},
 		{"SetBody", testSetBody},
 		{"SetBodyUnknown", testSetBodyUnknown},
 	}
@@ -308,6 +311,67 @@ func testListPagination(t *testing.T, e *env) {
 	}
 }
 
+func testFind(t *testing.T, e *env) {
+	want := e.open(t, "cup/find")
+	e.open(t, "cup/find-other")
+	e.fake.AddBranch("release")
+	got, err := e.p.Find(t.Context(), "cup/find", "main")
+	if err != nil {
+		t.Fatalf("Find(cup/find, main): %v", err)
+	}
+	if got.ID != want.ID || got.Head != "cup/find" || got.Base != "main" || got.State != scm.StateOpen || got.Title != want.Title {
+		t.Errorf("Find(cup/find, main) = %+v, want %+v", got, want)
+	}
+	for _, tt := range []struct{ head, base string }{
+		{"cup/find", "release"},
+		{"cup/none", "main"},
+		{"cup", "main"},
+	} {
+		_, err := e.p.Find(t.Context(), tt.head, tt.base)
+		e.checkErr(t, fmt.Sprintf("Find(%s, %s)", tt.head, tt.base), err, scm.ErrNotFound)
+	}
+	e.fake.Merge(t, want.ID)
+	_, err = e.p.Find(t.Context(), "cup/find", "main")
+	e.checkErr(t, "Find after the merge", err, scm.ErrNotFound)
+}
+
+// testFindCost checks that Find asks the host for the one proposal rather
+// than reading them all: its calls do not grow with the proposals the
+// repository holds, here more than any host's page.
+func testFindCost(t *testing.T, e *env) {
+	const n = 35
+	for i := range n {
+		e.open(t, fmt.Sprintf("cup/cost-%02d", i))
+	}
+	for _, head := range []string{"cup/cost-00", "cup/cost-34", "cup/cost-none"} {
+		before := len(e.fake.Requests())
+		_, err := e.p.Find(t.Context(), head, "main")
+		if head == "cup/cost-none" {
+			e.checkErr(t, "Find(cup/cost-none)", err, scm.ErrNotFound)
+		} else if err != nil {
+			t.Fatalf("Find(%s): %v", head, err)
+		}
+		if calls := len(e.fake.Requests()) - before; calls != 1 {
+			t.Errorf("Find(%s) made %d calls among %d proposals, want 1", head, calls, n)
+		}
+	}
+}
+
+// testFindAfterClose proposes a branch again after its first proposal was
+// closed: Find must return the new one, not the closed one.
+func testFindAfterClose(t *testing.T, e *env) {
+	first := e.open(t, "cup/again")
+	e.fake.Close(t, first.ID)
+	second := e.open(t, "cup/again")
+	got, err := e.p.Find(t.Context(), "cup/again", "main")
+	if err != nil {
+		t.Fatalf("Find(cup/again, main): %v", err)
+	}
+	if got.ID != second.ID || got.State != scm.StateOpen {
+		t.Errorf("Find(cup/again, main) = %s (%v), want the new proposal %s", got.ID, got.State, second.ID)
+	}
+}
+
 func testSetBody(t *testing.T, e *env) {
 	p := e.open(t, "cup/body")
 	for _, body := range []string{"Changes:\n\n- a.yaml\n- b.yaml", ""} {
@@ -356,6 +420,13 @@ var calls = []call{
 		e.open(t, "cup/fault")
 		return func(ctx context.Context) error {
 			_, err := e.p.List(ctx, &scm.ListRequest{HeadPrefix: "cup/"})
+			return err
+		}
+	}},
+	{"Find", func(t *testing.T, e *env) func(context.Context) error {
+		e.open(t, "cup/fault")
+		return func(ctx context.Context) error {
+			_, err := e.p.Find(ctx, "cup/fault", "main")
 			return err
 		}
 	}},

@@ -104,6 +104,7 @@ func NewFake(t testing.TB, owner, repo string) *Fake {
 	mux.HandleFunc("GET "+base+"/pulls", f.repoRoute(f.listPulls))
 	mux.HandleFunc("POST "+base+"/pulls", f.repoRoute(f.createPull))
 	mux.HandleFunc("GET "+base+"/pulls/{index}", f.repoRoute(f.getPull))
+	mux.HandleFunc("GET "+base+"/pulls/{base}/{head...}", f.repoRoute(f.getPullByBaseHead))
 	mux.HandleFunc("PATCH "+base+"/pulls/{index}", f.repoRoute(f.editPull))
 	mux.HandleFunc("GET "+base+"/labels", f.repoRoute(f.listLabels))
 	mux.HandleFunc("POST "+base+"/labels", f.repoRoute(f.createLabel))
@@ -315,6 +316,23 @@ func (f *Fake) getPull(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.json(w, http.StatusOK, f.apiPull(pr))
+}
+
+// getPullByBaseHead answers GET /repos/{owner}/{repo}/pulls/{base}/{head}
+// (Gitea 1.22 and later) as Gitea 1.26 does: with one pull request of the
+// two branches in whatever state, the first opened, or 404. A head
+// "owner:branch" names a branch of a fork, which the fake has none of.
+func (f *Fake) getPullByBaseHead(w http.ResponseWriter, r *http.Request) {
+	base, head := r.PathValue("base"), r.PathValue("head")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, pr := range f.pulls {
+		if pr.base == base && pr.head == head {
+			f.json(w, http.StatusOK, f.apiPull(pr))
+			return
+		}
+	}
+	f.apiError(w, http.StatusNotFound, "not found")
 }
 
 // createOption is Gitea's CreatePullRequestOption.
