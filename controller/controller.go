@@ -30,6 +30,14 @@ var (
 	// ErrLimit reports a controller call stopped by a limit on its memory or
 	// output.
 	ErrLimit = errors.New("controller limit exceeded")
+	// ErrFailed reports a fault of the controller itself, not of the request
+	// or the tree: a module that exited 1, crashed, or wrote output that is
+	// no resource. The message names the controller and carries, bounded,
+	// what it said. Callers answer it as an internal error that shows the
+	// message; a write without a precondition may take a get that failed so
+	// as "absent" (controllers written for the original Cup exit 1 on a
+	// missing resource).
+	ErrFailed = errors.New("controller failed")
 )
 
 // Type identifies the kind of resource a request is about.

@@ -42,6 +42,7 @@ var codeFor = []struct {
 	{controller.ErrInvalid, connect.CodeInvalidArgument, ""},
 	{controller.ErrMalformed, connect.CodeFailedPrecondition, ""},
 	{controller.ErrLimit, connect.CodeResourceExhausted, ""},
+	{controller.ErrFailed, connect.CodeInternal, "the controller failed, not your request: the operator must check it"},
 	{source.ErrRevisionNotFound, connect.CodeNotFound, ""},
 	{source.ErrInvalidRevision, connect.CodeInvalidArgument, ""},
 	{source.ErrInvalidPath, connect.CodeInvalidArgument, ""},

@@ -29,6 +29,7 @@ func TestToConnect(t *testing.T) {
 		{"controller not found", fmt.Errorf("x: %w", controller.ErrNotFound), connect.CodeNotFound, "x"},
 		{"controller invalid", fmt.Errorf("x: %w", controller.ErrInvalid), connect.CodeInvalidArgument, "x"},
 		{"controller malformed", fmt.Errorf("flags/a.yaml: %w", controller.ErrMalformed), connect.CodeFailedPrecondition, "flags/a.yaml"},
+		{"controller failed", fmt.Errorf(`module "flipt": get flipt.io/v1alpha1 Flag default/a: %w: exit code 1: flag default/a: boom`, controller.ErrFailed), connect.CodeInternal, `module "flipt": get flipt.io/v1alpha1 Flag default/a: controller failed: exit code 1: flag default/a: boom: the controller failed, not your request: the operator must check it`},
 		{"controller limit", fmt.Errorf(`module "flags": get default/a: %w: memory`, controller.ErrLimit), connect.CodeResourceExhausted, `module "flags"`},
 		{"revision not found", fmt.Errorf("%w: nope", source.ErrRevisionNotFound), connect.CodeNotFound, "nope"},
 		{"invalid revision", fmt.Errorf("%w: a..b", source.ErrInvalidRevision), connect.CodeInvalidArgument, "a..b"},

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"hash/maphash"
+	"io/fs"
 	"maps"
 	"runtime"
 	"runtime/debug"
@@ -868,6 +869,7 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 		}},
 		Apply: func(ctx context.Context, base *source.Snapshot, fs source.Writer) error {
 			cur, err := s.getEntry(ctx, w.t, base, w.namespace, w.name)
+			var unread *changeCounter // set when the write goes on without having read the resource
 			switch {
 			case err == nil:
 			case errors.Is(err, controller.ErrNotFound) || connect.CodeOf(err) == connect.CodeNotFound:
@@ -879,6 +881,16 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 						"precondition failed: %s %q does not exist, but resource_version %q was required",
 						w.t.Names.Singular, w.name, w.precondition))
 				}
+			case errors.Is(err, controller.ErrFailed) && w.precondition == "":
+				// Controllers written for the original Cup fail (exit 1,
+				// or print nothing) to get a missing resource. Without a
+				// precondition the write needs nothing of the current
+				// resource: it goes on as if it were absent, and a delete
+				// that changes nothing answers NotFound.
+				s.cfg.logger.DebugContext(ctx, "writing without the current resource: the controller failed to get it",
+					"kind", w.t.Names.Kind, "namespace", w.namespace, "name", w.name, "error", err)
+				unread = &changeCounter{Writer: fs}
+				fs = unread
 			default:
 				return err
 			}
@@ -891,11 +903,15 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 			// back before the next: holding one while waiting for another
 			// could deadlock.
 			if w.resourceForWrite == nil {
-				return callControllerErr(ctx, s, func() error {
+				err := callControllerErr(ctx, s, func() error {
 					return w.t.Controller.Delete(ctx, &controller.DeleteRequest{
 						FS: fs, Type: w.t.controllerType(), Namespace: w.namespace, Name: w.name,
 					})
 				})
+				if err == nil && unread != nil && unread.changes == 0 {
+					return notFound(w.t, w.namespace, w.name)
+				}
+				return err
 			}
 			if err := callControllerErr(ctx, s, func() error {
 				return w.t.Controller.Put(ctx, &controller.PutRequest{FS: fs, Type: w.t.controllerType(), Resource: w.resourceForWrite.Clone()})
@@ -943,6 +959,23 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 		out.Changes = append(out.Changes, &cupv1alpha1.FileChange{Path: c.Path, Operation: fileOp(c.Op), Diff: diff})
 	}
 	return out, nil
+}
+
+// changeCounter counts the files a controller writes or removes through
+// it, for telling a delete that removed nothing.
+type changeCounter struct {
+	source.Writer
+	changes int
+}
+
+func (c *changeCounter) WriteFile(name string, data []byte, perm fs.FileMode) error {
+	c.changes++
+	return c.Writer.WriteFile(name, data, perm)
+}
+
+func (c *changeCounter) Remove(name string) error {
+	c.changes++
+	return c.Writer.Remove(name)
 }
 
 // explain adds to the source's errors about change sets and idempotency

@@ -116,7 +116,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Serve the API over a Git repository (the embedded demo when --repository is not set)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyEnv(cmd.Flags()); err != nil {
+			if err := applyEnv(cmd.Flags(), os.Environ()); err != nil {
 				return err
 			}
 			return runServe(cmd.Context(), &f, stdout, stderr)
@@ -203,27 +203,95 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		RunE:          serve.RunE,
 	}
 	root.Flags().AddFlagSet(fl)
+	root.SetFlagErrorFunc(originalFlagError)
+	serve.SetFlagErrorFunc(originalFlagError)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(serve)
 	return root
 }
 
-// applyEnv sets each flag not given on the command line from CUPD_<NAME>.
-func applyEnv(fs *pflag.FlagSet) error {
+// applyEnv sets each flag not given on the command line from CUPD_<NAME>
+// in environ (KEY=value entries, as os.Environ returns). A CUPD_ variable
+// that names no flag stops start-up, with cupd's name for it when it is one
+// of the original Cup's: ignoring it would serve something else than the
+// operator asked for. The variable --scm-token-env names is not a flag's.
+func applyEnv(fs *pflag.FlagSet, environ []string) error {
 	var errs []error
+	known := map[string]bool{}
 	fs.VisitAll(func(fl *pflag.Flag) {
+		name := envName(fl.Name)
+		known[name] = true
 		if fl.Changed {
 			return
 		}
-		name := "CUPD_" + strings.ToUpper(strings.ReplaceAll(fl.Name, "-", "_"))
-		if v, ok := os.LookupEnv(name); ok {
+		if v, ok := lookup(environ, name); ok {
 			if err := fl.Value.Set(v); err != nil {
 				errs = append(errs, fmt.Errorf("%s=%q: %w", name, v, err))
 			}
 		}
 	})
+	if fl := fs.Lookup("scm-token-env"); fl != nil {
+		known[fl.Value.String()] = true
+	}
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "CUPD_") || known[name] {
+			continue
+		}
+		flag := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(name, "CUPD_"), "_", "-"))
+		if hint, ok := originalFlags[flag]; ok {
+			errs = append(errs, fmt.Errorf("%s is the original Cup's setting, which cupd does not read: %s", name, hint))
+			continue
+		}
+		errs = append(errs, fmt.Errorf("%s names no flag of cupd serve (each flag --x-y reads CUPD_X_Y): unset it, or see cupd serve --help", name))
+	}
 	return errors.Join(errs...)
+}
+
+// envName is the environment variable of the flag called name.
+func envName(name string) string {
+	return "CUPD_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// lookup finds name's value in environ; the last entry wins, as for getenv.
+func lookup(environ []string, name string) (string, bool) {
+	var v string
+	var ok bool
+	for _, kv := range environ {
+		if k, val, _ := strings.Cut(kv, "="); k == name {
+			v, ok = val, true
+		}
+	}
+	return v, ok
+}
+
+// originalFlags says, for each flag of the original Cup's cupd serve (its
+// environment variable is CUPD_ and the name in upper case with
+// underscores), what cupd takes instead.
+var originalFlags = map[string]string{
+	"api-address":         "use --address (CUPD_ADDRESS); the default is 127.0.0.1:8181, not :8181",
+	"api-source":          "cupd has no source type: --repository (CUPD_REPOSITORY) takes a path for local and a URL for git",
+	"api-local-path":      "use --repository (CUPD_REPOSITORY) with the path",
+	"api-git-repo":        "use --repository (CUPD_REPOSITORY) with the URL, and --git-token-file or CUPD_GIT_TOKEN for the credentials the original took from the URL",
+	"api-git-scm":         "use --scm (CUPD_SCM), github or gitea (or gitlab), with --scm-token-file or CUPD_SCM_TOKEN; without it writes are direct commits",
+	"api-resources":       "use --config (CUPD_CONFIG) with the directory of definitions, controllers and bindings",
+	"tailscale-hostname":  "cupd does not join a tailnet: run it behind `tailscale serve` instead",
+	"tailscale-auth-key":  "cupd does not join a tailnet: run it behind `tailscale serve` instead",
+	"tailscale-ephemeral": "cupd does not join a tailnet: run it behind `tailscale serve` instead",
+}
+
+// originalFlagError adds to pflag's error about an unknown flag what cupd
+// takes instead when the flag is one of the original Cup's (given as -x or
+// --x: pflag reads -api-address as the shorthands -a -p -i ...).
+func originalFlagError(_ *cobra.Command, err error) error {
+	msg := err.Error()
+	for name, hint := range originalFlags {
+		if strings.HasSuffix(msg, "-"+name) || strings.Contains(msg, "-"+name+" ") || strings.Contains(msg, "-"+name+"=") {
+			return fmt.Errorf("%w: -%s is the original Cup's flag: %s", err, name, hint)
+		}
+	}
+	return err
 }
 
 // unbounded turns a flag's 0 ("no bound") into app.Options' -1, whose 0

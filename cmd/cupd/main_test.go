@@ -138,3 +138,45 @@ func TestBadFlagsAndEnvironment(t *testing.T) {
 		})
 	}
 }
+
+// TestOriginalSettings checks that the original Cup's environment variables
+// and flags, and any CUPD_ variable that names no flag, stop start-up with
+// an error naming them (and cupd's setting), rather than being ignored.
+func TestOriginalSettings(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-such-repository")
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want []string
+	}{
+		{"env local path", map[string]string{"CUPD_API_LOCAL_PATH": "./clone"}, nil, []string{"CUPD_API_LOCAL_PATH", "--repository"}},
+		{"env resources", map[string]string{"CUPD_API_RESOURCES": "./config", "CUPD_API_SOURCE": "local"}, nil, []string{"CUPD_API_RESOURCES", "--config", "CUPD_API_SOURCE"}},
+		{"env unknown", map[string]string{"CUPD_NO_SUCH_FLAG": "1"}, nil, []string{"CUPD_NO_SUCH_FLAG names no flag"}},
+		{"flag single dash", nil, []string{"serve", "-api-address", ":8181"}, []string{"-api-address is the original Cup's flag", "--address"}},
+		{"flag double dash", nil, []string{"--api-resources=./config"}, []string{"-api-resources is the original Cup's flag", "--config"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			cmd := newRootCommand(io.Discard, io.Discard)
+			// A repository that does not exist makes start-up fail at once
+			// if the settings are ignored.
+			cmd.SetArgs(append(tc.args, "--repository", missing))
+			err := cmd.ExecuteContext(t.Context())
+			if err == nil {
+				t.Fatal("cupd started")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+	// The variable --scm-token-env names is no flag's, and is accepted.
+	if err := applyEnv(newRootCommand(io.Discard, io.Discard).Flags(), []string{"CUPD_SCM_TOKEN=x", "CUPD_ADDRESS=127.0.0.1:0"}); err != nil {
+		t.Errorf("applyEnv: %v", err)
+	}
+}

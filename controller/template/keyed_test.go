@@ -43,7 +43,8 @@ func decodeAll(t *testing.T, found []controller.Listed) []*controller.Resource {
 
 func TestListKeyedAgreesWithList(t *testing.T) {
 	t.Parallel()
-	c := newController(t, template.Spec{}, template.WithCacheSize(0))
+	// A list pattern that matches every kind's files, as kinds may share one.
+	c := newController(t, template.Spec{ListTemplate: `{{ .Namespace }}/*.json`}, template.WithCacheSize(0))
 	mem := newMemFS(t, nil)
 	put(t, c, mem, newFlag("default", "b", `{"on": true}`))
 	put(t, c, mem, newFlag("default", "a", `{"on": false}`))
@@ -100,8 +101,8 @@ func TestListKeyedDecodeErrors(t *testing.T) {
 	t.Parallel()
 	c := newController(t, template.Spec{}, template.WithCacheSize(0))
 	mem := newMemFS(t, map[string]string{
-		"default/broken.json":    `{"apiVersion": `,
-		"default/elsewhere.json": `{"apiVersion": "flags.cup.dev/v1alpha1", "kind": "Flag", "metadata": {"namespace": "staging", "name": "x"}}`,
+		"default/flags.cup.dev-v1alpha1-Flag-broken.json":    `{"apiVersion": `,
+		"default/flags.cup.dev-v1alpha1-Flag-elsewhere.json": `{"apiVersion": "flags.cup.dev/v1alpha1", "kind": "Flag", "metadata": {"namespace": "staging", "name": "x"}}`,
 	})
 	found, err := c.ListKeyed(t.Context(), &controller.ListRequest{FS: mem, Type: flagType, Namespace: "default"})
 	if err != nil || len(found) != 2 {

@@ -14,7 +14,7 @@ import (
 // Cup's defaults: one JSON file per resource, directly in a directory named
 // after the namespace.
 const (
-	DefaultListTemplate     = `{{ .Namespace }}/*.json`
+	DefaultListTemplate     = `{{ .Namespace }}/{{ .Group }}-{{ .Version }}-{{ .Kind }}-*.json`
 	DefaultResourceTemplate = `{{ .Namespace }}/{{ .Group }}-{{ .Version }}-{{ .Kind }}-{{ .Name }}.json`
 )
 
@@ -38,7 +38,7 @@ const (
 // written for the original Cup unchanged:
 //
 //	{
-//	  "directory_template": "{{ .Namespace }}/*.json",
+//	  "directory_template": "{{ .Namespace }}/{{ .Group }}-{{ .Version }}-{{ .Kind }}-*.json",
 //	  "path_template": "{{ .Namespace }}/{{ .Group }}-{{ .Version }}-{{ .Kind }}-{{ .Name }}.json"
 //	}
 //

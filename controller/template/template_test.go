@@ -128,7 +128,7 @@ func TestOriginalCupConfig(t *testing.T) {
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		t.Fatalf("decoding the original configuration: %v", err)
 	}
-	want := template.Spec{ListTemplate: template.DefaultListTemplate, ResourceTemplate: template.DefaultResourceTemplate}
+	want := template.Spec{ListTemplate: `{{ .Namespace }}/*.json`, ResourceTemplate: template.DefaultResourceTemplate}
 	if cfg.Spec.Type != "template" || cfg.Spec.Spec != want {
 		t.Fatalf("decoded %+v, want type template and spec %+v", cfg.Spec, want)
 	}
@@ -148,6 +148,14 @@ func TestOriginalCupConfig(t *testing.T) {
 	}
 	if _, err := zero.Get(t.Context(), &controller.GetRequest{FS: mem, Type: flagType, Namespace: "default", Name: "new-login"}); err != nil {
 		t.Errorf("Get with the zero Spec: %v", err)
+	}
+	// The default list pattern reads only this type's files, not every
+	// JSON file of the namespace directory, as the original's did.
+	mem.WriteFile("default/package.json", []byte(`{"name": "not a resource"}`), 0o644)
+	mem.WriteFile("default/other.cup.dev-v1-Thing-x.json", []byte(`{"apiVersion": "other.cup.dev/v1", "kind": "Thing", "metadata": {"name": "x"}}`), 0o644)
+	got, err := zero.List(t.Context(), &controller.ListRequest{FS: mem, Type: flagType, Namespace: "default"})
+	if err != nil || len(got) != 1 || got[0].Metadata.Name != "new-login" {
+		t.Errorf("List with the zero Spec = %v, %v, want new-login alone", got, err)
 	}
 }
 

@@ -138,7 +138,7 @@ func (c *Controller) run(ctx context.Context, cl *call) (*result, error) {
 		return nil, fmt.Errorf("%s: stopped after the %s timeout: %w%s", cl.op, c.spec.Timeout, context.DeadlineExceeded, said(res.stderr))
 	default:
 		// A trap, or a failure to instantiate.
-		return nil, fmt.Errorf("%s: %s%s", cl.op, bounded(err.Error()), said(res.stderr))
+		return nil, fmt.Errorf("%s: %w: %s%s", cl.op, controller.ErrFailed, bounded(trimCrash(err.Error())), said(res.stderr))
 	}
 }
 
@@ -149,9 +149,14 @@ func (c *Controller) run(ctx context.Context, cl *call) (*result, error) {
 //     "not_found", ...} controller.ErrNotFound;
 //   - exit code 2 of get, list or delete wraps controller.ErrNotFound,
 //     unless stderr shows the Go runtime crashed (it exits 2 too);
-//   - anything else is a plain error with the exit code.
+//   - exit code 1 of get or delete whose message ends in "not found" wraps
+//     controller.ErrNotFound: the original Cup's controllers (its Flipt
+//     controller, whose not-found error is not its SDK's) say so that way;
+//   - anything else wraps controller.ErrFailed, with the exit code.
 //
-// Every message carries what the module wrote to stderr, bounded.
+// Every message carries what the module said, bounded: the "message" of a
+// JSON message, or else its stderr (or its stdout when stderr is empty),
+// with a Go crash's goroutine dump cut off.
 func failure(cl *call, res *result) error {
 	for _, out := range [][]byte{res.stderr, res.stdout} {
 		code, msg, ok := reported(out)
@@ -165,15 +170,63 @@ func failure(cl *call, res *result) error {
 			return fmt.Errorf("%s: %w: %s", cl.op, controller.ErrNotFound, msg)
 		}
 	}
-	if res.exit == 2 && cl.verb != "put" && !goCrashed(res.stderr) {
+	crashed := goCrashed(res.stderr)
+	if res.exit == 2 && cl.verb != "put" && !crashed {
 		return fmt.Errorf("%s: %w%s", cl.op, controller.ErrNotFound, said(res.stderr))
 	}
-	return fmt.Errorf("%s: exit code %d%s", cl.op, res.exit, said(res.stderr))
+	words := message(res)
+	if res.exit == 1 && (cl.verb == "get" || cl.verb == "delete") && !crashed &&
+		strings.HasSuffix(strings.ToLower(strings.TrimRight(words, ". \n")), "not found") {
+		return fmt.Errorf("%s: %w: %s", cl.op, controller.ErrNotFound, words)
+	}
+	if words != "" {
+		words = ": " + words
+	}
+	return fmt.Errorf("%s: %w: exit code %d%s", cl.op, controller.ErrFailed, res.exit, words)
 }
 
-// reported finds an error message a module wrote as JSON, {"code": "...",
-// "message": "..."}: all of out, or its last line.
+// message is what a failed module said, bounded: the "message" of a JSON
+// message {"message": "..."} on stderr or stdout, or else stderr, or else
+// stdout, as text, a Go crash's goroutine dump cut off.
+func message(res *result) string {
+	for _, out := range [][]byte{res.stderr, res.stdout} {
+		if _, msg, ok := reportedMessage(out); ok && msg != "" {
+			return msg
+		}
+	}
+	out := res.stderr
+	if len(bytes.TrimSpace(out)) == 0 {
+		out = res.stdout
+	}
+	return bounded(trimCrash(string(out)))
+}
+
+// trimCrash cuts the goroutine dump off the Go runtime's report of a crash,
+// keeping the panic or fatal error line, and the stack trace off wazero's
+// report of a trap; other text is returned whole.
+func trimCrash(s string) string {
+	if i := strings.Index(s, "\nwasm stack trace:"); i >= 0 {
+		return strings.TrimSpace(s[:i])
+	}
+	if !goCrashed([]byte(s)) {
+		return s
+	}
+	if i := strings.Index(s, "\ngoroutine "); i >= 0 {
+		s = s[:i]
+	}
+	return strings.TrimSpace(s)
+}
+
+// reported finds an error message with a code a module wrote as JSON,
+// {"code": "...", "message": "..."}: all of out, or its last line.
 func reported(out []byte) (code, message string, ok bool) {
+	code, message, ok = reportedMessage(out)
+	return code, message, ok && code != ""
+}
+
+// reportedMessage finds a JSON message, {"code": "...", "message": "..."}
+// with either field: all of out, or its last line.
+func reportedMessage(out []byte) (code, message string, ok bool) {
 	out = bytes.TrimSpace(out)
 	candidates := [][]byte{out}
 	if i := bytes.LastIndexByte(out, '\n'); i >= 0 {
@@ -184,7 +237,7 @@ func reported(out []byte) (code, message string, ok bool) {
 			Code    string `json:"code"`
 			Message string `json:"message"`
 		}
-		if len(c) > 0 && c[0] == '{' && json.Unmarshal(c, &m) == nil && m.Code != "" {
+		if len(c) > 0 && c[0] == '{' && json.Unmarshal(c, &m) == nil && (m.Code != "" || m.Message != "") {
 			return m.Code, bounded(m.Message), true
 		}
 	}
@@ -219,7 +272,7 @@ func bounded(s string) string {
 // said renders what the module wrote to stderr for the end of an error
 // message, or nothing.
 func said(stderr []byte) string {
-	if s := bounded(string(stderr)); s != "" {
+	if s := bounded(trimCrash(string(stderr))); s != "" {
 		return ": " + s
 	}
 	return ""

@@ -49,14 +49,19 @@
 //
 // The code "invalid_argument" (or "invalid") gives an error wrapping
 // [controller.ErrInvalid], which callers report as the caller's mistake;
-// "not_found" wraps [controller.ErrNotFound], as exit code 2 does. Anything
-// else is a plain error. Errors carry what the module wrote to stderr, up to
-// about 1 KiB. Output that does not parse as the resources asked for wraps
-// [controller.ErrMalformed] and names the module.
+// "not_found" wraps [controller.ErrNotFound], as exit code 2 does. So does
+// exit code 1 of get or delete when the message ends in "not found": the
+// original Cup's controllers report a missing resource that way. Anything
+// else is the module's fault and wraps [controller.ErrFailed]: another exit
+// code, a trap, and output that does not parse as the resources asked for
+// (for get, no output at all). Errors name the module and carry what it
+// said, up to about 1 KiB: the "message" of a JSON message (with or without
+// a code), or else its stderr (or stdout, when stderr is empty), with a
+// Go crash's goroutine dump and a trap's stack trace cut off.
 //
 // A Go program that panics also exits 2; a controller tells it from "not
-// found" by the Go runtime's report on stderr, and returns a plain error
-// holding the panic.
+// found" by the Go runtime's report on stderr, and returns an error
+// wrapping [controller.ErrFailed] that holds the panic.
 //
 // # Limits and determinism
 //

@@ -175,7 +175,7 @@ func checkRequest(typ controller.Type, namespace string, name ...string) error {
 // Get runs `get <kind> <namespace> <name>` on req.FS, read-only. On exit 0
 // stdout must hold the resource, of the requested type, name and namespace
 // (or none, which gets the requested one); a resource that does not parse,
-// or is another, gives an error wrapping controller.ErrMalformed. Exit 2
+// or is another, gives an error wrapping controller.ErrFailed. Exit 2
 // gives one wrapping controller.ErrNotFound. See the package documentation
 // for the other errors.
 func (c *Controller) Get(ctx context.Context, req *controller.GetRequest) (*controller.Resource, error) {
@@ -197,6 +197,9 @@ func (c *Controller) Get(ctx context.Context, req *controller.GetRequest) (*cont
 		return nil, failure(cl, res)
 	}
 	c.logStderr(ctx, cl, res)
+	if len(bytes.TrimSpace(res.stdout)) == 0 {
+		return nil, fmt.Errorf("%s: %w: the module exited 0 and wrote nothing on stdout: a get must write the resource, or exit 2 when there is none", cl.op, controller.ErrFailed)
+	}
 	r, err := controller.ParseResource(res.stdout)
 	if err != nil {
 		return nil, c.invalidOutput(cl, err)
@@ -205,7 +208,7 @@ func (c *Controller) Get(ctx context.Context, req *controller.GetRequest) (*cont
 		return nil, err
 	}
 	if r.Metadata.Name != req.Name {
-		return nil, fmt.Errorf("%s: %w: the module wrote the resource named %q", cl.op, controller.ErrMalformed, r.Metadata.Name)
+		return nil, fmt.Errorf("%s: %w: the module wrote the resource named %q", cl.op, controller.ErrFailed, r.Metadata.Name)
 	}
 	return r, nil
 }
@@ -214,13 +217,13 @@ func (c *Controller) Get(ctx context.Context, req *controller.GetRequest) (*cont
 // namespace or none, and completes it: the namespace set, no resourceVersion.
 func (c *Controller) checkResource(cl *call, r *controller.Resource, typ controller.Type, namespace string) error {
 	if r.APIVersion != typ.APIVersion() || r.Kind != typ.Kind {
-		return fmt.Errorf("%s: %w: the module wrote a %s %s named %q", cl.op, controller.ErrMalformed, r.APIVersion, r.Kind, r.Metadata.Name)
+		return fmt.Errorf("%s: %w: the module wrote a %s %s named %q", cl.op, controller.ErrFailed, r.APIVersion, r.Kind, r.Metadata.Name)
 	}
 	if r.Metadata.Namespace != "" && r.Metadata.Namespace != namespace {
-		return fmt.Errorf("%s: %w: the module wrote %q of namespace %q", cl.op, controller.ErrMalformed, r.Metadata.Name, r.Metadata.Namespace)
+		return fmt.Errorf("%s: %w: the module wrote %q of namespace %q", cl.op, controller.ErrFailed, r.Metadata.Name, r.Metadata.Namespace)
 	}
 	if r.Metadata.Name == "" {
-		return fmt.Errorf("%s: %w: the module wrote a resource without a name", cl.op, controller.ErrMalformed)
+		return fmt.Errorf("%s: %w: the module wrote a resource without a name", cl.op, controller.ErrFailed)
 	}
 	r.Metadata.Namespace = namespace
 	r.Metadata.ResourceVersion = ""
@@ -233,7 +236,7 @@ func (c *Controller) invalidOutput(cl *call, err error) error {
 	if cl.verb != "list" {
 		target += "/" + cl.args[1]
 	}
-	return fmt.Errorf("module %q wrote invalid JSON for %s %s: %w: %s", c.name, cl.verb, target, controller.ErrMalformed, bounded(err.Error()))
+	return fmt.Errorf("module %q wrote invalid JSON for %s %s: %w: %s", c.name, cl.verb, target, controller.ErrFailed, bounded(err.Error()))
 }
 
 // logStderr logs what a successful call wrote to stderr, if anything.
@@ -252,7 +255,7 @@ func (c *Controller) logStderr(ctx context.Context, cl *call, res *result) {
 // On exit 0 stdout holds the resources as a JSON array or as JSON values one
 // after the other. Resources of other types are skipped; one that does not
 // parse, is of another namespace, or shares its name with another gives an
-// error wrapping controller.ErrMalformed. Exit 2 means the namespace has
+// error wrapping controller.ErrFailed. Exit 2 means the namespace has
 // none. The result is sorted by name.
 func (c *Controller) List(ctx context.Context, req *controller.ListRequest) ([]*controller.Resource, error) {
 	if req == nil || req.FS == nil {
@@ -301,7 +304,7 @@ func (c *Controller) List(ctx context.Context, req *controller.ListRequest) ([]*
 	slices.SortStableFunc(out, func(a, b *controller.Resource) int { return strings.Compare(a.Metadata.Name, b.Metadata.Name) })
 	for i := 1; i < len(out); i++ {
 		if out[i-1].Metadata.Name == out[i].Metadata.Name {
-			return nil, fmt.Errorf("%s: %w: the module wrote %q twice", cl.op, controller.ErrMalformed, out[i].Metadata.Name)
+			return nil, fmt.Errorf("%s: %w: the module wrote %q twice", cl.op, controller.ErrFailed, out[i].Metadata.Name)
 		}
 	}
 	if req.Selector != nil {

@@ -23,7 +23,7 @@ import (
 
 // sentinels are the contract's errors, for checking that an error wraps
 // exactly the expected one (or none).
-var sentinels = []error{controller.ErrNotFound, controller.ErrInvalid, controller.ErrMalformed, controller.ErrLimit, context.DeadlineExceeded, context.Canceled}
+var sentinels = []error{controller.ErrNotFound, controller.ErrInvalid, controller.ErrMalformed, controller.ErrFailed, controller.ErrLimit, context.DeadlineExceeded, context.Canceled}
 
 func checkSentinel(t *testing.T, err, want error) {
 	t.Helper()
@@ -48,15 +48,18 @@ func TestGetFaults(t *testing.T) {
 	}{
 		{"loop", context.DeadlineExceeded, []string{`module "faults": get flags.cup.dev/v1alpha1 Flag default/loop`, "stopped after the 2s timeout"}},
 		{"alloc", controller.ErrLimit, []string{"more than 256 pages (16 MiB) of memory", "out of memory"}},
-		{"panic", nil, []string{"exit code 2", "panic: boom: the module panicked", "goroutine 1"}},
-		{"garbage", controller.ErrMalformed, []string{`module "faults" wrote invalid JSON for get default/garbage`}},
+		{"panic", controller.ErrFailed, []string{"exit code 2", "panic: boom: the module panicked"}},
+		{"garbage", controller.ErrFailed, []string{`module "faults" wrote invalid JSON for get default/garbage`}},
 		{"missing", controller.ErrNotFound, []string{"no flag named missing here"}},
-		{"fail", nil, []string{"exit code 1: something broke\nin two lines"}},
-		{"exit3", nil, []string{"exit code 3"}},
+		{"fail", controller.ErrFailed, []string{"exit code 1: something broke\nin two lines"}},
+		{"exit3", controller.ErrFailed, []string{"exit code 3"}},
+		{"silent", controller.ErrFailed, []string{`module "faults": get flags.cup.dev/v1alpha1 Flag default/silent`, "exited 0 and wrote nothing on stdout"}},
+		{"origmissing", controller.ErrNotFound, []string{"flag default/origmissing: not found"}},
+		{"jsonmessage", controller.ErrFailed, []string{"exit code 1: the flag store is locked by another writer"}},
 		{"invalid", controller.ErrInvalid, []string{"invalid request: spec.rollout must be between 0 and 100"}},
 		{"flood", controller.ErrLimit, []string{"more than 1048576 bytes to stdout (maxOutputBytes)"}},
-		{"wrongkind", controller.ErrMalformed, []string{`the module wrote a flags.cup.dev/v1alpha1 Other named "wrongkind"`}},
-		{"wrongname", controller.ErrMalformed, []string{`the module wrote the resource named "someone-else"`}},
+		{"wrongkind", controller.ErrFailed, []string{`the module wrote a flags.cup.dev/v1alpha1 Other named "wrongkind"`}},
+		{"wrongname", controller.ErrFailed, []string{`the module wrote the resource named "someone-else"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,6 +75,9 @@ func TestGetFaults(t *testing.T) {
 				t.Errorf("the call took %s, with a timeout of %s", took, timeout)
 			}
 			checkSentinel(t, err, tt.want)
+			if strings.Contains(err.Error(), "\ngoroutine ") {
+				t.Errorf("error %q carries a goroutine dump", err)
+			}
 			for _, s := range tt.says {
 				if !strings.Contains(err.Error(), s) {
 					t.Errorf("error %q does not say %q", err, s)
@@ -139,7 +145,7 @@ func TestTrap(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = c.Get(t.Context(), &controller.GetRequest{FS: newMemFS(t, nil), Type: flagType, Namespace: "default", Name: "x"})
-	checkSentinel(t, err, nil)
+	checkSentinel(t, err, controller.ErrFailed)
 	if !strings.Contains(fmt.Sprint(err), "wasm error: unreachable") {
 		t.Errorf("Get = %v, want the trap", err)
 	}
@@ -217,9 +223,9 @@ func TestList(t *testing.T) {
 		{namespace: "empty", want: []string{}},
 		{namespace: "missing", want: []string{}},
 		{namespace: "invalid", err: controller.ErrInvalid, want: []string{"no such namespace pattern"}},
-		{namespace: "dup", err: controller.ErrMalformed, want: []string{`the module wrote "same" twice`}},
-		{namespace: "foreign", err: controller.ErrMalformed, want: []string{`the module wrote "x" of namespace "elsewhere"`}},
-		{namespace: "badspec", err: controller.ErrMalformed, want: []string{"wrote invalid JSON for list badspec: malformed resource file: item 0: decoding resource: spec must be a JSON object"}},
+		{namespace: "dup", err: controller.ErrFailed, want: []string{`the module wrote "same" twice`}},
+		{namespace: "foreign", err: controller.ErrFailed, want: []string{`the module wrote "x" of namespace "elsewhere"`}},
+		{namespace: "badspec", err: controller.ErrFailed, want: []string{"wrote invalid JSON for list badspec: controller failed: item 0: decoding resource: spec must be a JSON object"}},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s %v", tt.namespace, tt.sel), func(t *testing.T) {
@@ -414,7 +420,7 @@ func TestFailedPutWritesNothing(t *testing.T) {
 	fsys := &recorder{MemFS: newMemFS(t, map[string]string{"keep.txt": "keep"})}
 	before := fsys.Files()
 	err := c.Put(t.Context(), &controller.PutRequest{FS: fsys, Type: flagType, Resource: newFlag("default", "failput", "")})
-	checkSentinel(t, err, nil)
+	checkSentinel(t, err, controller.ErrFailed)
 	if !strings.Contains(fmt.Sprint(err), "exit code 1: gave up after writing") {
 		t.Errorf("Put = %v, want the module's failure", err)
 	}
@@ -428,7 +434,7 @@ func TestFailedPutWritesNothing(t *testing.T) {
 	err = c.Put(t.Context(), &controller.PutRequest{FS: fsys, Type: flagType, Resource: newFlag("default", "alloc", "")})
 	checkSentinel(t, err, controller.ErrLimit)
 	err = c.Delete(t.Context(), &controller.DeleteRequest{FS: fsys, Type: flagType, Namespace: "default", Name: "failput"})
-	checkSentinel(t, err, nil)
+	checkSentinel(t, err, controller.ErrFailed)
 	err = c.Delete(t.Context(), &controller.DeleteRequest{FS: fsys, Type: flagType, Namespace: "default", Name: "missing"})
 	checkSentinel(t, err, controller.ErrNotFound)
 	if ch := fsys.Changes(); len(ch) > 0 {

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -222,6 +223,10 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 	set, modules, err := loadConfig(ctx, src, opts.ConfigDir)
 	if err != nil {
 		return nil, err
+	}
+	if len(set.Skipped) > 0 {
+		opts.Logger.InfoContext(ctx, "skipped files that hold no configuration (no document with apiVersion cup.dev/v1alpha1 or cup.flipt.io/v1alpha1)",
+			"files", set.Skipped)
 	}
 	rt := opts.WASMRuntime
 	if rt == nil {
@@ -466,6 +471,9 @@ func loadConfig(ctx context.Context, src source.Source, dir string) (*config.Set
 		}
 		if err := readModules(fromDir, os.DirFS(dir), modules); err != nil {
 			return nil, nil, fmt.Errorf("configuration in %s: %w", dir, err)
+		}
+		for i, f := range fromDir.Skipped {
+			fromDir.Skipped[i] = filepath.Join(dir, filepath.FromSlash(f))
 		}
 		if set, err = set.Merge(fromDir); err != nil {
 			return nil, nil, err

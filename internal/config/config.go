@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"slices"
 	"sort"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
@@ -39,6 +40,10 @@ type Set struct {
 	Definitions []*Definition
 	Controllers []*Controller
 	Bindings    []*Binding
+	// Skipped are the files read that hold no configuration (no document
+	// with cup's apiVersion or a configuration kind), sorted: a directory
+	// may hold other files, which callers may want to mention.
+	Skipped []string
 }
 
 // Definition is a ResourceDefinition: one API type with its versions.
@@ -184,6 +189,7 @@ func (s *Set) Merge(other *Set) (*Set, error) {
 		out.Definitions = append(out.Definitions, in.Definitions...)
 		out.Controllers = append(out.Controllers, in.Controllers...)
 		out.Bindings = append(out.Bindings, in.Bindings...)
+		out.Skipped = append(out.Skipped, in.Skipped...)
 	}
 	out.sort()
 	var ps problems
@@ -196,6 +202,7 @@ func (s *Set) Merge(other *Set) (*Set, error) {
 }
 
 func (s *Set) sort() {
+	slices.Sort(s.Skipped)
 	sort.SliceStable(s.Definitions, func(i, j int) bool {
 		a, b := s.Definitions[i], s.Definitions[j]
 		if a.Group != b.Group {

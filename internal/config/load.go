@@ -61,6 +61,9 @@ type loader struct {
 	// partial are bindings with problems, holding the references that could
 	// be parsed: Load checks those too, to report everything in one go.
 	partial []*Binding
+	// skipped counts the documents of each file that are not configuration;
+	// docs counts every document of each file.
+	skipped, docs map[string]int
 }
 
 // broken remembers resources that failed to load, so that bindings referring
@@ -115,6 +118,11 @@ func parse(fsys fs.FS, dir string) (*loader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: reading %s: %w", dir, err)
 	}
+	for file, n := range l.skipped {
+		if n == l.docs[file] {
+			l.set.Skipped = append(l.set.Skipped, file)
+		}
+	}
 	l.set.sort()
 	l.set.checkUnique(&l.problems)
 	return l, nil
@@ -155,12 +163,21 @@ func (l *loader) jsonFile(name string, data []byte) {
 		if len(docs) > 1 {
 			loc.Document = i + 1
 		}
+		l.count(name)
 		_, dups := document.ScanJSON(doc)
 		for _, p := range dups {
 			l.problems.add(loc, "duplicate key %q", p)
 		}
-		l.document(loc, doc)
+		l.document(loc, doc, len(docs) > 1)
 	}
+}
+
+// count counts a document of file name.
+func (l *loader) count(name string) {
+	if l.docs == nil {
+		l.docs = map[string]int{}
+	}
+	l.docs[name]++
 }
 
 // position returns "line L, column C" for a byte offset into data.
@@ -185,7 +202,8 @@ func (l *loader) yamlFile(name string, data []byte) {
 		if js == nil {
 			continue // an empty document
 		}
-		l.document(loc, js)
+		l.count(name)
+		l.document(loc, js, false)
 	}
 }
 
@@ -248,16 +266,48 @@ type (
 	}
 )
 
-// document loads one resource, given as JSON.
-func (l *loader) document(loc Location, data []byte) {
+// configuration reports whether a document is meant as configuration: its
+// apiVersion is cup's (cup.dev/..., or the original's cup.flipt.io/...,
+// a wrong version included), or it has none (or one that is no string) and
+// its kind is a configuration kind. Anything else (a Kubernetes manifest, a CI workflow, a feature flag
+// file) is not cup's to judge and is skipped, so that a directory may hold
+// other files; a configuration document with a mistake is still a problem.
+func configuration(obj map[string]any) bool {
+	if v, ok := obj["apiVersion"].(string); ok {
+		return v == APIVersion || v == LegacyAPIVersion || strings.HasPrefix(v, "cup.dev/") || strings.HasPrefix(v, "cup.flipt.io/")
+	}
+	switch k, _ := obj["kind"].(string); k {
+	case KindResourceDefinition, KindController, KindAPIBinding, KindBinding:
+		return true
+	}
+	return false
+}
+
+// skip records a document that is not configuration; a file is listed in
+// Set.Skipped when none of its documents is configuration.
+func (l *loader) skip(loc Location) {
+	if l.skipped == nil {
+		l.skipped = map[string]int{}
+	}
+	l.skipped[loc.File]++
+}
+
+// document loads one resource, given as JSON. A document that is not
+// configuration is skipped, unless it is an element of a JSON array that
+// is not an object.
+func (l *loader) document(loc Location, data []byte, inArray bool) {
 	v, err := document.Decode(data)
 	if err != nil { // not reached: data is valid JSON
 		l.problems.add(loc, "invalid JSON: %v", err)
 		return
 	}
 	obj, ok := v.(map[string]any)
-	if !ok {
+	switch {
+	case !ok && inArray:
 		l.problems.add(loc, "expected a resource (an object), got %s", document.JSONKind(v))
+		return
+	case !ok || !configuration(obj):
+		l.skip(loc)
 		return
 	}
 

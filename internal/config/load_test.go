@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -120,7 +121,6 @@ func TestLoadInvalid(t *testing.T) {
 				`resources.yaml (document 2): unknown kind "CustomResourceDefinition" (want ResourceDefinition, Controller or APIBinding)`,
 				`resources.yaml (document 3): kind is required (ResourceDefinition, Controller or APIBinding)`,
 				`resources.yaml (document 4): apiVersion is required (cup.dev/v1alpha1)`,
-				`resources.yaml (document 5): expected a resource (an object), got array`,
 				`resources.yaml (document 6): apiVersion: expected string, got array`,
 			},
 		},
@@ -548,4 +548,38 @@ func name(v any) string {
 		}
 	}
 	return ""
+}
+
+// TestLoadSkipsOtherFiles checks that files which are not configuration (no
+// document with cup's apiVersion or, without an apiVersion, a configuration
+// kind) are skipped and listed, rather than failing the load.
+func TestLoadSkipsOtherFiles(t *testing.T) {
+	t.Parallel()
+	file := func(s string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(s)} }
+	fsys := fstest.MapFS{
+		"config/controllers.yml":     file(filesController),
+		"config/docker-compose.yml":  file("services:\n  cupd:\n    image: cup\n"),
+		"config/deployment.yaml":     file("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: cupd}\n"),
+		"config/features.yml":        file("namespace: default\nflags:\n- key: new-login\n  enabled: true\n"),
+		"config/list.yaml":           file("- one\n- two\n"),
+		"config/package.json":        file(`{"name": "ui", "version": "1.0.0"}`),
+		"config/mixed.yaml":          file("services: {}\n---\n" + strings.Replace(filesController, "files", "other", 1)),
+		"config/legacy-binding.json": file(`{"apiVersion": "cup.flipt.io/v1alpha1", "kind": "Binding", "metadata": {"name": "b"}, "spec": {"controller": "files", "resources": ["flipt.io/v1/flags"]}}`),
+	}
+	s, err := config.Parse(fsys, "config")
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	want := []string{"config/deployment.yaml", "config/docker-compose.yml", "config/features.yml", "config/list.yaml", "config/package.json"}
+	if !slices.Equal(s.Skipped, want) {
+		t.Errorf("Skipped = %q, want %q", s.Skipped, want)
+	}
+	if len(s.Controllers) != 2 || len(s.Bindings) != 1 {
+		t.Errorf("loaded %s", summary(s))
+	}
+	// A configuration document with a mistake is still a problem.
+	_, err = config.Parse(fstest.MapFS{"c.yaml": file("kind: Controller\nmetadata: {name: d}\n")}, ".")
+	if err == nil || !strings.Contains(err.Error(), "apiVersion is required") {
+		t.Errorf("Parse of a Controller without apiVersion = %v", err)
+	}
 }

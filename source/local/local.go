@@ -58,7 +58,13 @@ type Source struct {
 var _ source.Source = (*Source)(nil)
 
 // Open returns a source over the Git repository at path: a bare repository,
-// a Git directory, or the working tree of a non-bare one. It checks its
+// a Git directory, or the working tree of a non-bare one. In direct write
+// mode the source refuses (with errors wrapping source.ErrNotWritable) to
+// serve a default branch that a work tree of the repository has checked
+// out, and to write to any branch checked out: moving it under the work
+// tree would show cup's writes undone there, and a commit made there would
+// revert them. Serve a bare clone, another branch ([WithBranch]), or use
+// [source.ModeBranch]. It checks its
 // arguments but does no I/O: the repository is opened on first use, and a
 // path that holds no repository shows as errors wrapping
 // source.ErrUnavailable.
@@ -110,6 +116,14 @@ func (s *Source) repo() (*repo, error) {
 	r, err := openRepo(s.path, &s.cfg)
 	if err != nil {
 		return nil, err
+	}
+	// Direct writes to the branch a work tree has checked out would lose
+	// work: refuse to serve it at all, so that cupd stops at start-up.
+	if s.cfg.mode == source.ModeDirect {
+		branch := s.defaultBranch(r)
+		if where, ok := r.checkedOut(s.path)[branch]; ok {
+			return nil, errors.Join(errCheckedOut(branch, where), r.storage.Close())
+		}
 	}
 	s.opened.Store(r)
 	return r, nil
@@ -289,6 +303,11 @@ func (s *Source) target(r *repo, req *source.UpdateRequest) (target, error) {
 		return target{}, fmt.Errorf("%w: %s; only branches can be updated", source.ErrNotWritable, what)
 	}
 	t := target{rev: req.Revision, base: res.branch, write: res.branch}
+	if s.cfg.mode == source.ModeDirect {
+		if where, ok := r.checkedOut(s.path)[res.branch]; ok {
+			return target{}, errCheckedOut(res.branch, where)
+		}
+	}
 	if s.cfg.mode == source.ModeBranch {
 		t.create, t.write = true, ""
 		if req.IdempotencyKey != "" {

@@ -521,7 +521,19 @@ func TestNonBareRepository(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	src := open(t, dir)
+	// Writing directly to main, checked out, would move it under the work
+	// tree: the source refuses to serve it at all.
+	_, err = open(t, dir).View(t.Context(), "")
+	if !errors.Is(err, source.ErrNotWritable) || !strings.Contains(err.Error(), "branch main is checked out in the work tree "+dir) ||
+		!strings.Contains(err.Error(), "bare clone") || !strings.Contains(err.Error(), "--branch") {
+		t.Fatalf("View of a work tree with its branch served in direct mode = %v, want ErrNotWritable saying what to do", err)
+	}
+	// Another branch it may write; main it still does not.
+	git(t, dir, "branch", "served", "main")
+	src := open(t, dir, local.WithBranch("served"))
+	if _, err := src.Update(t.Context(), &source.UpdateRequest{Revision: "main", Message: "scale\n", Apply: write(map[string]string{"config/app.yaml": "replicas: 2\n"})}); !errors.Is(err, source.ErrNotWritable) {
+		t.Fatalf("Update of main, checked out = %v, want ErrNotWritable", err)
+	}
 	snap, err := src.View(t.Context(), "")
 	if err != nil {
 		t.Fatal(err)
@@ -539,8 +551,8 @@ func TestNonBareRepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := git(t, dir, "rev-parse", "main"); got != res.Commit {
-		t.Fatalf("main = %s, want %s", got, res.Commit)
+	if got := git(t, dir, "rev-parse", "served"); got != res.Commit {
+		t.Fatalf("served = %s, want %s", got, res.Commit)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "README.md")); string(b) != "local edit\n" {
 		t.Fatalf("working tree README.md = %q: the working tree was touched", b)
@@ -551,24 +563,32 @@ func TestNonBareRepository(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, ".git", "index")); !bytes.Equal(b, index) {
 		t.Fatal("the index changed")
 	}
-	if log := git(t, dir, "reflog", "-n", "1", "--format=%gs", "main"); log != "commit: scale" {
+	if log := git(t, dir, "reflog", "-n", "1", "--format=%gs", "served"); log != "commit: scale" {
 		t.Fatalf("reflog = %q", log)
 	}
 	git(t, dir, "fsck", "--strict", "--no-dangling")
 
-	// A linked worktree shares the repository.
+	// A linked worktree shares the repository, and its checked-out branch
+	// is as much in use: served directly, it is refused; in branch mode,
+	// writes go to new branches.
 	wt := filepath.Join(t.TempDir(), "wt")
-	git(t, dir, "worktree", "add", "--quiet", "-b", "feature", wt, "main")
-	wsrc := open(t, wt)
+	git(t, dir, "worktree", "add", "--quiet", "-b", "feature", wt, "served")
+	if _, err := open(t, wt).View(t.Context(), ""); !errors.Is(err, source.ErrNotWritable) || !strings.Contains(err.Error(), "branch feature is checked out in the work tree "+wt) {
+		t.Fatalf("View of a linked work tree in direct mode = %v, want ErrNotWritable", err)
+	}
+	if _, err := src.Update(t.Context(), &source.UpdateRequest{Revision: "feature", Message: "f\n", Apply: write(map[string]string{"feature.txt": "f\n"})}); !errors.Is(err, source.ErrNotWritable) {
+		t.Fatalf("Update of feature, checked out in a linked work tree = %v, want ErrNotWritable", err)
+	}
+	wsrc := open(t, wt, local.WithWriteMode(source.ModeBranch))
 	snap, err = wsrc.View(t.Context(), "")
 	if err != nil || snap.Commit != res.Commit {
 		t.Fatalf("View in the worktree = %v, %v; want %s", snap, err, res.Commit)
 	}
 	res2, err := wsrc.Update(t.Context(), &source.UpdateRequest{Message: "feature\n", Apply: write(map[string]string{"feature.txt": "f\n"})})
-	if err != nil || res2.Branch != "feature" {
-		t.Fatalf("Update in the worktree = %+v, %v; want a commit on feature", res2, err)
+	if err != nil || !strings.HasPrefix(res2.Branch, "cup/") {
+		t.Fatalf("Update in the worktree = %+v, %v; want a commit on a new branch", res2, err)
 	}
-	if got := git(t, dir, "rev-parse", "feature"); got != res2.Commit {
-		t.Fatalf("feature = %s, want %s", got, res2.Commit)
+	if got := git(t, dir, "rev-parse", "feature"); got != res.Commit {
+		t.Fatalf("feature = %s, want it where it was, %s", got, res.Commit)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -182,4 +184,57 @@ func (r *repo) goGit() (*git.Repository, error) {
 		r.gogit = g
 	}
 	return r.gogit, nil
+}
+
+// bareFalse matches the line of a Git config that makes a repository
+// non-bare: it has a work tree, the parent of its Git directory.
+var bareFalse = regexp.MustCompile(`(?mi)^\s*bare\s*=\s*false\s*$`)
+
+// checkedOut returns, by full reference name, the branches checked out in
+// a work tree of r, each with the work tree's path (or, for a linked work
+// tree, its Git directory): the main one's, when r has a work tree, and
+// every linked work tree's. It reads them afresh, as git checkout changes
+// them.
+func (r *repo) checkedOut(servedPath string) map[string]string {
+	out := map[string]string{}
+	headOf := func(gitDir string) string {
+		data, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+		if err != nil {
+			return ""
+		}
+		ref, ok := bytes.CutPrefix(bytes.TrimSpace(data), []byte("ref:"))
+		if !ok {
+			return "" // detached
+		}
+		return string(bytes.TrimSpace(ref))
+	}
+	config, _ := os.ReadFile(filepath.Join(r.commonDir, "config"))
+	// The main work tree: the repository is not bare by its config, or
+	// was found as the .git of the path served.
+	if bareFalse.Match(config) || (r.gitDir == r.commonDir && filepath.Base(r.gitDir) == ".git" && filepath.Dir(r.gitDir) == servedPath) {
+		if ref := headOf(r.commonDir); ref != "" {
+			out[ref] = filepath.Dir(r.commonDir)
+		}
+	}
+	linked, _ := os.ReadDir(filepath.Join(r.commonDir, "worktrees"))
+	for _, e := range linked {
+		dir := filepath.Join(r.commonDir, "worktrees", e.Name())
+		if ref := headOf(dir); ref != "" {
+			where := dir
+			if data, err := os.ReadFile(filepath.Join(dir, "gitdir")); err == nil {
+				where = filepath.Dir(string(bytes.TrimSpace(data))) // the work tree's .git file
+			}
+			out[ref] = where
+		}
+	}
+	return out
+}
+
+// errCheckedOut says why cup does not write directly to branch, checked out
+// in the work tree at where.
+func errCheckedOut(branch, where string) error {
+	short, _ := strings.CutPrefix(branch, "refs/heads/")
+	return fmt.Errorf("%w: branch %s is checked out in the work tree %s: a direct write would move it under the work tree, whose files and index then show cup's writes undone (git status lists them reversed, and the next commit there reverts them); "+
+		"serve a bare clone (git clone --bare), another branch (cupd --branch), or write to new branches (cupd --write-mode=branch)",
+		source.ErrNotWritable, short, where)
 }

@@ -71,6 +71,17 @@ func main() {
 		os.Exit(1)
 	case "exit3":
 		os.Exit(3)
+	case "silent":
+		// Exits 0 and writes nothing, as the original Cup's Flipt
+		// controller does for a namespace it has no document of.
+	case "origmissing":
+		// The original Cup's Flipt controller: its not-found error is not
+		// its SDK's, so it exits 1, with the text and no newline.
+		fmt.Fprintf(os.Stderr, "flag %s/%s: not found", namespace, name)
+		os.Exit(1)
+	case "jsonmessage":
+		fmt.Fprintln(os.Stderr, `{"message": "the flag store is locked by another writer"}`)
+		os.Exit(1)
 	case "invalid":
 		fmt.Fprintln(os.Stderr, "checking the rollout")
 		fmt.Fprintln(os.Stderr, `{"code": "invalid_argument", "message": "spec.rollout must be between 0 and 100"}`)
