@@ -199,6 +199,7 @@ func (s *Server) Handler() http.Handler {
 			return connect.NewError(connect.CodeInternal, errors.New(internalMessage))
 		}),
 	}
+	opts = append(opts, jsonCodecs()...)
 	api.Handle(cupv1alpha1connect.NewResourceServiceHandler(&resourceService{s}, opts...))
 	api.Handle(cupv1alpha1connect.NewDiscoveryServiceHandler(&discoveryService{s}, opts...))
 	api.Handle(cupv1alpha1connect.NewProposalServiceHandler(&proposalService{s}, opts...))
