@@ -54,6 +54,13 @@ func newEntry(r *controller.Resource) (*entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s/%s: %w", controller.ErrMalformed, r.Metadata.Namespace, r.Metadata.Name, err)
 	}
+	// Controllers that decode with controller.ParseResource refuse what is
+	// not UTF-8, naming the file; one that does not could hand over bytes
+	// that json.Marshal would replace (metadata) or pass on as JSON that is
+	// not JSON (spec).
+	if field := notUTF8(r); field != "" {
+		return nil, fmt.Errorf("%w: %s/%s: %s is not UTF-8", controller.ErrMalformed, r.Metadata.Namespace, r.Metadata.Name, field)
+	}
 	e := &entry{name: strings.Clone(r.Metadata.Name), labels: newLabelSet(r.Metadata.Labels)}
 	if n, err := hex.Decode(e.version[:], []byte(v)); err != nil || n != len(e.version) {
 		return nil, fmt.Errorf("content version %q is not %d bytes of hex", v, len(e.version))
@@ -65,6 +72,32 @@ func newEntry(r *controller.Resource) (*entry, error) {
 		return nil, fmt.Errorf("%w: %s/%s: %w", controller.ErrMalformed, r.Metadata.Namespace, r.Metadata.Name, err)
 	}
 	return e, nil
+}
+
+// notUTF8 names the first field of r that is not UTF-8, or is "".
+func notUTF8(r *controller.Resource) string {
+	for _, f := range [...]struct{ name, v string }{
+		{"apiVersion", r.APIVersion}, {"kind", r.Kind},
+		{"metadata.namespace", r.Metadata.Namespace}, {"metadata.name", r.Metadata.Name},
+	} {
+		if !utf8.ValidString(f.v) {
+			return f.name
+		}
+	}
+	for _, f := range [...]struct {
+		name string
+		m    map[string]string
+	}{{"metadata.labels", r.Metadata.Labels}, {"metadata.annotations", r.Metadata.Annotations}} {
+		for k, v := range f.m {
+			if !utf8.ValidString(k) || !utf8.ValidString(v) {
+				return f.name
+			}
+		}
+	}
+	if !utf8.Valid(r.Spec) {
+		return "spec"
+	}
+	return ""
 }
 
 func (e *entry) size() int64 { return int64(len(e.json)+len(e.labels)+len(e.name)) + 96 }
