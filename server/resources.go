@@ -115,12 +115,26 @@ func (e *entry) etag() string {
 
 // proto returns the resource as a message, decoded on first use. The message
 // is shared: callers must not modify it.
+//
+// A google.protobuf.Struct holds every number as a float64: a spec with a
+// number that a float64 cannot hold exactly goes in spec_json instead, as
+// the JSON it is, so that no form rounds what the REST form shows exactly
+// under the same resourceVersion.
 func (e *entry) proto() (*cupv1alpha1.Resource, error) {
 	if pb := e.pb.Load(); pb != nil {
 		return pb, nil
 	}
 	var r cupv1alpha1.Resource
-	if err := protojson.Unmarshal(e.json, &r); err != nil {
+	rest, spec, err := splitSpec(e.json)
+	if err != nil {
+		return nil, err
+	}
+	if _, inexact := document.InexactNumber(spec); inexact {
+		if err := protojson.Unmarshal(rest, &r); err != nil {
+			return nil, err
+		}
+		r.SpecJson = string(spec)
+	} else if err := protojson.Unmarshal(e.json, &r); err != nil {
 		return nil, err
 	}
 	if !e.pb.CompareAndSwap(nil, &r) {
@@ -979,11 +993,23 @@ func (s *Server) checkResource(t *Type, req *cupv1alpha1.PutRequest, rawSpec jso
 			Annotations: in.GetMetadata().GetAnnotations(),
 		},
 	}
+	// A spec sent as spec_json is JSON, as the REST form's is.
+	specField := "resource.spec"
+	if j := in.GetSpecJson(); j != "" {
+		if rawSpec != nil || in.GetSpec() != nil {
+			return nil, fieldError("resource.spec_json", "send the spec in spec or in spec_json, not both")
+		}
+		// The resource is depth 1, its spec 2.
+		if document.CheckDepth([]byte(j), s.cfg.maxDepth-1) != nil {
+			return nil, s.depthError("resource.spec_json")
+		}
+		rawSpec, specField = json.RawMessage(j), "resource.spec_json"
+	}
 	switch {
 	case rawSpec != nil:
 		spec, err := compactSpec(rawSpec)
 		if err != nil {
-			return nil, fieldError("resource.spec", "%v", err)
+			return nil, fieldError(specField, "%v", err)
 		}
 		r.Spec = spec
 	case in.GetSpec() != nil:
@@ -1013,13 +1039,13 @@ func (s *Server) checkResource(t *Type, req *cupv1alpha1.PutRequest, rawSpec jso
 	var spec any
 	if rawSpec != nil && r.Spec != nil {
 		if err := decodeNumber(r.Spec, &spec); err != nil {
-			return nil, fieldError("resource.spec", "%v", err)
+			return nil, fieldError(specField, "%v", err)
 		}
 		var b bytes.Buffer
 		enc := json.NewEncoder(&b)
 		enc.SetEscapeHTML(false)
 		if err := enc.Encode(spec); err != nil {
-			return nil, fieldError("resource.spec", "%v", err)
+			return nil, fieldError(specField, "%v", err)
 		}
 		r.Spec = bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 	}
