@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -56,5 +58,20 @@ func TestGetApplyKeepsNumbers(t *testing.T) {
 	b, _ := io.ReadAll(res.Body)
 	if !strings.Contains(string(b), `"enabled":false`) || !strings.Contains(string(b), `"weight":9007199254740993`) || !strings.Contains(string(b), `"weight":12345678901234567890`) {
 		t.Fatalf("after an edit, GET = %s", b)
+	}
+}
+
+// TestYAMLRefusesWhatItWouldRound: YAML holds numbers as int64, uint64 or
+// float64; -o yaml refuses a number none of them holds rather than print it
+// rounded, and names it.
+func TestYAMLRefusesWhatItWouldRound(t *testing.T) {
+	t.Parallel()
+	v := map[string]any{"spec": json.RawMessage(`{"a":[{"b":123456789012345678901234567890}]}`)}
+	var out bytes.Buffer
+	if err := encode(&out, v, "yaml"); err == nil || !strings.Contains(err.Error(), "spec.a[0].b") || !strings.Contains(err.Error(), "-o json") {
+		t.Fatalf("encode -o yaml = %v, %q; want an error naming spec.a[0].b", err, out.String())
+	}
+	if err := encode(&out, v, "json"); err != nil || !strings.Contains(out.String(), "123456789012345678901234567890") {
+		t.Fatalf("encode -o json = %v, %q", err, out.String())
 	}
 }

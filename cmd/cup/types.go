@@ -210,6 +210,11 @@ func encode(w io.Writer, v any, format string) error {
 		return err
 	}
 	if format == "yaml" {
+		// YAML holds a number as an int64, a uint64 or a float64: one
+		// that none holds exactly is refused, never printed rounded.
+		if path, found := document.InexactInYAML(b); found {
+			return fmt.Errorf("YAML cannot hold the number at %s exactly: use JSON (-o json)", path)
+		}
 		if b, err = document.JSONToYAML(b); err != nil {
 			return err
 		}

@@ -19,30 +19,51 @@ import (
 // google.protobuf.Struct, which holds every number as a float64. Data that
 // is not JSON has none.
 func InexactNumber(data []byte) (path string, found bool) {
+	return findNumber(data, func(n string) bool { return !ExactFloat(n) })
+}
+
+// InexactInYAML is InexactNumber for JSONToYAML, which keeps integers that
+// fit an int64 or a uint64 as they are and turns other numbers into
+// float64s: it finds the first number that JSONToYAML would change.
+func InexactInYAML(data []byte) (path string, found bool) {
+	return findNumber(data, func(n string) bool {
+		if _, err := strconv.ParseInt(n, 10, 64); err == nil {
+			return false
+		}
+		if _, err := strconv.ParseUint(n, 10, 64); err == nil {
+			return false
+		}
+		return !ExactFloat(n)
+	})
+}
+
+// findNumber returns the path of the first number in the JSON value data
+// (keys in sorted order) that match reports.
+func findNumber(data []byte, match func(n string) bool) (string, bool) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
 		return "", false
 	}
-	return inexact(v, "")
+	return find(v, "", match)
 }
 
-func inexact(v any, path string) (string, bool) {
+func find(v any, path string, match func(string) bool) (string, bool) {
 	switch v := v.(type) {
 	case json.Number:
-		if !ExactFloat(string(v)) {
+		if match(string(v)) {
 			return path, true
 		}
 	case map[string]any:
 		for _, k := range slices.Sorted(maps.Keys(v)) {
-			if p, ok := inexact(v[k], JoinPath(path, k)); ok {
+			if p, ok := find(v[k], JoinPath(path, k), match); ok {
 				return p, true
 			}
 		}
 	case []any:
 		for i, e := range v {
-			if p, ok := inexact(e, IndexPath(path, i)); ok {
+			if p, ok := find(e, IndexPath(path, i), match); ok {
 				return p, true
 			}
 		}

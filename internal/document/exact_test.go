@@ -27,3 +27,20 @@ func TestInexactNumber(t *testing.T) {
 		}
 	}
 }
+
+func TestInexactInYAML(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		json, path string
+		found      bool
+	}{
+		{`{"a":9007199254740993,"b":18446744073709551615,"c":-9223372036854775808,"d":0.1}`, "", false},
+		{`{"a":{"b":123456789012345678901234567890}}`, "a.b", true},
+		{`{"a":[0.1000000000000000055511151231257827]}`, "a[0]", true},
+	} {
+		path, found := document.InexactInYAML([]byte(tc.json))
+		if path != tc.path || found != tc.found {
+			t.Errorf("InexactInYAML(%s) = %q, %v; want %q, %v", tc.json, path, found, tc.path, tc.found)
+		}
+	}
+}
