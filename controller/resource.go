@@ -11,6 +11,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/cup-dev/cup/internal/document"
 )
@@ -53,11 +54,17 @@ func (r *Resource) Clone() *Resource {
 }
 
 // ParseResource decodes one resource from JSON. Unknown fields, trailing data,
-// a spec that is not a JSON object and objects and arrays nested more than
-// document.MaxDepth (512) deep are errors; the depth is checked before
-// anything is decoded.
+// a spec that is not a JSON object, bytes that are not UTF-8 and objects and
+// arrays nested more than document.MaxDepth (512) deep are errors; the depth
+// is checked before anything is decoded.
 func ParseResource(data []byte) (*Resource, error) {
 	if err := document.CheckDepth(data, document.MaxDepth); err != nil {
+		return nil, fmt.Errorf("decoding resource: %w", err)
+	}
+	// JSON is UTF-8. encoding/json would replace other bytes in strings
+	// with U+FFFD and keep them in a RawMessage: either changes what the
+	// file holds without a word.
+	if err := CheckUTF8(data); err != nil {
 		return nil, fmt.Errorf("decoding resource: %w", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -76,6 +83,26 @@ func ParseResource(data []byte) (*Resource, error) {
 		r.Spec = nil
 	}
 	return &r, nil
+}
+
+// CheckUTF8 returns an error saying where b stops being UTF-8, or nil.
+func CheckUTF8(b []byte) error {
+	if utf8.Valid(b) {
+		return nil
+	}
+	line, col := 1, 1
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return fmt.Errorf("not UTF-8: byte 0x%02x at line %d, column %d (byte offset %d); save the file as UTF-8", b[i], line, col, i)
+		}
+		if r == '\n' {
+			line, col = line+1, 0
+		}
+		i += n
+		col++
+	}
+	return errors.New("not UTF-8; save the file as UTF-8")
 }
 
 func checkSpec(spec json.RawMessage) error {

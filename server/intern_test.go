@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -264,5 +265,31 @@ func TestGetDoesNotDependOnListing(t *testing.T) {
 	after := get()
 	if toConnect(before).Code() != connect.CodeNotFound || fmt.Sprint(before) != fmt.Sprint(after) {
 		t.Fatalf("Get before a list = %v, after = %v; want the same not-found answer", before, after)
+	}
+}
+
+// TestEntriesRefuseWhatIsNotUTF8: a controller that does not decode with
+// controller.ParseResource may hand over bytes that are not UTF-8; the
+// entry refuses them rather than serve JSON that is not JSON, or replace
+// them.
+func TestEntriesRefuseWhatIsNotUTF8(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		edit  func(r *controller.Resource)
+		field string
+	}{
+		{"spec", func(r *controller.Resource) { r.Spec = []byte("{\"a\":\"caf\xe9\"}") }, "spec"},
+		{"label value", func(r *controller.Resource) { r.Metadata.Labels = map[string]string{"a": "caf\xe9"} }, "metadata.labels"},
+		{"annotation key", func(r *controller.Resource) { r.Metadata.Annotations = map[string]string{"caf\xe9": "a"} }, "metadata.annotations"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &controller.Resource{APIVersion: "a.b/v1", Kind: "K", Metadata: controller.Metadata{Namespace: "ns", Name: "n"}, Spec: []byte(`{}`)}
+			tc.edit(r)
+			_, err := newEntry(r)
+			if !errors.Is(err, controller.ErrMalformed) || !strings.Contains(err.Error(), "ns/n: "+tc.field+" is not UTF-8") {
+				t.Fatalf("newEntry = %v, want ErrMalformed naming ns/n and %s", err, tc.field)
+			}
+		})
 	}
 }

@@ -12,8 +12,9 @@ import (
 
 // WithMaxListPage bounds how many resources one list answer holds. A list
 // asking for more (page_size, or ?limit= on the REST form) fails with
-// ResourceExhausted; a list asking for no particular number gets pages of
-// n with a next page token. Zero or less: no bound. Default: 10,000.
+// InvalidArgument naming the field and n: asking again cannot help. A
+// list asking for no particular number gets pages of n with a next page
+// token. Zero or less: no bound but the proto's 100,000. Default: 10,000.
 func WithMaxListPage(n int) Option { return func(c *config) { c.maxListPage = n } }
 
 // WithRequestTimeout bounds the time one call may take, reading and

@@ -83,8 +83,8 @@ func TestMaxListPage(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			rs, _ := f.clients(p)
 			_, err := rs.List(t.Context(), connect.NewRequest(listReq("", 3, "")))
-			wantCode(t, err, connect.CodeResourceExhausted)
-			if !strings.Contains(err.Error(), "--max-list-page") || !strings.Contains(err.Error(), "limit of 2") {
+			wantCode(t, err, connect.CodeInvalidArgument)
+			if !strings.Contains(err.Error(), "--max-list-page") || !strings.Contains(err.Error(), "at most 2") {
 				t.Fatalf("error %q does not name the limit", err)
 			}
 			// A list that asks for no number gets pages of the limit.
@@ -109,7 +109,7 @@ func TestMaxListPage(t *testing.T) {
 		})
 	}
 	r := f.do(t, "GET", flagsPath+"?limit=3", "")
-	if r.status != http.StatusTooManyRequests || !strings.Contains(string(r.body), "--max-list-page") {
+	if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "--max-list-page") {
 		t.Fatalf("REST list over the limit = %d %s", r.status, r.body)
 	}
 	if r := f.do(t, "GET", flagsPath+"?limit=2", ""); r.status != http.StatusOK {

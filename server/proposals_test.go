@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
@@ -127,6 +128,13 @@ func demo(t *testing.T) (fs.FS, []*server.Type) {
 // returns its directory and the demo's types.
 func demoRepository(t *testing.T) (string, []*server.Type) {
 	t.Helper()
+	return demoRepositoryWith(t, nil)
+}
+
+// demoRepositoryWith is demoRepository with extra files, which replace the
+// demo's of the same path.
+func demoRepositoryWith(t *testing.T, extra map[string][]byte) (string, []*server.Type) {
+	t.Helper()
 	demoFS, types := demo(t)
 	files := map[string][]byte{}
 	if err := fs.WalkDir(demoFS, ".", func(name string, d fs.DirEntry, err error) error {
@@ -138,6 +146,7 @@ func demoRepository(t *testing.T) (string, []*server.Type) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	maps.Copy(files, extra)
 	dir := filepath.Join(t.TempDir(), "repo.git")
 	if _, err := gitrepo.Init(dir, "main", files, "demo"); err != nil {
 		t.Fatal(err)

@@ -55,6 +55,13 @@ func newEntry(r *controller.Resource) (*entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s/%s: %w", controller.ErrMalformed, r.Metadata.Namespace, r.Metadata.Name, err)
 	}
+	// Controllers that decode with controller.ParseResource refuse what is
+	// not UTF-8, naming the file; one that does not could hand over bytes
+	// that json.Marshal would replace (metadata) or pass on as JSON that is
+	// not JSON (spec).
+	if field := notUTF8(r); field != "" {
+		return nil, fmt.Errorf("%w: %s/%s: %s is not UTF-8", controller.ErrMalformed, r.Metadata.Namespace, r.Metadata.Name, field)
+	}
 	e := &entry{name: strings.Clone(r.Metadata.Name), labels: newLabelSet(r.Metadata.Labels)}
 	if n, err := hex.Decode(e.version[:], []byte(v)); err != nil || n != len(e.version) {
 		return nil, fmt.Errorf("content version %q is not %d bytes of hex", v, len(e.version))
@@ -66,6 +73,32 @@ func newEntry(r *controller.Resource) (*entry, error) {
 		return nil, fmt.Errorf("%w: %s/%s: %w", controller.ErrMalformed, r.Metadata.Namespace, r.Metadata.Name, err)
 	}
 	return e, nil
+}
+
+// notUTF8 names the first field of r that is not UTF-8, or is "".
+func notUTF8(r *controller.Resource) string {
+	for _, f := range [...]struct{ name, v string }{
+		{"apiVersion", r.APIVersion}, {"kind", r.Kind},
+		{"metadata.namespace", r.Metadata.Namespace}, {"metadata.name", r.Metadata.Name},
+	} {
+		if !utf8.ValidString(f.v) {
+			return f.name
+		}
+	}
+	for _, f := range [...]struct {
+		name string
+		m    map[string]string
+	}{{"metadata.labels", r.Metadata.Labels}, {"metadata.annotations", r.Metadata.Annotations}} {
+		for k, v := range f.m {
+			if !utf8.ValidString(k) || !utf8.ValidString(v) {
+				return f.name
+			}
+		}
+	}
+	if !utf8.Valid(r.Spec) {
+		return "spec"
+	}
+	return ""
 }
 
 func (e *entry) size() int64 { return int64(len(e.json)+len(e.labels)+len(e.name)) + 96 }
@@ -83,12 +116,26 @@ func (e *entry) etag() string {
 
 // proto returns the resource as a message, decoded on first use. The message
 // is shared: callers must not modify it.
+//
+// A google.protobuf.Struct holds every number as a float64: a spec with a
+// number that a float64 cannot hold exactly goes in spec_json instead, as
+// the JSON it is, so that no form rounds what the REST form shows exactly
+// under the same resourceVersion.
 func (e *entry) proto() (*cupv1alpha1.Resource, error) {
 	if pb := e.pb.Load(); pb != nil {
 		return pb, nil
 	}
 	var r cupv1alpha1.Resource
-	if err := protojson.Unmarshal(e.json, &r); err != nil {
+	rest, spec, err := splitSpec(e.json)
+	if err != nil {
+		return nil, err
+	}
+	if _, inexact := document.InexactNumber(spec); inexact {
+		if err := protojson.Unmarshal(rest, &r); err != nil {
+			return nil, err
+		}
+		r.SpecJson = string(spec)
+	} else if err := protojson.Unmarshal(e.json, &r); err != nil {
 		return nil, err
 	}
 	if !e.pb.CompareAndSwap(nil, &r) {
@@ -1050,11 +1097,23 @@ func (s *Server) checkResource(t *Type, req *cupv1alpha1.PutRequest, rawSpec jso
 			Annotations: in.GetMetadata().GetAnnotations(),
 		},
 	}
+	// A spec sent as spec_json is JSON, as the REST form's is.
+	specField := "resource.spec"
+	if j := in.GetSpecJson(); j != "" {
+		if rawSpec != nil || in.GetSpec() != nil {
+			return nil, fieldError("resource.spec_json", "send the spec in spec or in spec_json, not both")
+		}
+		// The resource is depth 1, its spec 2.
+		if document.CheckDepth([]byte(j), s.cfg.maxDepth-1) != nil {
+			return nil, s.depthError("resource.spec_json")
+		}
+		rawSpec, specField = json.RawMessage(j), "resource.spec_json"
+	}
 	switch {
 	case rawSpec != nil:
 		spec, err := compactSpec(rawSpec)
 		if err != nil {
-			return nil, fieldError("resource.spec", "%v", err)
+			return nil, fieldError(specField, "%v", err)
 		}
 		r.Spec = spec
 	case in.GetSpec() != nil:
@@ -1084,13 +1143,13 @@ func (s *Server) checkResource(t *Type, req *cupv1alpha1.PutRequest, rawSpec jso
 	var spec any
 	if rawSpec != nil && r.Spec != nil {
 		if err := decodeNumber(r.Spec, &spec); err != nil {
-			return nil, fieldError("resource.spec", "%v", err)
+			return nil, fieldError(specField, "%v", err)
 		}
 		var b bytes.Buffer
 		enc := json.NewEncoder(&b)
 		enc.SetEscapeHTML(false)
 		if err := enc.Encode(spec); err != nil {
-			return nil, fieldError("resource.spec", "%v", err)
+			return nil, fieldError(specField, "%v", err)
 		}
 		r.Spec = bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 	}

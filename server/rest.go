@@ -166,7 +166,7 @@ func (s *Server) restGet(w http.ResponseWriter, r *http.Request) {
 		Namespace: r.PathValue("namespace"), Name: r.PathValue("name"),
 		Revision: r.URL.Query().Get("revision"),
 	}
-	if err := s.validate(req); err != nil {
+	if err := s.validateAs(req, restNames); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -202,7 +202,7 @@ func (s *Server) restList(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if err := s.validate(req); err != nil {
+	if err := s.validateAs(req, restNames); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -284,7 +284,7 @@ func (s *Server) restPut(w http.ResponseWriter, r *http.Request) {
 		Revision: p.revision, Message: p.message, DryRun: p.dryRun, ResourceVersion: p.precondition,
 		ChangeSet: p.changeSet, IdempotencyKey: p.idempotencyKey,
 	}
-	if err := s.validate(req); err != nil {
+	if err := s.validateAs(req, p.names); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -359,7 +359,7 @@ func (s *Server) restDelete(w http.ResponseWriter, r *http.Request) {
 		Revision: p.revision, Message: p.message, DryRun: p.dryRun, ResourceVersion: p.precondition,
 		ChangeSet: p.changeSet, IdempotencyKey: p.idempotencyKey,
 	}
-	if err := s.validate(req); err != nil {
+	if err := s.validateAs(req, p.names); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -424,6 +424,22 @@ type writeParameters struct {
 	revision, message, precondition string
 	changeSet, idempotencyKey       string
 	dryRun                          bool
+	// names maps the request's fields to the query parameters and headers
+	// they came in, for errors.
+	names map[string]string
+}
+
+// restNames maps the fields of requests to the query parameters of the
+// REST form, for errors: they name what the caller wrote.
+var restNames = map[string]string{
+	"resource_version": "resourceVersion",
+	"dry_run":          "dryRun",
+	"change_set":       "changeSet",
+	"idempotency_key":  "idempotencyKey",
+	"label_selector":   "labelSelector",
+	"page_size":        "limit",
+	"page_token":       "continue",
+	"next_page_token":  "each page's continue",
 }
 
 func writeParams(r *http.Request) (writeParameters, error) {
@@ -442,6 +458,19 @@ func writeParams(r *http.Request) (writeParameters, error) {
 	p.precondition, err = queryOrHeader(r, "resourceVersion", "If-Match", func(h string) string {
 		return strings.Trim(strings.TrimPrefix(h, "W/"), `"`)
 	})
+	// Errors name the header a value came in, when it did.
+	p.names = restNames
+	ifMatch := q.Get("resourceVersion") == "" && r.Header.Get("If-Match") != ""
+	keyHeader := q.Get("idempotencyKey") == "" && r.Header.Get(headerIdempotencyKey) != ""
+	if ifMatch || keyHeader {
+		p.names = maps.Clone(restNames)
+		if ifMatch {
+			p.names["resource_version"] = "If-Match"
+		}
+		if keyHeader {
+			p.names["idempotency_key"] = headerIdempotencyKey
+		}
+	}
 	return p, err
 }
 

@@ -199,6 +199,7 @@ func (s *Server) Handler() http.Handler {
 			return connect.NewError(connect.CodeInternal, errors.New(internalMessage))
 		}),
 	}
+	opts = append(opts, jsonCodecs()...)
 	api.Handle(cupv1alpha1connect.NewResourceServiceHandler(&resourceService{s}, opts...))
 	api.Handle(cupv1alpha1connect.NewDiscoveryServiceHandler(&discoveryService{s}, opts...))
 	api.Handle(cupv1alpha1connect.NewProposalServiceHandler(&proposalService{s}, opts...))
@@ -316,12 +317,17 @@ func NewHTTPServer(addr string, h http.Handler, opts ...HTTPOption) *http.Server
 	}
 }
 
-// interceptor validates requests against the proto's rules before any handler
-// runs, and logs every failed call once.
+// interceptor refuses requests holding fields the proto does not have,
+// validates them against the proto's rules before any handler runs, and
+// logs every failed call once.
 func (s *Server) interceptor() connect.Interceptor {
 	return connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
 		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-			if err := s.validate(req.Any()); err != nil {
+			err := refuseUnknown(req.Any())
+			if err == nil {
+				err = s.validate(req.Any())
+			}
+			if err != nil {
 				logFailure(ctx, s.cfg.logger, req.Spec().Procedure, err)
 				return nil, err
 			}

@@ -255,7 +255,7 @@ func TestIdempotencyKeyREST(t *testing.T) {
 		path    string
 		mention string
 	}{
-		{"space in the header", []string{"Idempotency-Key", "a b"}, "", "idempotency_key"},
+		{"space in the header", []string{"Idempotency-Key", "a b"}, "", `Idempotency-Key: "a b"`},
 		{"header and query disagree", []string{"Idempotency-Key", "a"}, "?idempotencyKey=b", "Idempotency-Key"},
 	} {
 		r := f.do(t, "PUT", flagsPath+"/x"+tc.path, `{"spec": {"enabled": true}}`, tc.header...)

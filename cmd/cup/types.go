@@ -154,17 +154,53 @@ func (c *cli) completeTypes(cmd *cobra.Command, args []string, _ string) ([]stri
 	return slices.Compact(out), cobra.ShellCompDirectiveNoFileComp
 }
 
-// resourceObject is a resource's file form as a generic JSON value.
+// resourceObject is a resource's file form as a generic JSON value, its
+// numbers as written. A resource whose spec came as spec_json (numbers a
+// float64 cannot hold) has it as its spec, exactly.
 func resourceObject(r proto.Message) (map[string]any, error) {
 	b, err := protojson.Marshal(r)
 	if err != nil {
 		return nil, err
 	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
 	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
+	if err := dec.Decode(&m); err != nil {
 		return nil, err
 	}
+	if res, ok := r.(*cupv1alpha1.Resource); ok && res.GetSpecJson() != "" {
+		delete(m, "specJson")
+		m["spec"] = json.RawMessage(res.GetSpecJson())
+	}
 	return m, nil
+}
+
+// unmarshalResource decodes a resource from its JSON file form. A spec
+// with a number that a float64 cannot hold exactly is sent as spec_json,
+// as written; others as spec, which every cupd reads.
+func unmarshalResource(b []byte, r *cupv1alpha1.Resource) error {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(b, &top); err == nil {
+		if spec, ok := top["spec"]; ok {
+			if _, inexact := document.InexactNumber(spec); inexact {
+				delete(top, "spec")
+				rest, err := json.Marshal(top)
+				if err != nil {
+					return err
+				}
+				if err := protojson.Unmarshal(rest, r); err != nil {
+					return err
+				}
+				var compact bytes.Buffer
+				if err := json.Compact(&compact, spec); err != nil {
+					return err
+				}
+				r.SpecJson = compact.String()
+				return nil
+			}
+		}
+	}
+	return protojson.Unmarshal(b, r)
 }
 
 // encode writes v as indented JSON or as YAML.
@@ -174,6 +210,11 @@ func encode(w io.Writer, v any, format string) error {
 		return err
 	}
 	if format == "yaml" {
+		// YAML holds a number as an int64, a uint64 or a float64: one
+		// that none holds exactly is refused, never printed rounded.
+		if path, found := document.InexactInYAML(b); found {
+			return fmt.Errorf("YAML cannot hold the number at %s exactly: use JSON (-o json)", path)
+		}
 		if b, err = document.JSONToYAML(b); err != nil {
 			return err
 		}
@@ -306,7 +347,7 @@ func parseResources(name string, b []byte) ([]*cupv1alpha1.Resource, error) {
 		}
 		for _, it := range items {
 			var r cupv1alpha1.Resource
-			if err := protojson.Unmarshal(it, &r); err != nil {
+			if err := unmarshalResource(it, &r); err != nil {
 				return nil, fmt.Errorf("%s: %w", where, err)
 			}
 			out = append(out, &r)

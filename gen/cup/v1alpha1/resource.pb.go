@@ -143,7 +143,17 @@ type Resource struct {
 	// Names and describes the resource.
 	Metadata *ObjectMeta `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
 	// Free-form content, validated against the type's JSON Schema on writes.
-	Spec          *structpb.Struct `protobuf:"bytes,4,opt,name=spec,proto3" json:"spec,omitempty"`
+	// Unset on reads when spec_json holds the spec instead.
+	Spec *structpb.Struct `protobuf:"bytes,4,opt,name=spec,proto3" json:"spec,omitempty"`
+	// The spec as JSON text, for a spec that spec cannot carry exactly:
+	// google.protobuf.Struct holds every number as a float64, so an integer
+	// beyond 2^53 or a decimal with more digits than a float64 keeps would be
+	// rounded. Reads set spec_json in place of spec exactly when the spec
+	// holds such a number; then spec is unset, and a client that writes the
+	// resource back must send spec_json. Writes may send spec_json in place
+	// of spec (a JSON object, or null), never both; its numbers are stored as
+	// written. The REST form has no need of it: its spec is JSON already.
+	SpecJson      string `protobuf:"bytes,5,opt,name=spec_json,json=specJson,proto3" json:"spec_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -204,6 +214,13 @@ func (x *Resource) GetSpec() *structpb.Struct {
 		return x.Spec
 	}
 	return nil
+}
+
+func (x *Resource) GetSpecJson() string {
+	if x != nil {
+		return x.SpecJson
+	}
+	return ""
 }
 
 // ObjectMeta names and describes a resource.
@@ -1266,13 +1283,14 @@ var File_cup_v1alpha1_resource_proto protoreflect.FileDescriptor
 
 const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"\n" +
-	"\x1bcup/v1alpha1/resource.proto\x12\fcup.v1alpha1\x1a\x1bbuf/validate/validate.proto\x1a\x1bcup/v1alpha1/proposal.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xd0\x01\n" +
+	"\x1bcup/v1alpha1/resource.proto\x12\fcup.v1alpha1\x1a\x1bbuf/validate/validate.proto\x1a\x1bcup/v1alpha1/proposal.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xed\x01\n" +
 	"\bResource\x12,\n" +
 	"\vapi_version\x18\x01 \x01(\tB\v\xbaH\b\xd8\x01\x01r\x03\x18\xbd\x02R\n" +
 	"apiVersion\x123\n" +
 	"\x04kind\x18\x02 \x01(\tB\x1f\xbaH\x1c\xd8\x01\x01r\x17\x18?2\x13^[A-Z][A-Za-z0-9]*$R\x04kind\x124\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x18.cup.v1alpha1.ObjectMetaR\bmetadata\x12+\n" +
-	"\x04spec\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x04spec\"\xe1\n" +
+	"\x04spec\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x04spec\x12\x1b\n" +
+	"\tspec_json\x18\x05 \x01(\tR\bspecJson\"\xe1\n" +
 	"\n" +
 	"\n" +
 	"ObjectMeta\x12I\n" +

@@ -41,10 +41,25 @@ export declare type Resource = Message<"cup.v1alpha1.Resource"> & {
 
   /**
    * Free-form content, validated against the type's JSON Schema on writes.
+   * Unset on reads when spec_json holds the spec instead.
    *
    * @generated from field: google.protobuf.Struct spec = 4;
    */
   spec?: JsonObject | undefined;
+
+  /**
+   * The spec as JSON text, for a spec that spec cannot carry exactly:
+   * google.protobuf.Struct holds every number as a float64, so an integer
+   * beyond 2^53 or a decimal with more digits than a float64 keeps would be
+   * rounded. Reads set spec_json in place of spec exactly when the spec
+   * holds such a number; then spec is unset, and a client that writes the
+   * resource back must send spec_json. Writes may send spec_json in place
+   * of spec (a JSON object, or null), never both; its numbers are stored as
+   * written. The REST form has no need of it: its spec is JSON already.
+   *
+   * @generated from field: string spec_json = 5;
+   */
+  specJson: string;
 };
 
 /**
