@@ -663,9 +663,8 @@ func (s *Server) list(ctx context.Context, req *cupv1alpha1.ListRequest) (*page,
 	}
 	limit := int(req.PageSize)
 	if m := s.cfg.maxListPage; m > 0 {
-		if limit > m {
-			return nil, connect.NewError(connect.CodeResourceExhausted, fmt.Errorf(
-				"page_size %d exceeds the server's limit of %d resources a page (cupd --max-list-page): ask for fewer and follow next_page_token", limit, m))
+		if limit > m { // validation refuses it first; this keeps list safe alone
+			return nil, fieldError("page_size", "%d is more than the server's limit of %d resources a page (cupd --max-list-page): ask for fewer and follow next_page_token", limit, m)
 		}
 		if limit == 0 {
 			limit = m
