@@ -10,8 +10,9 @@ import (
 
 // TestInvalidUTF8FileIsNamed: JSON is UTF-8, so a file holding other bytes
 // cannot be served as it is, and replacing them would change the content
-// under the caller's feet: every form answers FailedPrecondition naming the
-// file, never JSON that is not JSON.
+// under the caller's feet: a Get answers FailedPrecondition naming the file
+// on every form, a list leaves it out with a warning naming it, and neither
+// is JSON that is not JSON.
 func TestInvalidUTF8FileIsNamed(t *testing.T) {
 	t.Parallel()
 	const services = "/apis/apps.cup.dev/v1alpha1/namespaces/default/services"
@@ -31,12 +32,16 @@ func TestInvalidUTF8FileIsNamed(t *testing.T) {
 				g.Group, g.Plural = "apps.cup.dev", "services"
 			}
 			f := serveDemo(t, dir, types, nil)
-			for _, path := range []string{collection + "/latin1", collection} {
-				res := f.do(t, "GET", path, "")
-				if m := res.json(t); res.status != http.StatusBadRequest || m["code"] != "failed_precondition" ||
-					!strings.Contains(m["message"].(string), tc.path) || !strings.Contains(m["message"].(string), "UTF-8") {
-					t.Errorf("GET %s = %d %q, want failed_precondition naming %s and UTF-8", path, res.status, res.body, tc.path)
-				}
+			res := f.do(t, "GET", collection+"/latin1", "")
+			if m := res.json(t); res.status != http.StatusBadRequest || m["code"] != "failed_precondition" ||
+				!strings.Contains(m["message"].(string), tc.path) || !strings.Contains(m["message"].(string), "UTF-8") {
+				t.Errorf("GET %s/latin1 = %d %q, want failed_precondition naming %s and UTF-8", collection, res.status, res.body, tc.path)
+			}
+			// A list leaves the file out, with a warning naming it.
+			res = f.do(t, "GET", collection, "")
+			if res.status != http.StatusOK || strings.Contains(string(res.body), `"name":"latin1"`) ||
+				!strings.Contains(res.header.Get("Warning"), tc.path) || !strings.Contains(res.header.Get("Warning"), "UTF-8") {
+				t.Errorf("GET %s = %d %v %q, want 200 without latin1 and a warning naming %s and UTF-8", collection, res.status, res.header["Warning"], res.body, tc.path)
 			}
 			for _, p := range protocols {
 				rs, _ := f.clients(p)
