@@ -501,6 +501,12 @@ func readModules(set *config.Set, fsys fs.FS, modules map[string][]byte) error {
 		if err != nil {
 			return fmt.Errorf("%s: controller %q: %w", c.Location, c.Name, err)
 		}
+		if strings.HasPrefix(spec.Path, "/") {
+			// path.Join would quietly make it relative, and the error
+			// would name a file nobody wrote.
+			return fmt.Errorf("%s: controller %q: module path %q is absolute: give it relative to the folder of %s, inside the configuration's tree",
+				c.Location, c.Name, spec.Path, path.Base(c.Location.File))
+		}
 		p := path.Join(path.Dir(c.Location.File), spec.Path)
 		if !fs.ValidPath(p) {
 			return fmt.Errorf("%s: controller %q: module path %q leaves the configuration's tree", c.Location, c.Name, spec.Path)
