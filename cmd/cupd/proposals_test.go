@@ -252,6 +252,14 @@ func TestProposalsCostPerWrite(t *testing.T) {
 				}
 				return n
 			}
+			// cupd reads every proposal once when it starts, in the
+			// background: count from after that read.
+			for deadline := time.Now().Add(10 * time.Second); lists() == 0; {
+				if time.Now().After(deadline) {
+					t.Fatal("cupd did not read the proposals when it started")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
 			before, calls := lists(), len(h.fake.Requests())
 			for i := range n {
 				code, out := do(t, "PUT", url+fmt.Sprintf("/apis/flags.cup.dev/v1alpha1/namespaces/default/flags/cost-%02d", i),
