@@ -130,7 +130,7 @@ func (e *entry) proto() (*cupv1alpha1.Resource, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, inexact := document.InexactNumber(spec); inexact {
+	if document.HasInexactNumber(spec) {
 		if err := protojson.Unmarshal(rest, &r); err != nil {
 			return nil, err
 		}

@@ -182,7 +182,7 @@ func unmarshalResource(b []byte, r *cupv1alpha1.Resource) error {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(b, &top); err == nil {
 		if spec, ok := top["spec"]; ok {
-			if _, inexact := document.InexactNumber(spec); inexact {
+			if document.HasInexactNumber(spec) {
 				delete(top, "spec")
 				rest, err := json.Marshal(top)
 				if err != nil {

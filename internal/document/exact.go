@@ -22,6 +22,40 @@ func InexactNumber(data []byte) (path string, found bool) {
 	return findNumber(data, func(n string) bool { return !ExactFloat(n) })
 }
 
+// HasInexactNumber reports whether InexactNumber finds a number in the
+// JSON value data, in one pass over its bytes without decoding it: for
+// callers that need only the answer, such as every first read of a
+// resource over the proto forms.
+func HasInexactNumber(data []byte) bool {
+	inString, escaped := false, false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '-' || '0' <= c && c <= '9':
+			j := i + 1
+			for j < len(data) && strings.IndexByte("0123456789+-.eE", data[j]) >= 0 {
+				j++
+			}
+			if !ExactFloat(string(data[i:j])) {
+				return json.Valid(data)
+			}
+			i = j - 1
+		}
+	}
+	return false
+}
+
 // InexactInYAML is InexactNumber for JSONToYAML, which keeps integers that
 // fit an int64 or a uint64 as they are and turns other numbers into
 // float64s: it finds the first number that JSONToYAML would change.

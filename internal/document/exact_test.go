@@ -20,10 +20,14 @@ func TestInexactNumber(t *testing.T) {
 		{`{"n":0.1000000000000000055511151231257827}`, "n", true},
 		{`{"z":9007199254740993,"a":{"b":18446744073709551615}}`, "a.b", true},
 		{`not json`, "", false},
+		{`{"s":"12345678901234567890 in a string","t":"\\","u":"\"9007199254740993"}`, "", false},
 	} {
 		path, found := document.InexactNumber([]byte(tc.json))
 		if path != tc.path || found != tc.found {
 			t.Errorf("InexactNumber(%s) = %q, %v; want %q, %v", tc.json, path, found, tc.path, tc.found)
+		}
+		if got := document.HasInexactNumber([]byte(tc.json)); got != tc.found {
+			t.Errorf("HasInexactNumber(%s) = %v, want %v", tc.json, got, tc.found)
 		}
 	}
 }
