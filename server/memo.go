@@ -69,8 +69,6 @@ func (k memoKey) size() int64 {
 	return int64(len(k.commit)+len(k.namespace)+len(k.name)) + memoEntryOverhead
 }
 
-// errMemoPanic is the error the callers of a computation that panicked get.
-var errMemoPanic = connect.NewError(connect.CodeInternal, errors.New(internalMessage))
 
 func newMemo(budget int64) *memo {
 	return &memo{budget: budget, ll: list.New(), items: make(map[memoKey]*list.Element), inflight: make(map[memoKey]*memoCall)}
@@ -117,7 +115,8 @@ func (m *memo) do(ctx context.Context, k memoKey, fn func() (any, int64, error))
 func (m *memo) compute(k memoKey, c *memoCall, fn func() (any, int64, error)) (val any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			c.val, c.err = nil, errMemoPanic
+			// The callers waiting for it get an error of their own.
+			c.val, c.err = nil, connect.NewError(connect.CodeInternal, errors.New(internalMessage))
 			val, err = nil, fmt.Errorf("panic computing a memoised read of %s %s/%s at %s: %v\n%s",
 				k.typeName(), k.namespace, k.name, k.commit, p, debug.Stack())
 		}
