@@ -44,31 +44,38 @@ func CheckDepth(data []byte, limit int) error {
 // it (an opening bracket counts itself). It stops when fn returns false.
 // It allocates nothing and does not check that data is valid JSON.
 func Structure(data []byte, fn func(i int, c byte, depth int) bool) {
-	depth, inString, escaped := 0, false, false
-	for i, c := range data {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		case c == '"':
-			inString = true
-			continue
-		case c == '{' || c == '[':
+	depth := 0
+	outsideStrings(data, func(i int) int {
+		switch c := data[i]; c {
+		case '{', '[':
 			depth++
-		case c == '}' || c == ']':
+		case '}', ']':
 			depth--
-		case c != ',' && c != ':':
+		case ',', ':':
+		default:
+			return i + 1
+		}
+		if !fn(i, data[i], depth) {
+			return -1
+		}
+		return i + 1
+	})
+}
+
+// outsideStrings calls fn with the index of each byte of the JSON data
+// that is not part of a string, in order; fn returns the index to go on
+// from, or -1 to stop.
+func outsideStrings(data []byte, fn func(i int) (next int)) {
+	for i := 0; i >= 0 && i < len(data); {
+		if data[i] != '"' {
+			i = fn(i)
 			continue
 		}
-		if !fn(i, c, depth) {
-			return
+		for i++; i < len(data) && data[i] != '"'; i++ {
+			if data[i] == '\\' {
+				i++
+			}
 		}
+		i++ // past the closing quote
 	}
 }

@@ -27,33 +27,22 @@ func InexactNumber(data []byte) (path string, found bool) {
 // callers that need only the answer, such as every first read of a
 // resource over the proto forms.
 func HasInexactNumber(data []byte) bool {
-	inString, escaped := false, false
-	for i := 0; i < len(data); i++ {
-		c := data[i]
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '-' || '0' <= c && c <= '9':
-			j := i + 1
-			for j < len(data) && strings.IndexByte("0123456789+-.eE", data[j]) >= 0 {
-				j++
-			}
-			if !ExactFloat(string(data[i:j])) {
-				return json.Valid(data)
-			}
-			i = j - 1
+	found := false
+	outsideStrings(data, func(i int) int {
+		if c := data[i]; c != '-' && (c < '0' || c > '9') {
+			return i + 1
 		}
-	}
-	return false
+		j := i + 1
+		for j < len(data) && strings.IndexByte("0123456789+-.eE", data[j]) >= 0 {
+			j++
+		}
+		if !ExactFloat(string(data[i:j])) {
+			found = true
+			return -1
+		}
+		return j
+	})
+	return found && json.Valid(data)
 }
 
 // InexactInYAML is InexactNumber for JSONToYAML, which keeps integers that
