@@ -69,7 +69,6 @@ func (k memoKey) size() int64 {
 	return int64(len(k.commit)+len(k.namespace)+len(k.name)) + memoEntryOverhead
 }
 
-
 func newMemo(budget int64) *memo {
 	return &memo{budget: budget, ll: list.New(), items: make(map[memoKey]*list.Element), inflight: make(map[memoKey]*memoCall)}
 }
