@@ -11,13 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/go-git/go-billy/v5/osfs"
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
-	"github.com/go-git/go-git/v5/storage/filesystem"
-
 	"github.com/cup-dev/cup/internal/changeset"
-	"github.com/cup-dev/cup/internal/gitrepo"
 	"github.com/cup-dev/cup/source"
 )
 
@@ -52,17 +46,7 @@ func (f *fixture) syncSource(t *testing.T, src source.Source) {
 // prefix, by short name, with the commits they hold.
 func (f *fixture) branches(t *testing.T, prefix string) map[string]string {
 	t.Helper()
-	st := filesystem.NewStorage(osfs.New(f.dir), cache.NewObjectLRU(cache.KiByte))
-	defer st.Close()
-	iter, err := st.IterReferences()
-	must(t, err)
-	out := make(map[string]string)
-	err = iter.ForEach(func(ref *plumbing.Reference) error {
-		if name, ok := strings.CutPrefix(ref.Name().String(), "refs/heads/"+prefix); ok {
-			out[prefix+name] = ref.Hash().String()
-		}
-		return nil
-	})
+	out, err := f.repo.Branches(prefix)
 	must(t, err)
 	return out
 }
@@ -80,7 +64,7 @@ func (f *fixture) commitKeyed(branch, key, fingerprint string, files map[string]
 			m[p] = nil
 		}
 	}
-	return gitrepo.Commit(f.dir, branch, m, changeset.Message("landed elsewhere\n", changeset.Trailers{IdempotencyKey: key, Fingerprint: fingerprint}))
+	return f.repo.Commit(branch, m, changeset.Message("landed elsewhere\n", changeset.Trailers{IdempotencyKey: key, Fingerprint: fingerprint}))
 }
 
 func updateOn(t *testing.T, src source.Source, req *source.UpdateRequest) *source.UpdateResult {
@@ -113,7 +97,7 @@ func testBranchModeCreatesChangeSet(t *testing.T, f *fixture) {
 		t.Fatalf("result = %+v, want a commit over %s changing %s", res, f.c2, appPath)
 	}
 	f.checkHeads(t, map[string]string{"main": f.c2, "dev": f.dev, res.Branch: res.Commit})
-	log, err := gitrepo.Log(f.dir, res.Branch)
+	log, err := f.repo.Log(res.Branch)
 	must(t, err)
 	if len(log) != 3 || !slices.Equal(log[0].Parents, []string{f.c2}) || log[0].Message != "scale\n" {
 		t.Fatalf("history of %s: %+v", res.Branch, log)
@@ -207,7 +191,7 @@ func testChangeSetAddsCommits(t *testing.T, f *fixture) {
 
 func testChangeSetNotFound(t *testing.T, f *fixture) {
 	src := f.openMode(t, source.ModeBranch, "cup/")
-	must(t, gitrepo.Branch(f.dir, "proposals/abc", f.c2))
+	must(t, f.repo.Branch("proposals/abc", f.c2))
 	f.syncSource(t, src)
 	for _, cs := range []string{
 		"cup/nope", "main", "dev", "v1", "proposals/abc", "cup/", "cup", "refs/heads/main",
@@ -293,7 +277,7 @@ func testIdempotentDirect(t *testing.T, f *fixture) {
 	if first.Replayed || first.Branch != "main" || first.Base != f.c2 || first.Commit == "" {
 		t.Fatalf("first update = %+v", first)
 	}
-	log, err := gitrepo.Log(f.dir, "main")
+	log, err := f.repo.Log("main")
 	must(t, err)
 	msg := log[0].Message
 	if !strings.HasPrefix(msg, "scale\n") {
@@ -514,7 +498,7 @@ func testIdempotentBranchTaken(t *testing.T, f *fixture) {
 	src := f.openMode(t, source.ModeBranch, "cup/")
 	// A branch of the name the key gives, made by something else.
 	name := changeset.BranchName("cup/", "order-1")
-	must(t, gitrepo.Branch(f.dir, name, f.c2))
+	must(t, f.repo.Branch(name, f.c2))
 	f.syncSource(t, src)
 	if _, err := src.Update(t.Context(), keyed("order-1", "fp-1")); !errors.Is(err, source.ErrIdempotencyKeyReused) {
 		t.Fatalf("Update with a key whose change set exists without it: err = %v, want ErrIdempotencyKeyReused", err)

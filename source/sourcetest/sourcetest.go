@@ -20,7 +20,9 @@
 //	}
 //
 // Every test starts from a fresh bare repository on local disk, made with
-// internal/gitrepo, and asks the harness for a source over it. The suite
+// internal/gitrepo (or, with Harness.Repo, from a repository of the
+// harness's own, such as one in memory), and asks the harness for a source
+// over it. The suite
 // changes that repository directly to play another writer, so a source over
 // a remote repository implements the harness by serving the directory (over
 // smart HTTP on 127.0.0.1, say) and returning a source over the served
@@ -50,7 +52,6 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/cup-dev/cup/internal/gitrepo"
 	"github.com/cup-dev/cup/source"
 )
 
@@ -70,6 +71,12 @@ type Harness struct {
 	// prefix. Without it the tests of write modes and change sets are
 	// skipped; those of idempotency keys in direct mode use Open.
 	OpenMode func(t *testing.T, dir string, mode source.WriteMode, prefix string) source.Source
+	// Repo, when not nil, returns the empty repository each test builds its
+	// fixture in, plays other writers through and reads back what sources
+	// wrote, in place of the bare repository on disk at dir: for sources
+	// that keep their repository elsewhere, such as in memory. Open and
+	// OpenMode are then given the same dir, to find that repository by.
+	Repo func(t *testing.T, dir string) Repo
 }
 
 // Run runs the conformance suite as parallel subtests of t.
@@ -147,9 +154,10 @@ const (
 
 // fixture is one test's repository and a source over it.
 type fixture struct {
-	h   Harness
-	dir string
-	src source.Source
+	h    Harness
+	dir  string
+	repo Repo
+	src  source.Source
 	// c1 and c2 are the commits of main, dev the head of dev.
 	c1, c2, dev string
 }
@@ -157,22 +165,26 @@ type fixture struct {
 func newFixture(t *testing.T, h Harness) *fixture {
 	t.Helper()
 	f := &fixture{h: h, dir: t.TempDir()}
+	f.repo = diskRepo(f.dir)
+	if h.Repo != nil {
+		f.repo = h.Repo(t, f.dir)
+	}
 	var err error
-	f.c1, err = gitrepo.Init(f.dir, "main", map[string][]byte{
+	f.c1, err = f.repo.Init("main", map[string][]byte{
 		readmePath: []byte(readme),
 		appPath:    []byte(appV1),
 		dbPath:     []byte(dbYAML),
 		introPath:  []byte(intro),
 	}, "initial\n")
 	must(t, err)
-	_, err = gitrepo.Tag(f.dir, "v1", f.c1, "")
+	_, err = f.repo.Tag("v1", f.c1, "")
 	must(t, err)
-	_, err = gitrepo.Tag(f.dir, "v1-annotated", f.c1, "release 1\n")
+	_, err = f.repo.Tag("v1-annotated", f.c1, "release 1\n")
 	must(t, err)
-	must(t, gitrepo.Branch(f.dir, "dev", f.c1))
-	f.dev, err = gitrepo.Commit(f.dir, "dev", map[string][]byte{"dev.txt": []byte(devTxt)}, "dev work\n")
+	must(t, f.repo.Branch("dev", f.c1))
+	f.dev, err = f.repo.Commit("dev", map[string][]byte{"dev.txt": []byte(devTxt)}, "dev work\n")
 	must(t, err)
-	f.c2, err = gitrepo.Commit(f.dir, "main", map[string][]byte{appPath: []byte(appV2), "NEW.md": []byte(newMD)}, "second\n")
+	f.c2, err = f.repo.Commit("main", map[string][]byte{appPath: []byte(appV2), "NEW.md": []byte(newMD)}, "second\n")
 	must(t, err)
 	f.src = h.Open(t, f.dir)
 	return f
@@ -195,7 +207,7 @@ func (f *fixture) sync(t *testing.T) {
 // head returns the commit branch holds in the repository.
 func (f *fixture) head(t *testing.T, branch string) string {
 	t.Helper()
-	c, err := gitrepo.Resolve(f.dir, "refs/heads/"+branch)
+	c, err := f.repo.Resolve("refs/heads/" + branch)
 	must(t, err)
 	return c
 }
@@ -215,7 +227,7 @@ func (f *fixture) commitExternal(branch string, files map[string]string) (string
 	for p, d := range files {
 		m[p] = []byte(d)
 	}
-	return gitrepo.Commit(f.dir, branch, m, "external\n")
+	return f.repo.Commit(branch, m, "external\n")
 }
 
 // readString reads a file, for use inside an ApplyFunc.
@@ -406,12 +418,12 @@ func testUpdateCreateModifyDelete(t *testing.T, f *fixture) {
 	if head := f.head(t, "main"); head != res.Commit {
 		t.Fatalf("main = %s, want %s", head, res.Commit)
 	}
-	log, err := gitrepo.Log(f.dir, "main")
+	log, err := f.repo.Log("main")
 	must(t, err)
 	if len(log) != 3 || log[0].ID != res.Commit || !slices.Equal(log[0].Parents, []string{f.c2}) || log[0].Message != "change config\n" {
 		t.Fatalf("history: %+v", log)
 	}
-	files, err := gitrepo.Files(f.dir, "main")
+	files, err := f.repo.Files("main")
 	must(t, err)
 	wantFiles := map[string]string{
 		readmePath: readme, appPath: "name: app\nreplicas: 3\n", "config/cache.yaml": "name: cache\n",
@@ -466,7 +478,7 @@ func testUpdateAuthor(t *testing.T, f *fixture) {
 		Author:  &source.Signature{Name: "Alice", Email: "alice@example.com"},
 		Apply:   writes(map[string]string{"alice.txt": "a"}),
 	})
-	log, err := gitrepo.Log(f.dir, res.Commit)
+	log, err := f.repo.Log(res.Commit)
 	must(t, err)
 	if a := log[0].Author; a.Name != "Alice" || a.Email != "alice@example.com" {
 		t.Fatalf("author = %+v, want Alice <alice@example.com>", a)
@@ -734,7 +746,7 @@ func testUpdateConcurrent(t *testing.T, f *fixture) {
 	if t.Failed() {
 		return
 	}
-	log, err := gitrepo.Log(f.dir, "main")
+	log, err := f.repo.Log("main")
 	must(t, err)
 	if len(log) != n+2 {
 		t.Fatalf("main has %d commits, want %d", len(log), n+2)
@@ -751,7 +763,7 @@ func testUpdateConcurrent(t *testing.T, f *fixture) {
 			t.Errorf("commit %s of writer %d is not on main", c, i)
 		}
 	}
-	files, err := gitrepo.Files(f.dir, "main")
+	files, err := f.repo.Files("main")
 	must(t, err)
 	for i := range n {
 		if p := fmt.Sprintf("concurrent/file-%02d.txt", i); string(files[p]) != fmt.Sprint(i) {
@@ -779,7 +791,7 @@ func testUpdateAfterExternalCommit(t *testing.T, f *fixture) {
 	if res.Base != c3 || base.Commit != c3 {
 		t.Fatalf("update applied on %s (Apply saw %s), want the external commit %s", res.Base, base.Commit, c3)
 	}
-	files, err := gitrepo.Files(f.dir, "main")
+	files, err := f.repo.Files("main")
 	must(t, err)
 	if string(files["external.txt"]) != "ext\n" || string(files["mine.txt"]) != "mine\n" {
 		t.Fatalf("head lost a change: external.txt=%q mine.txt=%q", files["external.txt"], files["mine.txt"])
@@ -826,12 +838,12 @@ func testUpdateRetriesWhenBranchMoves(t *testing.T, f *fixture) {
 	if res.Base != external {
 		t.Fatalf("result base %s, want %s", res.Base, external)
 	}
-	log, err := gitrepo.Log(f.dir, "main")
+	log, err := f.repo.Log("main")
 	must(t, err)
 	if log[0].ID != res.Commit || log[1].ID != external {
 		t.Fatalf("history: %s then %s, want %s then %s", log[0].ID, log[1].ID, res.Commit, external)
 	}
-	files, err := gitrepo.Files(f.dir, "main")
+	files, err := f.repo.Files("main")
 	must(t, err)
 	// README.md, NEW.md, config, docs and external.txt.
 	if string(files["count.txt"]) != "5" || string(files["external.txt"]) != "ext\n" {
@@ -865,7 +877,7 @@ func testUpdateConflict(t *testing.T, f *fixture) {
 	if head := f.head(t, "main"); head != last.Load().(string) {
 		t.Fatalf("main = %s, want the last external commit %s", head, last.Load())
 	}
-	files, err := gitrepo.Files(f.dir, "main")
+	files, err := f.repo.Files("main")
 	must(t, err)
 	if _, ok := files["mine.txt"]; ok {
 		t.Fatal("the conflicting change was written")

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cup-dev/cup/internal/gitrepo"
 	"github.com/cup-dev/cup/source"
 )
 
@@ -26,8 +25,8 @@ var forgedMessages = []string{
 func testForgedKeyNotReplayed(t *testing.T, f *fixture) {
 	for i, msg := range forgedMessages {
 		branch := fmt.Sprintf("forged-%d", i)
-		must(t, gitrepo.Branch(f.dir, branch, f.c2))
-		_, err := gitrepo.Commit(f.dir, branch, map[string][]byte{"bob.txt": []byte("bob\n")}, msg)
+		must(t, f.repo.Branch(branch, f.c2))
+		_, err := f.repo.Commit(branch, map[string][]byte{"bob.txt": []byte("bob\n")}, msg)
 		must(t, err)
 		f.sync(t)
 		req := keyed("order-1", "fp-1")
