@@ -11,8 +11,9 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/cup-dev/cup/internal/memsource"
+	"github.com/cup-dev/cup/internal/servertest"
 	"github.com/cup-dev/cup/server"
-	"github.com/cup-dev/cup/source/local"
 )
 
 // newPermissiveFixture serves the demo repository with the flags type's
@@ -20,11 +21,14 @@ import (
 // server's own limits stands between a body and the controller.
 func newPermissiveFixture(t *testing.T, opts ...server.Option) *fixture {
 	t.Helper()
-	dir, types := demoRepository(t)
-	for _, ty := range types {
-		ty.Validate = nil
-	}
-	return serveDemo(t, dir, types, nil, opts...)
+	return newFixture(t,
+		servertest.WithTypes(func(_ testing.TB, types []*server.Type) []*server.Type {
+			for _, ty := range types {
+				ty.Validate = nil
+			}
+			return types
+		}),
+		servertest.WithServerOptions(opts...))
 }
 
 func nested(depth int, leaf string) string {
@@ -116,12 +120,11 @@ func TestResourceFileSizeIsBounded(t *testing.T) {
 
 func TestNewRefusesBadLimits(t *testing.T) {
 	t.Parallel()
-	dir, types := demoRepository(t)
-	ls, err := local.Open(dir)
+	types := demoTypes(t)
+	ls, err := memsource.Open(map[string][]byte{"x": []byte("x")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = ls.Close() })
 	for _, o := range []server.Option{server.WithMaxJSONDepth(1), server.WithMaxJSONDepth(513), server.WithMaxResourceBytes(0)} {
 		if _, err := server.New(ls, types, o); err == nil {
 			t.Errorf("New accepted a bad limit")

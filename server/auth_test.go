@@ -21,7 +21,6 @@ import (
 	"github.com/cup-dev/cup/internal/app"
 	"github.com/cup-dev/cup/internal/auth/authtest"
 	"github.com/cup-dev/cup/internal/auth/oidc"
-	"github.com/cup-dev/cup/internal/gitrepo"
 )
 
 // testPolicy grants:
@@ -133,7 +132,7 @@ func writeAuthFiles(t *testing.T) (policy, tokens string) {
 func newAuthFixture(t *testing.T, edit ...func(*app.Auth)) *fixture {
 	t.Helper()
 	policy, tokens := writeAuthFiles(t)
-	return newFixture(t, func(o *app.Options) {
+	return newAppFixture(t, func(o *app.Options) {
 		o.Auth = app.Auth{PolicyPath: policy, TokensFile: tokens}
 		for _, e := range edit {
 			e(&o.Auth)
@@ -340,7 +339,7 @@ func TestWritesRecordTheCaller(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log, err := gitrepo.Log(f.app.Repository(), res.Msg.Result.Commit)
+	log, err := f.repo.Log(res.Msg.Result.Commit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,7 +470,7 @@ func TestDiffsOfSharedFilesStayPrivate(t *testing.T) {
 		t.Fatalf("dry-run PUT of a flag = %d %s, want its diff", flag.status, flag.body)
 	}
 	// Without a policy everyone may read everything: the diff is shown.
-	open := newFixture(t)
+	open := newAppFixture(t)
 	segment = open.do(t, "PUT", "/apis/flags.cup.dev/v1alpha1/namespaces/staging/segments/qa?dryRun=true",
 		`{"spec": {"description": "Testers.", "rules": [{"attribute": "role", "values": ["qa"]}]}}`)
 	if segment.status != http.StatusOK || !strings.Contains(string(segment.body), `+++ b/`) {

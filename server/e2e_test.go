@@ -1,39 +1,47 @@
 package server_test
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"connectrpc.com/connect"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
 	"github.com/cup-dev/cup/internal/app"
 	"github.com/cup-dev/cup/server"
+	"github.com/cup-dev/cup/source"
 )
 
-// fixture is a cupd serving a fresh copy of the demo repository over HTTP/1.1
-// and h2c on 127.0.0.1.
+// fixture is a server on 127.0.0.1 serving a fresh copy of the demo
+// repository over HTTP/1.1 and h2c: by default with the unit-level harness
+// (newFixture), or wired by internal/app (newAppFixture).
 type fixture struct {
 	app *app.App // nil for a server wired without internal/app
 	url string
+	// src is the source the server serves.
+	src source.Source
+	// repo is the repository src is over.
+	repo repository
 	// proposing is the source of a fixture from newProposalFixture.
 	proposing *proposingSource
 }
 
-func newFixture(t *testing.T, opts ...func(*app.Options)) *fixture {
+// newAppFixture is a cupd wired by internal/app, serving a copy of the
+// demo repository on disk, WASM controller included.
+func newAppFixture(t *testing.T, opts ...func(*app.Options)) *fixture {
 	t.Helper()
-	o := app.Options{Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug})), WASMRuntime: testWASM}
+	if testing.Short() {
+		t.Skip("starts the whole application, WASM included; skipped with -short")
+	}
+	o := app.Options{Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug})), WASMRuntime: wasmRuntime(t)}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -46,36 +54,25 @@ func newFixture(t *testing.T, opts ...func(*app.Options)) *fixture {
 	ts.Config = server.NewHTTPServer("", a.Handler())
 	ts.Start()
 	t.Cleanup(ts.Close)
-	return &fixture{app: a, url: ts.URL}
+	return &fixture{app: a, url: ts.URL, src: a.Source(), repo: diskRepository(a.Repository())}
 }
 
-// head is the commit the default branch points to.
-func (f *fixture) head(t *testing.T) string {
-	t.Helper()
-	snap, err := f.app.Source().View(context.Background(), "")
+// readRefList lists every reference of the repository at dir.
+func readRefList(dir string) ([]string, error) {
+	repo, err := git.PlainOpen(dir)
 	if err != nil {
-		t.Fatal(err)
-	}
-	return snap.Commit
-}
-
-// refs lists every reference of the repository, to prove a failed write left none behind.
-func (f *fixture) refs(t *testing.T) []string {
-	t.Helper()
-	repo, err := git.PlainOpen(f.app.Repository())
-	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	it, err := repo.References()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	var out []string
 	_ = it.ForEach(func(r *plumbing.Reference) error {
 		out = append(out, r.String())
 		return nil
 	})
-	return out
+	return out, nil
 }
 
 type protocol struct {
@@ -193,7 +190,7 @@ func TestProtocols(t *testing.T) {
 		for _, d := range defs.Msg.Definitions {
 			defNames = append(defNames, d.Name)
 		}
-		if got, want := strings.Join(defNames, ","), "flags.flags.cup.dev,segments.flags.cup.dev,services.apps.cup.dev"; got != want {
+		if got, want := strings.Join(defNames, ","), "flags.flags.cup.dev,services.apps.cup.dev"; got != want {
 			t.Fatalf("definitions = %s, want %s", got, want)
 		}
 		def, err := ds.GetDefinition(ctx, connect.NewRequest(&cupv1alpha1.GetDefinitionRequest{Group: "flags.cup.dev", Name: "fl"}))
@@ -337,16 +334,10 @@ func TestProtocols(t *testing.T) {
 		if old.Msg.Commit != afterUpdate || old.Msg.Resource.Spec.Fields["enabled"].GetBoolValue() {
 			t.Fatalf("Get at %s = %v", afterUpdate, old.Msg.Resource)
 		}
-		repo, err := git.PlainOpen(f.app.Repository())
-		if err != nil {
+		if _, err := f.repo.Tag("v1.0.0", initial, "first\n"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := repo.CreateTag("v1.0.0", plumbing.NewHash(initial), &git.CreateTagOptions{
-			Message: "first", Tagger: &object.Signature{Name: "t", Email: "t@example.com", When: time.Unix(1e9, 0)},
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := repo.CreateTag("v1.0.0-light", plumbing.NewHash(initial), nil); err != nil {
+		if _, err := f.repo.Tag("v1.0.0-light", initial, ""); err != nil {
 			t.Fatal(err)
 		}
 		for _, tag := range []string{"v1.0.0", "v1.0.0-light", "refs/tags/v1.0.0-light", initial, initial[:10]} {

@@ -62,7 +62,7 @@ func newFliptFixture(t *testing.T) *fixture {
 	if _, err := gitrepo.Init(repo, "main", map[string][]byte{"features.yml": seed}, "seed"); err != nil {
 		t.Fatal(err)
 	}
-	return newFixture(t, func(o *app.Options) {
+	return newAppFixture(t, func(o *app.Options) {
 		o.Repository, o.ConfigDir, o.WriteMode = repo, cfg, "direct"
 	})
 }
@@ -73,7 +73,7 @@ func TestOriginalFliptController(t *testing.T) {
 	base := "/apis/flipt.io/v1alpha1/namespaces/default/flags"
 	features := func() []byte {
 		t.Helper()
-		files, err := gitrepo.Files(f.app.Repository(), "main")
+		files, err := f.repo.Files("main")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,10 +11,10 @@ import (
 
 	"github.com/cup-dev/cup/controller"
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
-	"github.com/cup-dev/cup/internal/app"
+	"github.com/cup-dev/cup/internal/memsource"
+	"github.com/cup-dev/cup/internal/servertest"
 	"github.com/cup-dev/cup/server"
 	"github.com/cup-dev/cup/source"
-	"github.com/cup-dev/cup/source/local"
 )
 
 // gated holds the demo's flag controller's calls: Get waits for the call's
@@ -50,35 +50,23 @@ func (g *gated) Put(ctx context.Context, req *controller.PutRequest) error {
 // reach the controller at the same time.
 func newGatedFixture(t *testing.T, g *gated, opts ...server.Option) *fixture {
 	t.Helper()
-	dir, types := demoRepository(t)
-	for _, ty := range types {
-		if ty.Names.Plural == "flags" && ty.Group == "flags.cup.dev" {
-			g.Controller = ty.Controller
-			ty.Controller = g
-		}
-	}
-	return serveDemo(t, dir, types, []local.Option{local.WithWriteMode(source.ModeBranch)}, opts...)
-}
-
-// serveDemo serves types over a local source for dir, with the source's
-// options lopts and the server's opts, logging to the test.
-func serveDemo(t *testing.T, dir string, types []*server.Type, lopts []local.Option, opts ...server.Option) *fixture {
-	t.Helper()
-	ls, err := local.Open(dir, append([]local.Option{local.WithLogger(testLogger(t))}, lopts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ls.Close() })
-	srv, err := server.New(ls, types, append([]server.Option{server.WithLogger(testLogger(t))}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &fixture{url: serve(t, srv)}
+	return newFixture(t,
+		servertest.WithTypes(func(_ testing.TB, types []*server.Type) []*server.Type {
+			for _, ty := range types {
+				if ty.Names.Plural == "flags" && ty.Group == "flags.cup.dev" {
+					g.Controller = ty.Controller
+					ty.Controller = g
+				}
+			}
+			return types
+		}),
+		servertest.WithSourceOptions(memsource.WithWriteMode(source.ModeBranch)),
+		servertest.WithServerOptions(opts...))
 }
 
 func TestMaxListPage(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, func(o *app.Options) { o.MaxListPage = 2 })
+	f := newFixture(t, servertest.WithServerOptions(server.WithMaxListPage(2)))
 	for _, p := range protocols {
 		t.Run(p.name, func(t *testing.T) {
 			rs, _ := f.clients(p)

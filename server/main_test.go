@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -11,21 +12,33 @@ import (
 	"github.com/cup-dev/cup/controller/wasm"
 )
 
-// testWASM runs the demo's WASM controller for every fixture, so that the
-// module is compiled once per test binary rather than once per fixture.
-var testWASM *wasm.Runtime
+// testWASM runs the demo's WASM controller for every fixture that starts
+// the application, so that the module is compiled once per test binary
+// rather than once per fixture. It is made on first use: tests on the
+// unit-level harness run no WASM.
+var (
+	testWASMOnce sync.Once
+	testWASM     *wasm.Runtime
+	testWASMErr  error
+)
+
+// wasmRuntime returns the shared WASM runtime.
+func wasmRuntime(t testing.TB) *wasm.Runtime {
+	t.Helper()
+	testWASMOnce.Do(func() { testWASM, testWASMErr = wasm.NewRuntime() })
+	if testWASMErr != nil {
+		t.Fatal(testWASMErr)
+	}
+	return testWASM
+}
 
 func TestMain(m *testing.M) {
-	rt, err := wasm.NewRuntime()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	testWASM = rt
 	code := m.Run()
-	if err := rt.Close(context.Background()); err != nil && code == 0 {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
+	if testWASM != nil {
+		if err := testWASM.Close(context.Background()); err != nil && code == 0 {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
 	}
 	if code == 0 {
 		if err := goleak.Find(); err != nil {

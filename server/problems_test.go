@@ -9,7 +9,6 @@ import (
 	"connectrpc.com/connect"
 
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
-	"github.com/cup-dev/cup/internal/gitrepo"
 )
 
 // TestListLeavesOutProblems checks that files which hold nothing readable by
@@ -19,7 +18,7 @@ import (
 func TestListLeavesOutProblems(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	if _, err := gitrepo.Commit(f.app.Repository(), "main", map[string][]byte{
+	if _, err := f.repo.Commit("main", map[string][]byte{
 		// What the original Cup writes for a PUT without apiVersion.
 		"flags/default/no-api-version.yaml": []byte("kind: Flag\nmetadata:\n  name: no-api-version\nspec: {}\n"),
 		"flags/default/broken.yaml":         []byte("apiVersion: [\n"),
@@ -122,7 +121,7 @@ func TestListWarningsBounded(t *testing.T) {
 	for i := range 25 {
 		files[fmt.Sprintf("flags/default/bad-%02d.yaml", i)] = []byte("apiVersion: [\n")
 	}
-	if _, err := gitrepo.Commit(f.app.Repository(), "main", files, "add problems"); err != nil {
+	if _, err := f.repo.Commit("main", files, "add problems"); err != nil {
 		t.Fatal(err)
 	}
 	rs, _ := f.clients(protocols[0])

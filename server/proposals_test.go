@@ -3,11 +3,7 @@ package server_test
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"maps"
-	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -16,15 +12,13 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/cup-dev/cup/examples"
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
-	"github.com/cup-dev/cup/internal/app"
-	"github.com/cup-dev/cup/internal/gitrepo"
+	"github.com/cup-dev/cup/internal/memsource"
+	"github.com/cup-dev/cup/internal/servertest"
 	"github.com/cup-dev/cup/scm"
 	"github.com/cup-dev/cup/server"
 	"github.com/cup-dev/cup/source"
-	"github.com/cup-dev/cup/source/local"
 )
 
 // fakeProposals is a server.Proposals holding a fixed list, newest first.
@@ -87,7 +81,7 @@ func demoProposals() *fakeProposals {
 // proposingSource proposes every write that commits as proposal 7, as a
 // source in proposal mode would, and records the resources each names.
 type proposingSource struct {
-	*local.Source
+	*memsource.Source
 	mu        sync.Mutex
 	resources [][]source.ResourceRef
 }
@@ -110,82 +104,43 @@ func (s *proposingSource) written() [][]source.ResourceRef {
 	return slices.Clone(s.resources)
 }
 
-// demo is the demo repository's files and served types.
-func demo(t *testing.T) (fs.FS, []*server.Type) {
+// demoTypes are the types the harness serves for the demo repository.
+func demoTypes(t *testing.T) []*server.Type {
 	t.Helper()
-	fsys, err := fs.Sub(examples.Demo, "demo")
+	files, err := servertest.DemoFiles()
 	if err != nil {
 		t.Fatal(err)
 	}
-	types, err := app.LoadTypes(t.Context(), fsys, ".cup", testWASM)
+	types, err := servertest.Types(files, ".cup")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fsys, types
-}
-
-// demoRepository makes a copy of the demo repository (branch main) and
-// returns its directory and the demo's types.
-func demoRepository(t *testing.T) (string, []*server.Type) {
-	t.Helper()
-	return demoRepositoryWith(t, nil)
-}
-
-// demoRepositoryWith is demoRepository with extra files, which replace the
-// demo's of the same path.
-func demoRepositoryWith(t *testing.T, extra map[string][]byte) (string, []*server.Type) {
-	t.Helper()
-	demoFS, types := demo(t)
-	files := map[string][]byte{}
-	if err := fs.WalkDir(demoFS, ".", func(name string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || name == "README.md" {
-			return err
-		}
-		files[name], err = fs.ReadFile(demoFS, name)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	maps.Copy(files, extra)
-	dir := filepath.Join(t.TempDir(), "repo.git")
-	if _, err := gitrepo.Init(dir, "main", files, "demo"); err != nil {
-		t.Fatal(err)
-	}
-	return dir, types
+	return types
 }
 
 // serve serves srv on 127.0.0.1 for the test's duration and returns its URL.
 func serve(t *testing.T, srv *server.Server) string {
 	t.Helper()
-	ts := httptest.NewUnstartedServer(nil)
-	ts.Config = server.NewHTTPServer("", srv.Handler())
-	ts.Start()
-	t.Cleanup(ts.Close)
-	return ts.URL
+	return servertest.Serve(t, srv.Handler())
 }
 
 // testLogger sends logs to the test's output.
-func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
+func testLogger(t *testing.T) *slog.Logger { return servertest.Logger(t) }
 
 // newProposalFixture serves a copy of the demo repository in branch mode,
 // through a proposingSource, with p as the server's proposals.
 func newProposalFixture(t *testing.T, p server.Proposals) *fixture {
 	t.Helper()
-	dir, types := demoRepository(t)
-	logger := testLogger(t)
-	ls, err := local.Open(dir, local.WithLogger(logger), local.WithWriteMode(source.ModeBranch))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ls.Close() })
-	src := &proposingSource{Source: ls}
-	srv, err := server.New(src, types, server.WithLogger(logger), server.WithProposals(p))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &fixture{url: serve(t, srv), proposing: src}
+	var src *proposingSource
+	f := newFixture(t,
+		servertest.WithSourceOptions(memsource.WithWriteMode(source.ModeBranch)),
+		servertest.WithSource(func(s source.Source) source.Source {
+			src = &proposingSource{Source: s.(*memsource.Source)}
+			return src
+		}),
+		servertest.WithServerOptions(server.WithProposals(p)))
+	f.proposing = src
+	return f
 }
 
 func (f *fixture) proposalClient(p protocol) cupv1alpha1connect.ProposalServiceClient {
@@ -493,16 +448,11 @@ func TestProposalsWithoutSCM(t *testing.T) {
 
 func TestReservedGroup(t *testing.T) {
 	t.Parallel()
-	dir := filepath.Join(t.TempDir(), "repo.git")
-	if _, err := gitrepo.Init(dir, "main", map[string][]byte{"x": []byte("x")}, "init"); err != nil {
-		t.Fatal(err)
-	}
-	src, err := local.Open(dir)
+	src, err := memsource.Open(map[string][]byte{"x": []byte("x")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = src.Close() })
-	_, types := demo(t)
+	types := demoTypes(t)
 	typ := *types[0]
 	typ.Group, typ.Names.Plural = "cup.dev", "proposals"
 	_, err = server.New(src, []*server.Type{&typ})

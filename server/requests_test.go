@@ -8,7 +8,8 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/cup-dev/cup/internal/app"
+	"github.com/cup-dev/cup/internal/servertest"
+	"github.com/cup-dev/cup/server"
 )
 
 // TestLimitAboveMaximum: a page larger than the server gives is the
@@ -16,7 +17,7 @@ import (
 // as the caller wrote it, never 429, which clients retry.
 func TestLimitAboveMaximum(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, func(o *app.Options) { o.MaxListPage = 2 })
+	f := newFixture(t, servertest.WithServerOptions(server.WithMaxListPage(2)))
 	for _, n := range []string{"3", "100001", "2147483647"} {
 		res := f.do(t, "GET", flagsPath+"?limit="+n, "")
 		if res.status != http.StatusBadRequest || !strings.Contains(string(res.body), "limit: ") ||

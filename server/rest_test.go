@@ -15,7 +15,8 @@ import (
 
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
-	"github.com/cup-dev/cup/internal/app"
+	"github.com/cup-dev/cup/internal/servertest"
+	"github.com/cup-dev/cup/server"
 )
 
 const flagsPath = "/apis/flags.cup.dev/v1alpha1/namespaces/default/flags"
@@ -282,7 +283,7 @@ func TestBadInput(t *testing.T) {
 
 func TestMaxRequestBytesIsConfigurable(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, func(o *app.Options) { o.MaxRequestBytes = 1024 })
+	f := newFixture(t, servertest.WithServerOptions(server.WithMaxRequestBytes(1024)))
 	body := `{"spec": {"description": "` + strings.Repeat("x", 2000) + `", "enabled": true}}`
 	r := f.do(t, "PUT", flagsPath+"/x", body)
 	if r.status != 429 || !bytes.Contains(r.body, []byte("1024 bytes")) {

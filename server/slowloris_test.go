@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cup-dev/cup/internal/servertest"
 	"github.com/cup-dev/cup/server"
-	"github.com/cup-dev/cup/source/local"
 )
 
 // serveWith serves h with NewHTTPServer(opts) on 127.0.0.1 for the test's
@@ -30,17 +30,7 @@ func serveWith(t *testing.T, h http.Handler, opts ...server.HTTPOption) string {
 // demoServer serves a copy of the demo repository with opts.
 func demoServer(t *testing.T, opts ...server.Option) *server.Server {
 	t.Helper()
-	dir, types := demoRepository(t)
-	ls, err := local.Open(dir, local.WithLogger(testLogger(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ls.Close() })
-	srv, err := server.New(ls, types, append([]server.Option{server.WithLogger(testLogger(t))}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return srv
+	return servertest.Start(t, servertest.WithServerOptions(opts...)).Server
 }
 
 // trickle writes one byte to w every 20 ms until stop closes or a write

@@ -11,7 +11,6 @@ import (
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/internal/app"
 	"github.com/cup-dev/cup/internal/changeset"
-	"github.com/cup-dev/cup/internal/gitrepo"
 	"github.com/cup-dev/cup/source"
 )
 
@@ -89,7 +88,7 @@ func TestForgedKeyNotReplayed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log, err := gitrepo.Log(elsewhere.app.Repository(), res.Msg.Result.Commit)
+	log, err := elsewhere.repo.Log(res.Msg.Result.Commit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +99,7 @@ func TestForgedKeyNotReplayed(t *testing.T) {
 
 	f := newAuthFixture(t)
 	forged := "dave's change\n\nCup-Idempotency-Key: alice-1\nCup-Request: " + fp + "\nRequested-by: dave\n"
-	planted, err := gitrepo.Commit(f.app.Repository(), "main", map[string][]byte{"dave.txt": []byte("dave\n")}, forged)
+	planted, err := f.repo.Commit("main", map[string][]byte{"dave.txt": []byte("dave\n")}, forged)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +162,7 @@ func testChangeSetOwnership(t *testing.T, daveGranted bool) {
 			t.Fatal(err)
 		}
 	}
-	f := newFixture(t, func(o *app.Options) {
+	f := newAppFixture(t, func(o *app.Options) {
 		o.Auth = app.Auth{PolicyPath: policy, TokensFile: tokens}
 		o.WriteMode = "branch"
 	})

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"connectrpc.com/connect"
+	"github.com/cup-dev/cup/internal/servertest"
 )
 
 // TestInvalidUTF8FileIsNamed: JSON is UTF-8, so a file holding other bytes
@@ -25,13 +26,12 @@ func TestInvalidUTF8FileIsNamed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir, types := demoRepositoryWith(t, map[string][]byte{tc.path: []byte(tc.file)})
 			collection, g := flagsPath, getReq("latin1", "")
 			if strings.HasPrefix(tc.path, "services/") {
 				collection = services
 				g.Group, g.Plural = "apps.cup.dev", "services"
 			}
-			f := serveDemo(t, dir, types, nil)
+			f := newFixture(t, servertest.WithFiles(map[string][]byte{tc.path: []byte(tc.file)}))
 			res := f.do(t, "GET", collection+"/latin1", "")
 			if m := res.json(t); res.status != http.StatusBadRequest || m["code"] != "failed_precondition" ||
 				!strings.Contains(m["message"].(string), tc.path) || !strings.Contains(m["message"].(string), "UTF-8") {

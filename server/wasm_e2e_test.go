@@ -8,7 +8,6 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
-	"github.com/cup-dev/cup/internal/gitrepo"
 )
 
 // The demo's Segments are served by the WASM example controller
@@ -33,7 +32,7 @@ func segment(t *testing.T, name, description string, labels map[string]string) *
 
 func TestWASMKind(t *testing.T) {
 	t.Parallel()
-	eachProtocol(t, func(t *testing.T, f *fixture, p protocol) {
+	eachProtocolWith(t, func(t *testing.T) *fixture { return newAppFixture(t) }, func(t *testing.T, f *fixture, p protocol) {
 		rs, _ := f.clients(p)
 		ctx := t.Context()
 		initial := f.head(t)
@@ -110,7 +109,7 @@ func TestWASMKind(t *testing.T) {
 
 func TestWASMKindREST(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
+	f := newAppFixture(t)
 	base := "/apis/flags.cup.dev/v1alpha1/namespaces/staging/segments"
 	if r := f.do(t, "GET", base+"/internal", ""); r.status != 200 || !strings.Contains(string(r.body), `"email_domain"`) {
 		t.Fatalf("GET = %d %s", r.status, r.body)
@@ -129,7 +128,7 @@ func TestWASMKindREST(t *testing.T) {
 // readFile reads a file of the demo repository's default branch.
 func readFile(t *testing.T, f *fixture, name string) string {
 	t.Helper()
-	files, err := gitrepo.Files(f.app.Repository(), "main")
+	files, err := f.repo.Files("main")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"connectrpc.com/connect"
 
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
-	"github.com/cup-dev/cup/internal/gitrepo"
 )
 
 // changeSet makes a change set in the fixture's repository: a branch with
@@ -15,7 +14,7 @@ import (
 // branch mode would.
 func (f *fixture) changeSet(t *testing.T, name string) string {
 	t.Helper()
-	if err := gitrepo.Branch(f.app.Repository(), name, "main"); err != nil {
+	if err := f.repo.Branch(name, "main"); err != nil {
 		t.Fatal(err)
 	}
 	return f.resolve(t, name)
@@ -24,7 +23,7 @@ func (f *fixture) changeSet(t *testing.T, name string) string {
 // resolve is the commit rev names in the fixture's repository.
 func (f *fixture) resolve(t *testing.T, rev string) string {
 	t.Helper()
-	id, err := gitrepo.Resolve(f.app.Repository(), rev)
+	id, err := f.repo.Resolve(rev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +33,7 @@ func (f *fixture) resolve(t *testing.T, rev string) string {
 // commits counts the first-parent history of rev.
 func (f *fixture) commits(t *testing.T, rev string) int {
 	t.Helper()
-	log, err := gitrepo.Log(f.app.Repository(), rev)
+	log, err := f.repo.Log(rev)
 	if err != nil {
 		t.Fatal(err)
 	}

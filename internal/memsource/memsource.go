@@ -100,6 +100,12 @@ func Open(files map[string][]byte, opts ...Option) (*Source, error) {
 	return New(r, opts...)
 }
 
+// DefaultBranch returns the branch the revision "" names: the one the
+// repository's HEAD names.
+func (s *Source) DefaultBranch() (string, error) {
+	return strings.TrimPrefix(s.repo.headRef(), "refs/heads/"), nil
+}
+
 // Repo returns the repository the source serves.
 func (s *Source) Repo() *Repo { return s.repo }
 

@@ -1,15 +1,9 @@
 package server_test
 
 import (
-	"path/filepath"
 	"testing"
 
-	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing"
-
-	"github.com/cup-dev/cup/examples"
-	"github.com/cup-dev/cup/internal/app"
-	"github.com/cup-dev/cup/internal/gitrepo"
+	"github.com/cup-dev/cup/internal/servertest"
 )
 
 // TestRESTEditKeepsHandWrittenYAML writes a flag a person wrote, comments
@@ -51,39 +45,18 @@ spec:
   description: 'Dark colour scheme for the dashboard.'
 `
 	)
-	files, err := examples.DemoFiles()
-	if err != nil {
-		t.Fatal(err)
-	}
-	delete(files, "README.md")
-	files[path] = []byte(written)
-	dir := filepath.Join(t.TempDir(), "repo")
-	if _, err := gitrepo.Init(dir, "main", files, "a flag written by hand"); err != nil {
-		t.Fatal(err)
-	}
-	f := newFixture(t, func(o *app.Options) { o.Repository = dir })
+	f := newFixture(t, servertest.WithFiles(map[string][]byte{path: []byte(written)}))
 
 	put := f.do(t, "PUT", flagsPath+"/dark-mode",
 		`{"metadata": {"labels": {"team": "web", "stage": "beta"}}, "spec": {"rollout": 25, "enabled": true, "description": "Dark colour scheme for the dashboard."}}`)
 	if put.status/100 != 2 {
 		t.Fatalf("PUT = %d %s", put.status, put.body)
 	}
-	repo, err := git.PlainOpen(f.app.Repository())
+	files, err := f.repo.Files(f.head(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	commit, err := repo.CommitObject(plumbing.NewHash(f.head(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	file, err := commit.File(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := file.Contents()
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := string(files[path])
 	if got != want {
 		t.Errorf("after PUT, %s holds\n%s\nwant\n%s", path, got, want)
 	}
