@@ -3,6 +3,7 @@ package memsource_test
 import (
 	"sync"
 	"testing"
+	"testing/fstest"
 
 	"github.com/cup-dev/cup/internal/memsource"
 	"github.com/cup-dev/cup/source"
@@ -49,4 +50,43 @@ func (r repo) Log(rev string) ([]sourcetest.Commit, error) {
 		out[i] = sourcetest.Commit{ID: c.ID, Parents: c.Parents, Author: c.Author, Message: c.Message}
 	}
 	return out, nil
+}
+
+func TestOpen(t *testing.T) {
+	t.Parallel()
+	src, err := memsource.Open(map[string][]byte{"a/b.txt": []byte("b\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := src.DefaultBranch(); err != nil || b != "main" {
+		t.Fatalf("DefaultBranch = %q, %v; want main", b, err)
+	}
+	snap, err := src.View(t.Context(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fstest.TestFS(snap.FS, "a/b.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := src.Repo().Resolve("main"); err != nil || c != snap.Commit {
+		t.Fatalf("Resolve(main) = %s, %v; want %s", c, err, snap.Commit)
+	}
+}
+
+func TestNewRefusesBadOptions(t *testing.T) {
+	t.Parallel()
+	for _, opts := range [][]memsource.Option{
+		{memsource.WithMaxRetries(-1)},
+		{memsource.WithAuthor("", "x@example.com")},
+		{memsource.WithClock(nil)},
+		{memsource.WithWriteMode(source.WriteMode(9))},
+		{memsource.WithBranchPrefix("bad prefix")},
+	} {
+		if _, err := memsource.New(memsource.NewRepo(), opts...); err == nil {
+			t.Errorf("New accepted bad options")
+		}
+	}
+	if _, err := memsource.New(nil); err == nil {
+		t.Error("New accepted a nil repository")
+	}
 }
