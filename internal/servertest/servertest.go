@@ -38,7 +38,8 @@ func WithFiles(files map[string][]byte) Option {
 }
 
 // WithoutDemo starts from an empty repository rather than the demo's
-// files: with WithFiles, the repository holds exactly those.
+// files: with WithFiles given after it, the repository holds exactly
+// those (and they must include a configuration for the types served).
 func WithoutDemo() Option {
 	return func(o *options) { clear(o.files) }
 }
