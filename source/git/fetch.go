@@ -39,7 +39,7 @@ func (s *Source) Run(ctx context.Context) error {
 			return nil
 		case <-t.C:
 			if err := s.Fetch(ctx); err != nil && ctx.Err() == nil {
-				s.cfg.logger.WarnContext(ctx, "fetch failed; serving the last fetched state", "url", Redact(s.url), "error", err)
+				s.cfg.Logger.WarnContext(ctx, "fetch failed; serving the last fetched state", "url", Redact(s.url), "error", err)
 			}
 		}
 	}
@@ -135,7 +135,7 @@ func (s *Source) fetched(ctx context.Context, start time.Time, head string, head
 	if s.state.Load() == nil {
 		s.state.Store(&refState{heads: map[string]plumbing.Hash{}, tags: map[string]plumbing.Hash{}, head: head})
 	}
-	s.cfg.logger.DebugContext(ctx, "fetched", "url", Redact(s.url), "branches", len(heads), "took", time.Since(start))
+	s.cfg.Logger.DebugContext(ctx, "fetched", "url", Redact(s.url), "branches", len(heads), "took", time.Since(start))
 	return nil
 }
 

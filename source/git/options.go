@@ -8,28 +8,25 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/cup-dev/cup/internal/gitfs"
+	"github.com/cup-dev/cup/internal/writes"
 	"github.com/cup-dev/cup/source"
 )
 
 // Option configures a Source.
 type Option func(*config)
 
+// config is the source's own settings plus those of the write engine,
+// which owns their defaults and checks.
 type config struct {
+	writes.Config
+
 	branch        string
 	auth          transport.AuthMethod
 	cacheDir      string
 	interval      time.Duration
 	strict        bool
-	mode          source.WriteMode
-	prefix        string
-	authorName    string
-	authorEmail   string
-	maxRetries    int
-	logger        *slog.Logger
 	treeCacheSize int
 	blobCacheSize int64
-	clock         func() time.Time
-	signer        source.Signer
 
 	// cacheFS, when set, is the file system the cache directory's
 	// repository is kept in instead of osfs.New(cacheDir); every write to
@@ -42,16 +39,10 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
+		Config:        writes.DefaultConfig(),
 		interval:      time.Minute,
-		mode:          source.ModeDirect,
-		prefix:        source.DefaultBranchPrefix,
-		authorName:    "cup",
-		authorEmail:   "cup@localhost",
-		maxRetries:    5,
-		logger:        slog.New(slog.DiscardHandler),
 		treeCacheSize: gitfs.DefaultTreeCacheSize,
 		blobCacheSize: gitfs.DefaultBlobCacheSize,
-		clock:         time.Now,
 	}
 }
 
@@ -92,27 +83,27 @@ func WithStrict(strict bool) Option {
 // WithWriteMode sets where updates' commits go. The default is
 // source.ModeDirect.
 func WithWriteMode(m source.WriteMode) Option {
-	return func(c *config) { c.mode = m }
+	return func(c *config) { c.Mode = m }
 }
 
 // WithBranchPrefix sets the prefix of the branches ModeBranch makes. The
 // default is source.DefaultBranchPrefix ("cup/").
 func WithBranchPrefix(prefix string) Option {
-	return func(c *config) { c.prefix = prefix }
+	return func(c *config) { c.BranchPrefix = prefix }
 }
 
 // WithAuthor sets the identity the source commits as: the committer of
 // every commit, and its author unless the request names one. The default
 // is "cup <cup@localhost>".
 func WithAuthor(name, email string) Option {
-	return func(c *config) { c.authorName, c.authorEmail = name, email }
+	return func(c *config) { c.AuthorName, c.AuthorEmail = name, email }
 }
 
 // WithMaxRetries sets how many times a direct update is applied again on a
 // newer head when the remote rejects the push because the branch moved,
 // before it fails with source.ErrConflict. The default is 5.
 func WithMaxRetries(n int) Option {
-	return func(c *config) { c.maxRetries = n }
+	return func(c *config) { c.MaxRetries = n }
 }
 
 // WithLogger sets the logger for fetches and retried updates. By default
@@ -122,7 +113,7 @@ func WithLogger(l *slog.Logger) Option {
 		if l == nil {
 			l = slog.New(slog.DiscardHandler)
 		}
-		c.logger = l
+		c.Logger = l
 	}
 }
 
@@ -141,11 +132,11 @@ func WithBlobCacheSize(bytes int64) Option {
 
 // WithClock sets the clock that dates commits. The default is time.Now.
 func WithClock(now func() time.Time) Option {
-	return func(c *config) { c.clock = now }
+	return func(c *config) { c.Clock = now }
 }
 
 // WithSigner signs every commit the source makes (see
 // internal/signing for OpenPGP keys). By default commits are not signed.
 func WithSigner(s source.Signer) Option {
-	return func(c *config) { c.signer = s }
+	return func(c *config) { c.Signer = s }
 }

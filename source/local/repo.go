@@ -161,7 +161,7 @@ func (r *repo) refreshPacks(cfg *config) bool {
 	r.packStat = fi
 	_ = r.storage.Close() // drop open packs, some of which may be gone
 	r.storage.Reindex()
-	cfg.logger.Debug("reloaded pack indexes", "dir", r.commonDir)
+	cfg.Logger.Debug("reloaded pack indexes", "dir", r.commonDir)
 	return true
 }
 
