@@ -78,6 +78,8 @@ type Source struct {
 	fetchMu sync.Mutex // one fetch at a time
 
 	eng *writes.Engine // target resolution, locking, retries, replay
+
+	metrics *metrics // nil without WithMetrics
 }
 
 var _ source.Source = (*Source)(nil)
@@ -124,11 +126,16 @@ func Open(url string, opts ...Option) (*Source, error) {
 		return nil, fmt.Errorf("git: %w", err)
 	}
 	cfg.Config = eng.Config()
+	m, err := newMetrics(cfg.metrics)
+	if err != nil {
+		return nil, err
+	}
 	return &Source{
 		url:      url,
 		endpoint: ep,
 		cfg:      cfg,
 		eng:      eng,
+		metrics:  m,
 	}, nil
 }
 

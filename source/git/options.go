@@ -6,6 +6,8 @@ import (
 
 	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cup-dev/cup/internal/gitfs"
 	"github.com/cup-dev/cup/internal/writes"
@@ -27,6 +29,9 @@ type config struct {
 	strict        bool
 	treeCacheSize int
 	blobCacheSize int64
+
+	metrics        prometheus.Registerer
+	tracerProvider trace.TracerProvider
 
 	// cacheFS, when set, is the file system the cache directory's
 	// repository is kept in instead of osfs.New(cacheDir); every write to
@@ -139,4 +144,26 @@ func WithClock(now func() time.Time) Option {
 // internal/signing for OpenPGP keys). By default commits are not signed.
 func WithSigner(s source.Signer) Option {
 	return func(c *config) { c.Signer = s }
+}
+
+// WithMetrics registers the source's metrics with reg:
+// cup_git_fetches_total and cup_git_pushes_total, counters labelled by
+// outcome (fetches: success, unchanged, canceled, error; pushes: success,
+// conflict, rejected, canceled, error), and the histograms
+// cup_git_fetch_duration_seconds and cup_git_push_duration_seconds.
+// Sources that share reg share the metrics. By default (or with a nil
+// reg) nothing is registered.
+func WithMetrics(reg prometheus.Registerer) Option {
+	return func(c *config) { c.metrics = reg }
+}
+
+// WithTracerProvider sets where the source's spans go: one span, of kind
+// client, per fetch ("git.fetch") and per push ("git.push"), with the
+// remote's redacted URL (cup.git.remote), the branch pushed
+// (cup.git.branch) and the outcome (cup.git.outcome, as WithMetrics labels
+// it); a failure other than a lost race sets the span's status to Error.
+// By default the global provider (otel.GetTracerProvider) is used, read
+// at each fetch and push, so tracing is off until a program sets one.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) { c.tracerProvider = tp }
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/cup-dev/cup/internal/changeset"
 	"github.com/cup-dev/cup/internal/gitfs"
@@ -131,7 +132,12 @@ var errMoved = writes.ErrMoved
 // refused the update for another reason, and source.ErrUnavailable when
 // the remote could not be reached. When the answer is lost after the
 // request was sent, the outcome is settled with a fetch.
-func (s *Source) push(ctx context.Context, name string, old, new plumbing.Hash, objects []plumbing.Hash) error {
+func (s *Source) push(ctx context.Context, name string, old, new plumbing.Hash, objects []plumbing.Hash) (err error) {
+	ctx, o := s.startOp(ctx, "git.push", attribute.String("cup.git.branch", name))
+	defer func() {
+		outcome := pushOutcome(ctx, err)
+		s.metrics.pushed(outcome, o.end(outcome, err))
+	}()
 	ref := plumbing.NewBranchReferenceName(name)
 	// The HTTP transport rewrites the endpoint it is given on redirects, so
 	// each session gets its own copy.
