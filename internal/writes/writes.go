@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -22,17 +23,17 @@ var ErrMoved = gitfs.ErrRefMoved
 type Ref struct {
 	// Commit and Tree are the commit the revision names and its tree.
 	Commit, Tree plumbing.Hash
-	// Branch is the short name of the branch the revision names (after
-	// following symbolic references), or "" when it names a tag, a commit
-	// or a relative revision.
+	// Branch is the full name (refs/heads/...) of the branch the
+	// revision names (after following symbolic references), or "" when it
+	// names a tag, a commit or a relative revision.
 	Branch string
 }
 
 // RefStore is how an engine reads and moves a repository's branches. It
 // must be safe for concurrent use.
 type RefStore interface {
-	// Resolve resolves rev ("" for the default branch; a branch also as
-	// "refs/heads/<name>"). A revision that names nothing fails with an
+	// Resolve resolves rev ("" for the default branch; the engine names
+	// branches in full, "refs/heads/<name>"). A revision that names nothing fails with an
 	// error wrapping source.ErrRevisionNotFound.
 	Resolve(ctx context.Context, rev string) (Ref, error)
 	// CompareAndSwap moves u.Branch from u.Old to u.New, or creates it at
@@ -41,12 +42,12 @@ type RefStore interface {
 	// exists, when creating) it fails with an error wrapping ErrMoved
 	// and moves nothing. When it returns nil the branch is at u.New, and
 	// Resolve says so.
-	CompareAndSwap(ctx context.Context, u *Swap) error
+	CompareAndSwap(ctx context.Context, u Swap) error
 }
 
 // Swap is one move of a branch.
 type Swap struct {
-	// Branch is the short name of the branch.
+	// Branch is the full name of the branch (refs/heads/...).
 	Branch string
 	// Old is where the branch must be; zero when it must not exist.
 	Old plumbing.Hash
@@ -71,7 +72,7 @@ type Syncer interface {
 
 // WritableChecker is a RefStore that refuses to move some branches in
 // source.ModeDirect. CheckWritable fails, with an error wrapping
-// source.ErrNotWritable, for a branch (short name) that must not move.
+// source.ErrNotWritable, for a branch (full name) that must not move.
 type WritableChecker interface {
 	CheckWritable(branch string) error
 }
@@ -162,9 +163,9 @@ func (e *Engine) Update(ctx context.Context, refs RefStore, objects *gitfs.Store
 			return result, err
 		}
 		if attempt >= e.cfg.MaxRetries {
-			return nil, fmt.Errorf("%w: %s moved %d times while the change was being made; try again", source.ErrConflict, w.write, attempt+1)
+			return nil, fmt.Errorf("%w: %s moved %d times while the change was being made; try again", source.ErrConflict, short(w.write), attempt+1)
 		}
-		e.cfg.Logger.DebugContext(ctx, "branch moved during update; applying again", "branch", w.write, "attempt", attempt+1, "reason", err)
+		e.cfg.Logger.DebugContext(ctx, "branch moved during update; applying again", "branch", short(w.write), "attempt", attempt+1, "reason", err)
 	}
 }
 
@@ -178,10 +179,10 @@ type write struct {
 	// rev is the revision the base snapshot is resolved from: the change
 	// set, or req.Revision.
 	rev string
-	// base is the short name of the branch whose head the change is
+	// base is the full name of the branch whose head the change is
 	// applied on.
 	base string
-	// write is the short name of the branch the commit goes on: base, or
+	// write is the full name of the branch the commit goes on: base, or
 	// a change set to create; "" for a change set with a random name.
 	write string
 	// create says that write (or the random branch) is made by the
@@ -198,7 +199,8 @@ func (w *write) target(ctx context.Context) error {
 		if !changeset.IsChangeSet(prefix, cs) {
 			return fmt.Errorf("%w: %q is not a change-set branch (%s<id>)", source.ErrChangeSetNotFound, cs, prefix)
 		}
-		w.rev, w.base, w.write, w.changeSet = cs, cs, cs, true
+		name := branchPrefix + cs
+		w.rev, w.base, w.write, w.changeSet = cs, name, name, true
 		_, err := w.head(ctx)
 		return err
 	}
@@ -224,7 +226,7 @@ func (w *write) target(ctx context.Context) error {
 	case source.ModeBranch:
 		w.create, w.write = true, ""
 		if req.IdempotencyKey != "" {
-			w.write = changeset.KeyBranchName(prefix, req.Requester, req.IdempotencyKey)
+			w.write = branchPrefix + changeset.KeyBranchName(prefix, req.Requester, req.IdempotencyKey)
 		}
 	}
 	return nil
@@ -232,7 +234,7 @@ func (w *write) target(ctx context.Context) error {
 
 // head resolves the head of w's base branch.
 func (w *write) head(ctx context.Context) (Ref, error) {
-	ref, err := w.refs.Resolve(ctx, "refs/heads/"+w.base)
+	ref, err := w.refs.Resolve(ctx, w.base)
 	switch {
 	case w.changeSet && errors.Is(err, source.ErrRevisionNotFound):
 		return Ref{}, fmt.Errorf("%w: %q: no such branch", source.ErrChangeSetNotFound, w.rev)
@@ -265,25 +267,25 @@ func (w *write) attempt(ctx context.Context) (_ *source.UpdateResult, applyErr b
 	result := p.Result
 	if result.Unchanged || w.req.DryRun {
 		if !w.create { // else no change set is made
-			result.Branch = w.write
+			result.Branch = short(w.write)
 		}
 		return result, false, nil
 	}
-	branch, err := w.move(ctx, &Swap{
+	branch, err := w.move(ctx, Swap{
 		Old: head.Commit, New: p.Commit, Tree: p.Tree, Changes: p.Changes,
 		Committer: committer, Message: "commit: " + w.req.Message,
 	})
 	if err != nil {
 		return nil, false, err
 	}
-	result.Branch, result.Commit = branch, p.Commit.String()
+	result.Branch, result.Commit = short(branch), p.Commit.String()
 	return result, false, nil
 }
 
 // move points w's branch at u.New, made on u.Old, and returns the
-// branch's short name. A branch that moved, or a change set named after a
+// branch's full name. A branch that moved, or a change set named after a
 // key that exists, gives an error wrapping ErrMoved.
-func (w *write) move(ctx context.Context, u *Swap) (string, error) {
+func (w *write) move(ctx context.Context, u Swap) (string, error) {
 	switch {
 	case !w.create:
 		u.Branch = w.write
@@ -294,7 +296,7 @@ func (w *write) move(ctx context.Context, u *Swap) (string, error) {
 	}
 	u.Old = plumbing.ZeroHash
 	for range maxNameAttempts {
-		u.Branch = changeset.BranchName(w.cfg.BranchPrefix, "")
+		u.Branch = branchPrefix + changeset.BranchName(w.cfg.BranchPrefix, "")
 		if err := w.refs.CompareAndSwap(ctx, u); !errors.Is(err, ErrMoved) {
 			return u.Branch, err
 		}
@@ -311,7 +313,7 @@ func (w *write) replay(ctx context.Context, head plumbing.Hash) (*source.UpdateR
 		return nil, nil
 	}
 	if w.create {
-		ref, err := w.refs.Resolve(ctx, "refs/heads/"+w.write)
+		ref, err := w.refs.Resolve(ctx, w.write)
 		if errors.Is(err, source.ErrRevisionNotFound) {
 			return nil, nil // the key's change set is still to be made
 		}
@@ -321,4 +323,12 @@ func (w *write) replay(ctx context.Context, head plumbing.Hash) (*source.UpdateR
 		head = ref.Commit
 	}
 	return changeset.Lookup(ctx, w.objects, w.req, w.write, head, w.create)
+}
+
+// branchPrefix begins the full names of branches.
+const branchPrefix = "refs/heads/"
+
+// short returns a branch's short name.
+func short(name string) string {
+	return strings.TrimPrefix(name, branchPrefix)
 }

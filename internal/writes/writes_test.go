@@ -26,8 +26,8 @@ type refs struct {
 	heads    map[string]plumbing.Hash
 	swaps    []string // branches of the swaps asked for
 	syncs    int
-	refuse   string                     // branch CheckWritable refuses
-	override func(u *writes.Swap) error // runs before a swap; an error fails it
+	refuse   string                    // branch CheckWritable refuses
+	override func(u writes.Swap) error // runs before a swap; an error fails it
 }
 
 func newRefs(t *testing.T) *refs {
@@ -43,14 +43,14 @@ func newRefs(t *testing.T) *refs {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.heads["main"] = c
+	r.heads["refs/heads/main"] = c
 	return r
 }
 
 func (r *refs) Resolve(_ context.Context, rev string) (writes.Ref, error) {
-	name := strings.TrimPrefix(rev, "refs/heads/")
+	name := rev
 	if rev == "" {
-		name = "main"
+		name = "refs/heads/main"
 	}
 	r.mu.Lock()
 	h, ok := r.heads[name]
@@ -65,7 +65,7 @@ func (r *refs) Resolve(_ context.Context, rev string) (writes.Ref, error) {
 	return writes.Ref{Commit: h, Tree: c.Tree, Branch: name}, nil
 }
 
-func (r *refs) CompareAndSwap(_ context.Context, u *writes.Swap) error {
+func (r *refs) CompareAndSwap(_ context.Context, u writes.Swap) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.swaps = append(r.swaps, u.Branch)
@@ -145,9 +145,9 @@ func TestMovedBranchIsRetriedThenConflicts(t *testing.T) {
 	t.Parallel()
 	r := newRefs(t)
 	moves := 0
-	r.override = func(u *writes.Swap) error {
+	r.override = func(u writes.Swap) error {
 		moves++
-		r.heads["main"] = u.New // another writer got there first
+		r.heads["refs/heads/main"] = u.New // another writer got there first
 		return fmt.Errorf("%w: main", writes.ErrMoved)
 	}
 	apply, calls := counting()
@@ -164,7 +164,7 @@ func TestTakenRandomNameIsNotAppliedAgain(t *testing.T) {
 	t.Parallel()
 	r := newRefs(t)
 	taken := 0
-	r.override = func(u *writes.Swap) error {
+	r.override = func(u writes.Swap) error {
 		if taken < 3 {
 			taken++
 			return fmt.Errorf("%w: %s exists", writes.ErrMoved, u.Branch)
@@ -177,10 +177,10 @@ func TestTakenRandomNameIsNotAppliedAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *calls != 1 || len(r.swaps) != 4 || res.Branch != r.swaps[3] || !strings.HasPrefix(res.Branch, "cup/") {
+	if *calls != 1 || len(r.swaps) != 4 || "refs/heads/"+res.Branch != r.swaps[3] || !strings.HasPrefix(res.Branch, "cup/") {
 		t.Fatalf("Apply ran %d times, swaps %v, result %+v; want one Apply and the fourth name", *calls, r.swaps, res)
 	}
-	if r.heads["main"] == r.heads[res.Branch] {
+	if r.heads["refs/heads/main"] == r.heads["refs/heads/"+res.Branch] {
 		t.Fatal("main moved in branch mode")
 	}
 }
@@ -219,7 +219,7 @@ func TestKeyedUpdateSyncsAndReplays(t *testing.T) {
 func TestWritableCheckerInDirectModeOnly(t *testing.T) {
 	t.Parallel()
 	r := newRefs(t)
-	r.refuse = "main"
+	r.refuse = "refs/heads/main"
 	apply, calls := counting()
 	req := &source.UpdateRequest{Message: "m", Apply: apply}
 	if _, err := engine(t, nil).Update(t.Context(), r, r.store, req); !errors.Is(err, source.ErrNotWritable) || *calls != 0 {

@@ -60,20 +60,26 @@ func (rs *refStore) Resolve(_ context.Context, rev string) (writes.Ref, error) {
 	if err != nil {
 		return writes.Ref{}, err
 	}
-	var res resolved
 	if name, ok := strings.CutPrefix(rev, "refs/heads/"); ok {
 		h, ok := st.heads[name]
 		if !ok {
 			return writes.Ref{}, fmt.Errorf("%w: branch %q", source.ErrRevisionNotFound, name)
 		}
-		res, err = s.peelAs(rev, h, name)
-	} else {
-		res, err = s.resolve(st, rev)
+		res, err := s.peelAs(rev, h, name)
+		if err != nil {
+			return writes.Ref{}, err
+		}
+		return writes.Ref{Commit: res.commit, Tree: res.tree, Branch: rev}, nil
 	}
+	res, err := s.resolve(st, rev)
 	if err != nil {
 		return writes.Ref{}, err
 	}
-	return writes.Ref{Commit: res.commit, Tree: res.tree, Branch: res.branch}, nil
+	ref := writes.Ref{Commit: res.commit, Tree: res.tree}
+	if res.branch != "" {
+		ref.Branch = "refs/heads/" + res.branch
+	}
+	return ref, nil
 }
 
 // Sync fetches.
@@ -81,16 +87,17 @@ func (rs *refStore) Sync(ctx context.Context) error { return (*Source)(rs).Fetch
 
 // CompareAndSwap pushes u.New's new objects and moves the remote branch,
 // then records the branch's new value for reads.
-func (rs *refStore) CompareAndSwap(ctx context.Context, u *writes.Swap) error {
+func (rs *refStore) CompareAndSwap(ctx context.Context, u writes.Swap) error {
 	s := (*Source)(rs)
 	objects, err := s.newObjects(u.New, u.Tree, u.Changes)
 	if err != nil {
 		return err
 	}
-	if err := s.push(ctx, u.Branch, u.Old, u.New, objects); err != nil {
+	branch := strings.TrimPrefix(u.Branch, "refs/heads/")
+	if err := s.push(ctx, branch, u.Old, u.New, objects); err != nil {
 		return err
 	}
-	s.setHead(ctx, u.Branch, u.New)
+	s.setHead(ctx, branch, u.New)
 	return nil
 }
 

@@ -113,6 +113,7 @@ func (s *Source) repo() (*repo, error) {
 			return nil, errors.Join(errCheckedOut(branch, where), r.storage.Close())
 		}
 	}
+	r.writes = &refStore{s: s, r: r}
 	s.opened.Store(r)
 	return r, nil
 }
@@ -218,7 +219,7 @@ func (s *Source) Update(ctx context.Context, req *source.UpdateRequest) (*source
 	if err != nil {
 		return nil, err
 	}
-	return s.eng.Update(ctx, &refStore{s: s, r: r}, r.store, req)
+	return s.eng.Update(ctx, r.writes, r.store, req)
 }
 
 // refStore gives the write engine the branches of an opened repository:
@@ -247,11 +248,11 @@ func (rs *refStore) Resolve(_ context.Context, rev string) (writes.Ref, error) {
 	if err != nil {
 		return writes.Ref{}, err
 	}
-	return writes.Ref{Commit: res.commit, Tree: res.tree, Branch: shortBranch(res.branch)}, nil
+	return writes.Ref{Commit: res.commit, Tree: res.tree, Branch: res.branch}, nil
 }
 
-func (rs *refStore) CompareAndSwap(ctx context.Context, u *writes.Swap) error {
-	err := rs.r.refs.Update(ctx, "refs/heads/"+u.Branch, u.Old, u.New, &gitfs.ReflogEntry{Who: u.Committer, Message: u.Message})
+func (rs *refStore) CompareAndSwap(ctx context.Context, u writes.Swap) error {
+	err := rs.r.refs.Update(ctx, u.Branch, u.Old, u.New, &gitfs.ReflogEntry{Who: u.Committer, Message: u.Message})
 	if errors.Is(err, gitfs.ErrRefLocked) {
 		err = fmt.Errorf("%w: %w", source.ErrUnavailable, err)
 	}
@@ -261,13 +262,8 @@ func (rs *refStore) CompareAndSwap(ctx context.Context, u *writes.Swap) error {
 // CheckWritable refuses, in direct mode, a branch that a work tree has
 // checked out (see Open).
 func (rs *refStore) CheckWritable(branch string) error {
-	name := "refs/heads/" + branch
-	if where, ok := rs.r.checkedOut(rs.s.path)[name]; ok {
-		return errCheckedOut(name, where)
+	if where, ok := rs.r.checkedOut(rs.s.path)[branch]; ok {
+		return errCheckedOut(branch, where)
 	}
 	return nil
-}
-
-func shortBranch(name string) string {
-	return strings.TrimPrefix(name, "refs/heads/")
 }

@@ -37,6 +37,8 @@ type repo struct {
 
 	gogitMu sync.Mutex
 	gogit   *git.Repository // for revision syntax beyond names and ids
+
+	writes *refStore // what the write engine moves branches with
 }
 
 // peeled is a commit and its tree.
