@@ -86,6 +86,19 @@ func TestServeRemote(t *testing.T) {
 	if !strings.Contains(readFlag(t, dir), "rollout: 90") {
 		t.Errorf("remote holds %s", readFlag(t, dir))
 	}
+	// Start's fetch and the webhook's brought news; the write pushed once.
+	_, metrics := get(t, url+"/metrics")
+	for _, want := range []string{
+		`cup_git_fetches_total{outcome="success"} 2`,
+		`cup_git_pushes_total{outcome="success"} 1`,
+		`cup_git_pushes_total{outcome="conflict"} 0`,
+		`cup_git_fetch_duration_seconds_count 2`,
+		`cup_git_push_duration_seconds_count 1`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 }
 
 // TestServeRemoteBranchMode writes a change set: a new branch, with main

@@ -182,7 +182,9 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 	if err != nil {
 		return nil, err
 	}
-	src, err := a.openSource(ctx, opts, mode)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	src, err := a.openSource(ctx, opts, mode, reg)
 	if err != nil {
 		return nil, fmt.Errorf("opening repository %s: %w", gitsource.Redact(a.repo), err)
 	}
@@ -190,8 +192,6 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 	if a.branch, err = src.DefaultBranch(); err != nil {
 		return nil, fmt.Errorf("opening repository %s: %w", gitsource.Redact(a.repo), err)
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a.conns = newConnLimiter(opts, reg)
 	var served source.Source = src
 	if propose {
@@ -311,8 +311,9 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 	return a, nil
 }
 
-// openSource opens the local or remote source opts name.
-func (a *App) openSource(ctx context.Context, opts Options, mode source.WriteMode) (repoSource, error) {
+// openSource opens the local or remote source opts name; a remote one
+// exports its fetch and push metrics to reg.
+func (a *App) openSource(ctx context.Context, opts Options, mode source.WriteMode, reg prometheus.Registerer) (repoSource, error) {
 	prefix := or(opts.BranchPrefix, source.DefaultBranchPrefix)
 	var signer source.Signer
 	if opts.SigningKeyFile != "" {
@@ -346,6 +347,7 @@ func (a *App) openSource(ctx context.Context, opts Options, mode source.WriteMod
 		gitsource.WithFetchInterval(r.FetchInterval),
 		gitsource.WithStrict(r.Strict),
 		gitsource.WithSigner(signer),
+		gitsource.WithMetrics(reg),
 	}
 	if opts.Branch != "" {
 		gopts = append(gopts, gitsource.WithBranch(opts.Branch))

@@ -39,7 +39,7 @@ func (s *Source) Run(ctx context.Context) error {
 			return nil
 		case <-t.C:
 			if err := s.Fetch(ctx); err != nil && ctx.Err() == nil {
-				s.cfg.logger.WarnContext(ctx, "fetch failed; serving the last fetched state", "url", Redact(s.url), "error", err)
+				s.cfg.Logger.WarnContext(ctx, "fetch failed; serving the last fetched state", "url", Redact(s.url), "error", err)
 			}
 		}
 	}
@@ -55,17 +55,22 @@ func (s *Source) Fetch(ctx context.Context) error {
 	}
 	s.fetchMu.Lock()
 	defer s.fetchMu.Unlock()
+	ctx, o := s.startOp(ctx, "git.fetch")
 	stale := s.stale.Swap(false)
-	err := s.fetch(ctx, stale)
+	changed, err := s.fetch(ctx, stale)
 	if err != nil && stale {
 		s.stale.Store(true)
 	}
-	return s.outOfSpace(err)
+	err = s.outOfSpace(err)
+	outcome := fetchOutcome(ctx, changed, err)
+	s.metrics.fetched(outcome, o.end(outcome, err))
+	return err
 }
 
 // fetch is Fetch, under fetchMu. Unless stale, it stops when the remote's
-// references are those of the current state.
-func (s *Source) fetch(ctx context.Context, stale bool) error {
+// references are those of the current state; changed reports that it did
+// not.
+func (s *Source) fetch(ctx context.Context, stale bool) (changed bool, _ error) {
 	start := time.Now()
 	hold := newHoldingStorer(s.locked)
 	var st storage.Storer = hold
@@ -83,9 +88,9 @@ func (s *Source) fetch(ctx context.Context, stale bool) error {
 	refs, err := remote.ListContext(ctx, &gogit.ListOptions{Auth: s.cfg.auth})
 	if err != nil {
 		if errors.Is(err, transport.ErrEmptyRemoteRepository) {
-			return s.fetched(ctx, start, "", nil)
+			return true, s.fetched(ctx, start, "", nil)
 		}
-		return s.unavailable(ctx, "list references of", err)
+		return false, s.unavailable(ctx, "list references of", err)
 	}
 	head, heads, tags := "", make(map[string]plumbing.Hash), make(map[string]plumbing.Hash)
 	for _, r := range refs {
@@ -100,7 +105,7 @@ func (s *Source) fetch(ctx context.Context, stale bool) error {
 		}
 	}
 	if st := s.state.Load(); st != nil && !stale && maps.Equal(st.heads, heads) && maps.Equal(st.tags, tags) && (head == "" || head == st.head) {
-		return nil // nothing new
+		return false, nil // nothing new
 	}
 	err = remote.FetchContext(ctx, &gogit.FetchOptions{
 		RefSpecs: refSpecs,
@@ -110,12 +115,12 @@ func (s *Source) fetch(ctx context.Context, stale bool) error {
 		Tags:     gogit.NoTags,
 	})
 	if err != nil && !errors.Is(err, gogit.NoErrAlreadyUpToDate) {
-		return s.unavailable(ctx, "fetch", err)
+		return false, s.unavailable(ctx, "fetch", err)
 	}
 	if err := hold.flush(); err != nil {
-		return s.unavailable(ctx, "fetch", err)
+		return false, s.unavailable(ctx, "fetch", err)
 	}
-	return s.fetched(ctx, start, head, heads)
+	return true, s.fetched(ctx, start, head, heads)
 }
 
 func (s *Source) fetched(ctx context.Context, start time.Time, head string, heads map[string]plumbing.Hash) error {
@@ -135,7 +140,7 @@ func (s *Source) fetched(ctx context.Context, start time.Time, head string, head
 	if s.state.Load() == nil {
 		s.state.Store(&refState{heads: map[string]plumbing.Hash{}, tags: map[string]plumbing.Hash{}, head: head})
 	}
-	s.cfg.logger.DebugContext(ctx, "fetched", "url", Redact(s.url), "branches", len(heads), "took", time.Since(start))
+	s.cfg.Logger.DebugContext(ctx, "fetched", "url", Redact(s.url), "branches", len(heads), "took", time.Since(start))
 	return nil
 }
 

@@ -55,8 +55,8 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
 
-	"github.com/cup-dev/cup/internal/changeset"
 	"github.com/cup-dev/cup/internal/gitfs"
+	"github.com/cup-dev/cup/internal/writes"
 	"github.com/cup-dev/cup/source"
 )
 
@@ -77,7 +77,9 @@ type Source struct {
 
 	fetchMu sync.Mutex // one fetch at a time
 
-	locks changeset.Locks // one update of a branch at a time
+	eng *writes.Engine // target resolution, locking, retries, replay
+
+	metrics *metrics // nil without WithMetrics
 }
 
 var _ source.Source = (*Source)(nil)
@@ -119,26 +121,21 @@ func Open(url string, opts ...Option) (*Source, error) {
 	if cfg.branch != "" && !gitfs.ValidRefName("refs/heads/"+cfg.branch) {
 		return nil, fmt.Errorf("git: invalid branch name %q", cfg.branch)
 	}
-	if !changeset.ValidPrefix(cfg.prefix) {
-		return nil, fmt.Errorf("git: invalid branch prefix %q", cfg.prefix)
+	eng, err := writes.New(cfg.Config)
+	if err != nil {
+		return nil, fmt.Errorf("git: %w", err)
 	}
-	if cfg.mode != source.ModeDirect && cfg.mode != source.ModeBranch {
-		return nil, fmt.Errorf("git: unknown write mode %d", cfg.mode)
-	}
-	cfg.authorName, cfg.authorEmail = gitfs.SanitizeIdent(cfg.authorName), gitfs.SanitizeIdent(cfg.authorEmail)
-	if cfg.authorName == "" || cfg.authorEmail == "" {
-		return nil, errors.New("git: author name and email must not be empty")
-	}
-	if cfg.maxRetries < 0 {
-		return nil, fmt.Errorf("git: negative number of retries %d", cfg.maxRetries)
-	}
-	if cfg.clock == nil {
-		return nil, errors.New("git: nil clock")
+	cfg.Config = eng.Config()
+	m, err := newMetrics(cfg.metrics)
+	if err != nil {
+		return nil, err
 	}
 	return &Source{
 		url:      url,
 		endpoint: ep,
 		cfg:      cfg,
+		eng:      eng,
+		metrics:  m,
 	}, nil
 }
 
@@ -179,7 +176,7 @@ func (s *Source) Start(ctx context.Context) error {
 		s.state.Store(nil) // serve nothing rather than the cache
 		return ferr
 	case cached:
-		s.cfg.logger.WarnContext(ctx, "remote unreachable; serving the cached repository", "url", Redact(s.url), "error", ferr)
+		s.cfg.Logger.WarnContext(ctx, "remote unreachable; serving the cached repository", "url", Redact(s.url), "error", ferr)
 		return nil
 	default:
 		return ferr
@@ -227,7 +224,7 @@ func (s *Source) openStorage() error {
 			return fmt.Errorf("git: cache directory %s: references: %w", dir, err)
 		}
 		if len(removed) > 0 {
-			s.cfg.logger.Warn("removed references an interrupted write left torn in the cache directory; the next fetch writes them again",
+			s.cfg.Logger.Warn("removed references an interrupted write left torn in the cache directory; the next fetch writes them again",
 				"dir", dir, "refs", removed)
 		}
 		s.cacheFS = fsys
@@ -294,7 +291,7 @@ func (s *Source) loadState(head string) (bool, error) {
 // the next fetch writes the cache's references again (see repairRefs).
 func (s *Source) setHead(ctx context.Context, branch string, h plumbing.Hash) {
 	if err := s.locked.SetReference(plumbing.NewHashReference(plumbing.NewBranchReferenceName(branch), h)); err != nil {
-		s.cfg.logger.WarnContext(ctx, "the push landed, but recording the branch in the cache failed; the next fetch records it",
+		s.cfg.Logger.WarnContext(ctx, "the push landed, but recording the branch in the cache failed; the next fetch records it",
 			"branch", branch, "commit", h.String(), "error", err)
 		s.repairRefs()
 	}

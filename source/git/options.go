@@ -6,30 +6,32 @@ import (
 
 	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cup-dev/cup/internal/gitfs"
+	"github.com/cup-dev/cup/internal/writes"
 	"github.com/cup-dev/cup/source"
 )
 
 // Option configures a Source.
 type Option func(*config)
 
+// config is the source's own settings plus those of the write engine,
+// which owns their defaults and checks.
 type config struct {
+	writes.Config
+
 	branch        string
 	auth          transport.AuthMethod
 	cacheDir      string
 	interval      time.Duration
 	strict        bool
-	mode          source.WriteMode
-	prefix        string
-	authorName    string
-	authorEmail   string
-	maxRetries    int
-	logger        *slog.Logger
 	treeCacheSize int
 	blobCacheSize int64
-	clock         func() time.Time
-	signer        source.Signer
+
+	metrics        prometheus.Registerer
+	tracerProvider trace.TracerProvider
 
 	// cacheFS, when set, is the file system the cache directory's
 	// repository is kept in instead of osfs.New(cacheDir); every write to
@@ -42,16 +44,10 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
+		Config:        writes.DefaultConfig(),
 		interval:      time.Minute,
-		mode:          source.ModeDirect,
-		prefix:        source.DefaultBranchPrefix,
-		authorName:    "cup",
-		authorEmail:   "cup@localhost",
-		maxRetries:    5,
-		logger:        slog.New(slog.DiscardHandler),
 		treeCacheSize: gitfs.DefaultTreeCacheSize,
 		blobCacheSize: gitfs.DefaultBlobCacheSize,
-		clock:         time.Now,
 	}
 }
 
@@ -92,27 +88,27 @@ func WithStrict(strict bool) Option {
 // WithWriteMode sets where updates' commits go. The default is
 // source.ModeDirect.
 func WithWriteMode(m source.WriteMode) Option {
-	return func(c *config) { c.mode = m }
+	return func(c *config) { c.Mode = m }
 }
 
 // WithBranchPrefix sets the prefix of the branches ModeBranch makes. The
 // default is source.DefaultBranchPrefix ("cup/").
 func WithBranchPrefix(prefix string) Option {
-	return func(c *config) { c.prefix = prefix }
+	return func(c *config) { c.BranchPrefix = prefix }
 }
 
 // WithAuthor sets the identity the source commits as: the committer of
 // every commit, and its author unless the request names one. The default
 // is "cup <cup@localhost>".
 func WithAuthor(name, email string) Option {
-	return func(c *config) { c.authorName, c.authorEmail = name, email }
+	return func(c *config) { c.AuthorName, c.AuthorEmail = name, email }
 }
 
 // WithMaxRetries sets how many times a direct update is applied again on a
 // newer head when the remote rejects the push because the branch moved,
 // before it fails with source.ErrConflict. The default is 5.
 func WithMaxRetries(n int) Option {
-	return func(c *config) { c.maxRetries = n }
+	return func(c *config) { c.MaxRetries = n }
 }
 
 // WithLogger sets the logger for fetches and retried updates. By default
@@ -122,7 +118,7 @@ func WithLogger(l *slog.Logger) Option {
 		if l == nil {
 			l = slog.New(slog.DiscardHandler)
 		}
-		c.logger = l
+		c.Logger = l
 	}
 }
 
@@ -141,11 +137,33 @@ func WithBlobCacheSize(bytes int64) Option {
 
 // WithClock sets the clock that dates commits. The default is time.Now.
 func WithClock(now func() time.Time) Option {
-	return func(c *config) { c.clock = now }
+	return func(c *config) { c.Clock = now }
 }
 
 // WithSigner signs every commit the source makes (see
 // internal/signing for OpenPGP keys). By default commits are not signed.
 func WithSigner(s source.Signer) Option {
-	return func(c *config) { c.signer = s }
+	return func(c *config) { c.Signer = s }
+}
+
+// WithMetrics registers the source's metrics with reg:
+// cup_git_fetches_total and cup_git_pushes_total, counters labelled by
+// outcome (fetches: success, unchanged, canceled, error; pushes: success,
+// conflict, rejected, canceled, error), and the histograms
+// cup_git_fetch_duration_seconds and cup_git_push_duration_seconds.
+// Sources that share reg share the metrics. By default (or with a nil
+// reg) nothing is registered.
+func WithMetrics(reg prometheus.Registerer) Option {
+	return func(c *config) { c.metrics = reg }
+}
+
+// WithTracerProvider sets where the source's spans go: one span, of kind
+// client, per fetch ("git.fetch") and per push ("git.push"), with the
+// remote's redacted URL (cup.git.remote), the branch pushed
+// (cup.git.branch) and the outcome (cup.git.outcome, as WithMetrics labels
+// it); a failure other than a lost race sets the span's status to Error.
+// By default the global provider (otel.GetTracerProvider) is used, read
+// at each fetch and push, so tracing is off until a program sets one.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) { c.tracerProvider = tp }
 }

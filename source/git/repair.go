@@ -55,11 +55,11 @@ func (s *Source) repairRefs() {
 		return err
 	})
 	if len(removed) > 0 {
-		s.cfg.logger.Warn("removed references a failed write left torn in the cache directory; the next fetch writes them again",
+		s.cfg.Logger.Warn("removed references a failed write left torn in the cache directory; the next fetch writes them again",
 			"dir", s.cfg.cacheDir, "refs", removed)
 	}
 	if err != nil {
-		s.cfg.logger.Warn("checking the cache directory's references failed", "dir", s.cfg.cacheDir, "error", err)
+		s.cfg.Logger.Warn("checking the cache directory's references failed", "dir", s.cfg.cacheDir, "error", err)
 	}
 }
 

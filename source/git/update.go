@@ -14,22 +14,13 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/cup-dev/cup/internal/changeset"
 	"github.com/cup-dev/cup/internal/gitfs"
+	"github.com/cup-dev/cup/internal/writes"
 	"github.com/cup-dev/cup/source"
 )
-
-// maxNameTries bounds how many random change-set names an update tries
-// when the remote already has a branch of that name.
-const maxNameTries = 5
-
-// target is the branch an update writes and what it starts from.
-type target struct {
-	branch string // short name of the branch the push moves or creates
-	base   string // short name of the branch whose head the change starts from
-	create bool   // the push creates branch (ModeBranch without ChangeSet)
-}
 
 // Update applies req.Apply on top of a branch and pushes the result; see
 // the package documentation for the write modes. Failures to reach the
@@ -42,158 +33,72 @@ type target struct {
 // source.CheckMessage rejects fails with source.ErrInvalidMessage, and an
 // update of a change set another requester owns, without
 // req.OverrideOwner, with source.ErrChangeSetOwner.
-func (s *Source) Update(ctx context.Context, req *source.UpdateRequest) (_ *source.UpdateResult, err error) {
-	defer func() { err = s.outOfSpace(err) }()
+//
+// An update with an idempotency key fetches first, since an earlier
+// attempt may have landed without its caller knowing.
+func (s *Source) Update(ctx context.Context, req *source.UpdateRequest) (*source.UpdateResult, error) {
 	if req == nil || req.Apply == nil {
 		return nil, errors.New("git: update request without Apply")
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	key := req.IdempotencyKey
-	if err := changeset.CheckRequest(req); err != nil {
-		return nil, err
-	}
-	if key != "" && !req.DryRun {
-		// An earlier attempt may have landed without its caller knowing.
-		if err := s.Fetch(ctx); err != nil {
-			return nil, err
-		}
-	}
+	res, err := s.eng.Update(ctx, (*refStore)(s), s.store, req)
+	return res, s.outOfSpace(err)
+}
+
+// refStore gives the write engine the branches of the last fetched state:
+// objects are written to the local store as the commit is made, and a
+// compare-and-swap pushes the new ones and moves the remote branch.
+type refStore Source
+
+var (
+	_ writes.RefStore = (*refStore)(nil)
+	_ writes.Syncer   = (*refStore)(nil)
+)
+
+func (rs *refStore) Resolve(_ context.Context, rev string) (writes.Ref, error) {
+	s := (*Source)(rs)
 	st, err := s.current()
 	if err != nil {
-		return nil, err
+		return writes.Ref{}, err
 	}
-	tg, err := s.target(st, req)
-	if err != nil {
-		return nil, err
-	}
-	if req.DryRun {
-		res, _, err := s.attempt(ctx, tg, req, tg.branch)
-		return res, err
-	}
-	lockName := tg.branch
-	if tg.create {
-		lockName = "" // new branches do not race with each other
-		if key != "" {
-			lockName = changeset.KeyBranchName(s.cfg.prefix, req.Requester, key)
+	if name, ok := strings.CutPrefix(rev, "refs/heads/"); ok {
+		h, ok := st.heads[name]
+		if !ok {
+			return writes.Ref{}, fmt.Errorf("%w: branch %q", source.ErrRevisionNotFound, name)
 		}
-	}
-	if lockName != "" {
-		unlock, err := s.locks.Lock(ctx, lockName)
+		res, err := s.peelAs(rev, h, name)
 		if err != nil {
-			return nil, err
+			return writes.Ref{}, err
 		}
-		defer unlock()
+		return writes.Ref{Commit: res.commit, Tree: res.tree, Branch: rev}, nil
 	}
-	for attempt := 0; ; attempt++ {
-		if key != "" {
-			if res, err := s.replay(ctx, tg, req); res != nil || err != nil {
-				return res, err
-			}
-		}
-		name := tg.branch
-		if tg.create {
-			name = changeset.KeyBranchName(s.cfg.prefix, req.Requester, key)
-		}
-		res, retry, err := s.attempt(ctx, tg, req, name)
-		if !retry {
-			return res, err
-		}
-		limit := s.cfg.maxRetries
-		if tg.create && key == "" {
-			limit = maxNameTries
-		}
-		if attempt >= limit {
-			return nil, fmt.Errorf("%w: %s moved %d times while the change was being made; try again", source.ErrConflict, name, attempt+1)
-		}
-		s.cfg.logger.DebugContext(ctx, "branch moved during update; applying again", "branch", name, "attempt", attempt+1, "reason", err)
+	res, err := s.resolve(st, rev)
+	if err != nil {
+		return writes.Ref{}, err
 	}
+	ref := writes.Ref{Commit: res.commit, Tree: res.tree}
+	if res.branch != "" {
+		ref.Branch = "refs/heads/" + res.branch
+	}
+	return ref, nil
 }
 
-// target works out which branch req writes.
-func (s *Source) target(st *refState, req *source.UpdateRequest) (target, error) {
-	if cs := req.ChangeSet; cs != "" {
-		if _, ok := st.heads[cs]; !ok || !changeset.IsChangeSet(s.cfg.prefix, cs) {
-			return target{}, fmt.Errorf("%w: %q", source.ErrChangeSetNotFound, cs)
-		}
-		return target{branch: cs, base: cs}, nil
-	}
-	res, err := s.resolve(st, req.Revision)
-	if err != nil {
-		return target{}, err
-	}
-	if res.branch == "" {
-		return target{}, fmt.Errorf("%w: %q names a tag or commit; only branches can be updated", source.ErrNotWritable, req.Revision)
-	}
-	if s.cfg.mode == source.ModeBranch {
-		return target{base: res.branch, create: true}, nil
-	}
-	return target{branch: res.branch, base: res.branch}, nil
-}
+// Sync fetches.
+func (rs *refStore) Sync(ctx context.Context) error { return (*Source)(rs).Fetch(ctx) }
 
-// replay returns the result of an earlier update with req's idempotency
-// key on the branch tg writes, if there is one, and nil otherwise.
-func (s *Source) replay(ctx context.Context, tg target, req *source.UpdateRequest) (*source.UpdateResult, error) {
-	st, err := s.current()
+// CompareAndSwap pushes u.New's new objects and moves the remote branch,
+// then records the branch's new value for reads.
+func (rs *refStore) CompareAndSwap(ctx context.Context, u writes.Swap) error {
+	s := (*Source)(rs)
+	objects, err := s.newObjects(u.New, u.Tree, u.Changes)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	branch := tg.branch
-	if tg.create {
-		branch = changeset.KeyBranchName(s.cfg.prefix, req.Requester, req.IdempotencyKey)
+	branch := strings.TrimPrefix(u.Branch, "refs/heads/")
+	if err := s.push(ctx, branch, u.Old, u.New, objects); err != nil {
+		return err
 	}
-	head, ok := st.heads[branch]
-	if !ok {
-		return nil, nil
-	}
-	return changeset.Lookup(ctx, s.store, req, branch, head, tg.create)
-}
-
-// attempt applies req on the head of tg.base and, unless it is a dry run
-// or changes nothing, commits and pushes to the branch name. retry reports
-// that the push lost to a concurrent change and the update may be tried
-// again on a newer head.
-func (s *Source) attempt(ctx context.Context, tg target, req *source.UpdateRequest, name string) (_ *source.UpdateResult, retry bool, _ error) {
-	st, err := s.current()
-	if err != nil {
-		return nil, false, err
-	}
-	head, ok := st.heads[tg.base]
-	if !ok {
-		return nil, false, fmt.Errorf("%w: branch %q", source.ErrRevisionNotFound, tg.base)
-	}
-	p, err := s.peel(head)
-	if err != nil {
-		return nil, false, fmt.Errorf("git: read %s: %w", tg.base, err)
-	}
-	committer := source.Signature{Name: s.cfg.authorName, Email: s.cfg.authorEmail, When: s.cfg.clock()}
-	prep, _, err := changeset.Prepare(ctx, s.store, changeset.Base{Revision: req.Revision, Commit: head, Tree: p.tree, NewChangeSet: tg.create},
-		req, committer, s.cfg.signer)
-	if err != nil {
-		return nil, false, err // Apply's error as it is, or the store's
-	}
-	result, commit := prep.Result, prep.Commit
-	if result.Unchanged || req.DryRun {
-		if !tg.create { // else no change set was made
-			result.Branch = name
-		}
-		return result, false, nil
-	}
-	objects, err := s.newObjects(commit, prep.Tree, prep.Changes)
-	if err != nil {
-		return nil, false, err
-	}
-	old := head
-	if tg.create {
-		old = plumbing.ZeroHash
-	}
-	if err := s.push(ctx, name, old, commit, objects); err != nil {
-		return nil, errors.Is(err, errMoved), err
-	}
-	s.setHead(ctx, name, commit)
-	result.Branch, result.Commit = name, commit.String()
-	return result, false, nil
+	s.setHead(ctx, branch, u.New)
+	return nil
 }
 
 // newObjects lists the objects a commit may add to what its parent holds:
@@ -226,7 +131,7 @@ func (s *Source) newObjects(commit, tree plumbing.Hash, changes []gitfs.Change) 
 }
 
 // errMoved reports that the remote branch was not where the push expected.
-var errMoved = errors.New("the branch moved")
+var errMoved = writes.ErrMoved
 
 // push sends objects and moves the remote branch name from old to new
 // (creates it when old is zero). It returns an error wrapping errMoved
@@ -234,7 +139,12 @@ var errMoved = errors.New("the branch moved")
 // refused the update for another reason, and source.ErrUnavailable when
 // the remote could not be reached. When the answer is lost after the
 // request was sent, the outcome is settled with a fetch.
-func (s *Source) push(ctx context.Context, name string, old, new plumbing.Hash, objects []plumbing.Hash) error {
+func (s *Source) push(ctx context.Context, name string, old, new plumbing.Hash, objects []plumbing.Hash) (err error) {
+	ctx, o := s.startOp(ctx, "git.push", attribute.String("cup.git.branch", name))
+	defer func() {
+		outcome := pushOutcome(ctx, err)
+		s.metrics.pushed(outcome, o.end(outcome, err))
+	}()
 	ref := plumbing.NewBranchReferenceName(name)
 	// The HTTP transport rewrites the endpoint it is given on redirects, so
 	// each session gets its own copy.
@@ -347,7 +257,7 @@ func (s *Source) settle(ctx context.Context, name string, old, new plumbing.Hash
 // expected, so that the next attempt starts from the new head.
 func (s *Source) noteMoved(ctx context.Context) {
 	if err := s.Fetch(ctx); err != nil {
-		s.cfg.logger.DebugContext(ctx, "fetch after a moved branch failed", "error", err)
+		s.cfg.Logger.DebugContext(ctx, "fetch after a moved branch failed", "error", err)
 	}
 }
 

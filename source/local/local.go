@@ -36,10 +36,9 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/go-git/go-git/v5/plumbing"
-
 	"github.com/cup-dev/cup/internal/changeset"
 	"github.com/cup-dev/cup/internal/gitfs"
+	"github.com/cup-dev/cup/internal/writes"
 	"github.com/cup-dev/cup/source"
 )
 
@@ -52,7 +51,7 @@ type Source struct {
 	openMu sync.Mutex
 	opened atomic.Pointer[repo]
 
-	locks changeset.Locks // one update of a branch at a time
+	eng *writes.Engine // target resolution, locking, retries, replay
 }
 
 var _ source.Source = (*Source)(nil)
@@ -83,23 +82,12 @@ func Open(path string, opts ...Option) (*Source, error) {
 	if cfg.branch != "" && !gitfs.ValidRefName("refs/heads/"+cfg.branch) {
 		return nil, fmt.Errorf("local: invalid branch name %q", cfg.branch)
 	}
-	cfg.authorName, cfg.authorEmail = gitfs.SanitizeIdent(cfg.authorName), gitfs.SanitizeIdent(cfg.authorEmail)
-	if cfg.authorName == "" || cfg.authorEmail == "" {
-		return nil, errors.New("local: author name and email must not be empty")
+	eng, err := writes.New(cfg.Config)
+	if err != nil {
+		return nil, fmt.Errorf("local: %w", err)
 	}
-	if cfg.maxRetries < 0 {
-		return nil, fmt.Errorf("local: negative number of retries %d", cfg.maxRetries)
-	}
-	if cfg.clock == nil {
-		return nil, errors.New("local: nil clock")
-	}
-	if cfg.mode != source.ModeDirect && cfg.mode != source.ModeBranch {
-		return nil, fmt.Errorf("local: unknown write mode %d", cfg.mode)
-	}
-	if !changeset.ValidPrefix(cfg.branchPrefix) {
-		return nil, fmt.Errorf("local: invalid change-set branch prefix %q", cfg.branchPrefix)
-	}
-	return &Source{path: path, cfg: cfg}, nil
+	cfg.Config = eng.Config()
+	return &Source{path: path, cfg: cfg, eng: eng}, nil
 }
 
 // repo returns the opened repository, opening it on first use. A failure
@@ -119,12 +107,13 @@ func (s *Source) repo() (*repo, error) {
 	}
 	// Direct writes to the branch a work tree has checked out would lose
 	// work: refuse to serve it at all, so that cupd stops at start-up.
-	if s.cfg.mode == source.ModeDirect {
+	if s.cfg.Mode == source.ModeDirect {
 		branch := s.defaultBranch(r)
 		if where, ok := r.checkedOut(s.path)[branch]; ok {
 			return nil, errors.Join(errCheckedOut(branch, where), r.storage.Close())
 		}
 	}
+	r.writes = &refStore{s: s, r: r}
 	s.opened.Store(r)
 	return r, nil
 }
@@ -230,189 +219,51 @@ func (s *Source) Update(ctx context.Context, req *source.UpdateRequest) (*source
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.target(r, req)
+	return s.eng.Update(ctx, r.writes, r.store, req)
+}
+
+// refStore gives the write engine the branches of an opened repository:
+// objects are written in place as the commit is made, so moving a branch
+// is a compare-and-swap of its file under Git's lock.
+type refStore struct {
+	s *Source
+	r *repo
+}
+
+var (
+	_ writes.RefStore        = (*refStore)(nil)
+	_ writes.WritableChecker = (*refStore)(nil)
+)
+
+func (rs *refStore) Resolve(_ context.Context, rev string) (writes.Ref, error) {
+	var (
+		res resolved
+		err error
+	)
+	if name, ok := strings.CutPrefix(rev, "refs/heads/"); ok && gitfs.ValidRefName(rev) && name != "" {
+		res, err = rs.s.resolveRef(rs.r, rev, rev)
+	} else {
+		res, err = rs.s.resolve(rs.r, rev)
+	}
 	if err != nil {
-		return nil, err
+		return writes.Ref{}, err
 	}
-	if req.DryRun {
-		result, _, err := s.attempt(ctx, r, t, req)
-		return result, err
-	}
-	if t.write != "" {
-		unlock, err := s.locks.Lock(ctx, t.write)
-		if err != nil {
-			return nil, err
-		}
-		defer unlock()
-	}
-	for attempt := 0; ; attempt++ {
-		result, applyErr, err := s.attempt(ctx, r, t, req)
-		if applyErr {
-			return nil, err
-		}
-		if !errors.Is(err, gitfs.ErrRefMoved) {
-			return result, err
-		}
-		if attempt >= s.cfg.maxRetries {
-			return nil, fmt.Errorf("%w: %s moved %d times while the change was being made; try again", source.ErrConflict, t.write, attempt+1)
-		}
-		s.cfg.logger.DebugContext(ctx, "branch moved during update; applying again", "branch", t.write, "attempt", attempt+1)
-	}
+	return writes.Ref{Commit: res.commit, Tree: res.tree, Branch: res.branch}, nil
 }
 
-// target is where an update goes.
-type target struct {
-	// rev is the revision the base snapshot is resolved from: the change
-	// set, or req.Revision.
-	rev string
-	// base is the full name of the branch whose head the change is
-	// applied on.
-	base string
-	// write is the full name of the branch the commit goes on: base, or a
-	// change set to create; "" for a change set with a random name.
-	write string
-	// create says that write (or the random branch) is made by the
-	// update, expecting it not to exist.
-	create bool
-	// changeSet says that base is the change set the request names.
-	changeSet bool
+func (rs *refStore) CompareAndSwap(ctx context.Context, u writes.Swap) error {
+	err := rs.r.refs.Update(ctx, u.Branch, u.Old, u.New, &gitfs.ReflogEntry{Who: u.Committer, Message: u.Message})
+	if errors.Is(err, gitfs.ErrRefLocked) {
+		err = fmt.Errorf("%w: %w", source.ErrUnavailable, err)
+	}
+	return err
 }
 
-// target works out where req goes.
-func (s *Source) target(r *repo, req *source.UpdateRequest) (target, error) {
-	if cs := req.ChangeSet; cs != "" {
-		if !changeset.IsChangeSet(s.cfg.branchPrefix, cs) {
-			return target{}, fmt.Errorf("%w: %q is not a change-set branch (%s<id>)", source.ErrChangeSetNotFound, cs, s.cfg.branchPrefix)
-		}
-		name := "refs/heads/" + cs
-		t := target{rev: cs, base: name, write: name, changeSet: true}
-		if _, err := s.head(r, t); err != nil {
-			return target{}, err
-		}
-		return t, nil
+// CheckWritable refuses, in direct mode, a branch that a work tree has
+// checked out (see Open).
+func (rs *refStore) CheckWritable(branch string) error {
+	if where, ok := rs.r.checkedOut(rs.s.path)[branch]; ok {
+		return errCheckedOut(branch, where)
 	}
-	res, err := s.resolve(r, req.Revision)
-	if err != nil {
-		return target{}, err
-	}
-	if res.branch == "" {
-		what := fmt.Sprintf("%q names a tag or commit", req.Revision)
-		if req.Revision == "" {
-			what = "HEAD is detached"
-		}
-		return target{}, fmt.Errorf("%w: %s; only branches can be updated", source.ErrNotWritable, what)
-	}
-	t := target{rev: req.Revision, base: res.branch, write: res.branch}
-	if s.cfg.mode == source.ModeDirect {
-		if where, ok := r.checkedOut(s.path)[res.branch]; ok {
-			return target{}, errCheckedOut(res.branch, where)
-		}
-	}
-	if s.cfg.mode == source.ModeBranch {
-		t.create, t.write = true, ""
-		if req.IdempotencyKey != "" {
-			t.write = "refs/heads/" + changeset.KeyBranchName(s.cfg.branchPrefix, req.Requester, req.IdempotencyKey)
-		}
-	}
-	return t, nil
-}
-
-// head returns the head of t's base branch.
-func (s *Source) head(r *repo, t target) (resolved, error) {
-	res, err := s.resolveRef(r, t.rev, t.base)
-	switch {
-	case t.changeSet && errors.Is(err, source.ErrRevisionNotFound):
-		return resolved{}, fmt.Errorf("%w: %q: no such branch", source.ErrChangeSetNotFound, t.rev)
-	case err != nil:
-		return resolved{}, err
-	case t.changeSet && res.branch != t.base:
-		return resolved{}, fmt.Errorf("%w: %q is a symbolic reference", source.ErrChangeSetNotFound, t.rev)
-	}
-	return res, nil
-}
-
-// attempt applies req on the current head of t's base and, unless it is a
-// dry run or changes nothing, commits and moves or creates t's branch.
-// applyErr reports that err came from req.Apply.
-func (s *Source) attempt(ctx context.Context, r *repo, t target, req *source.UpdateRequest) (_ *source.UpdateResult, applyErr bool, _ error) {
-	res, err := s.head(r, t)
-	if err != nil {
-		return nil, false, err
-	}
-	if result, err := s.replay(ctx, r, t, res.commit, req); result != nil || err != nil {
-		return result, false, err
-	}
-	head := res.commit
-	committer := source.Signature{Name: s.cfg.authorName, Email: s.cfg.authorEmail, When: s.cfg.clock()}
-	p, applyErr, err := changeset.Prepare(ctx, r.store, changeset.Base{Revision: t.rev, Commit: head, Tree: res.tree, NewChangeSet: t.create},
-		req, committer, s.cfg.signer)
-	if err != nil {
-		return nil, applyErr, err
-	}
-	result, commit := p.Result, p.Commit
-	if result.Unchanged || req.DryRun {
-		if !t.create { // else no change set is made
-			result.Branch = shortBranch(t.write)
-		}
-		return result, false, nil
-	}
-	branch, err := s.move(ctx, r, t, head, commit, &gitfs.ReflogEntry{Who: committer, Message: "commit: " + req.Message})
-	if err != nil {
-		if errors.Is(err, gitfs.ErrRefLocked) {
-			err = fmt.Errorf("%w: %w", source.ErrUnavailable, err)
-		}
-		return nil, false, err
-	}
-	result.Branch = shortBranch(branch)
-	result.Commit = commit.String()
-	return result, false, nil
-}
-
-// maxNameAttempts bounds how many random change-set names an update tries
-// before giving up; a name is tried again only when a branch of that name
-// exists.
-const maxNameAttempts = 8
-
-// move points t's branch at commit, made on head, and returns the branch's
-// full name. A branch that moved, or a change set named after a key that
-// exists, gives an error wrapping gitfs.ErrRefMoved.
-func (s *Source) move(ctx context.Context, r *repo, t target, head, commit plumbing.Hash, log *gitfs.ReflogEntry) (string, error) {
-	switch {
-	case !t.create:
-		return t.write, r.refs.Update(ctx, t.write, head, commit, log)
-	case t.write != "":
-		return t.write, r.refs.Update(ctx, t.write, plumbing.ZeroHash, commit, log)
-	}
-	for range maxNameAttempts {
-		name := "refs/heads/" + changeset.BranchName(s.cfg.branchPrefix, "")
-		if err := r.refs.Update(ctx, name, plumbing.ZeroHash, commit, log); !errors.Is(err, gitfs.ErrRefMoved) {
-			return name, err
-		}
-	}
-	return "", fmt.Errorf("%w: %d random change-set names in a row were taken", source.ErrConflict, maxNameAttempts)
-}
-
-// replay returns the result of an earlier update with req's idempotency
-// key on the branch t writes, if there is one, and nil otherwise (always
-// on a dry run). head is the head of t's base, which is the branch t
-// writes unless t creates it.
-func (s *Source) replay(ctx context.Context, r *repo, t target, head plumbing.Hash, req *source.UpdateRequest) (*source.UpdateResult, error) {
-	if req.IdempotencyKey == "" || t.write == "" || req.DryRun {
-		return nil, nil
-	}
-	if t.create {
-		res, err := s.resolveRef(r, t.rev, t.write)
-		if errors.Is(err, source.ErrRevisionNotFound) {
-			return nil, nil // the key's change set is still to be made
-		}
-		if err != nil {
-			return nil, err
-		}
-		head = res.commit
-	}
-	return changeset.Lookup(ctx, r.store, req, t.write, head, t.create)
-}
-
-func shortBranch(name string) string {
-	return strings.TrimPrefix(name, "refs/heads/")
+	return nil
 }

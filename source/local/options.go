@@ -5,37 +5,28 @@ import (
 	"time"
 
 	"github.com/cup-dev/cup/internal/gitfs"
+	"github.com/cup-dev/cup/internal/writes"
 	"github.com/cup-dev/cup/source"
 )
 
 // Option configures a Source.
 type Option func(*config)
 
+// config is the source's own settings plus those of the write engine,
+// which owns their defaults and checks.
 type config struct {
+	writes.Config
+
 	branch        string
-	authorName    string
-	authorEmail   string
-	maxRetries    int
-	logger        *slog.Logger
 	treeCacheSize int
 	blobCacheSize int64
-	clock         func() time.Time
-	mode          source.WriteMode
-	branchPrefix  string
-	signer        source.Signer
 }
 
 func defaultConfig() config {
 	return config{
-		authorName:    "cup",
-		authorEmail:   "cup@localhost",
-		maxRetries:    5,
-		logger:        slog.New(slog.DiscardHandler),
+		Config:        writes.DefaultConfig(),
 		treeCacheSize: gitfs.DefaultTreeCacheSize,
 		blobCacheSize: gitfs.DefaultBlobCacheSize,
-		clock:         time.Now,
-		mode:          source.ModeDirect,
-		branchPrefix:  source.DefaultBranchPrefix,
 	}
 }
 
@@ -50,14 +41,14 @@ func WithBranch(name string) Option {
 // every commit, and its author unless the request names one. The default
 // is "cup <cup@localhost>".
 func WithAuthor(name, email string) Option {
-	return func(c *config) { c.authorName, c.authorEmail = name, email }
+	return func(c *config) { c.AuthorName, c.AuthorEmail = name, email }
 }
 
 // WithMaxRetries sets how many times an update is applied again on a newer
 // head when another writer moved the branch, before it fails with
 // source.ErrConflict. The default is 5.
 func WithMaxRetries(n int) Option {
-	return func(c *config) { c.maxRetries = n }
+	return func(c *config) { c.MaxRetries = n }
 }
 
 // WithLogger sets the logger for debugging events such as retried updates.
@@ -67,7 +58,7 @@ func WithLogger(l *slog.Logger) Option {
 		if l == nil {
 			l = slog.New(slog.DiscardHandler)
 		}
-		c.logger = l
+		c.Logger = l
 	}
 }
 
@@ -88,14 +79,14 @@ func WithBlobCacheSize(bytes int64) Option {
 // WithClock sets the clock that dates commits, for reproducible commit ids
 // in tests. The default is time.Now.
 func WithClock(now func() time.Time) Option {
-	return func(c *config) { c.clock = now }
+	return func(c *config) { c.Clock = now }
 }
 
 // WithWriteMode sets where updates commit: on their target branch
 // (source.ModeDirect) or on a new change-set branch made from its head
 // (source.ModeBranch); see Source.Update. The default is source.ModeDirect.
 func WithWriteMode(mode source.WriteMode) Option {
-	return func(c *config) { c.mode = mode }
+	return func(c *config) { c.Mode = mode }
 }
 
 // WithBranchPrefix sets the prefix of the names of change-set branches:
@@ -104,11 +95,11 @@ func WithWriteMode(mode source.WriteMode) Option {
 // followed by an id must be a valid branch name. The default is
 // source.DefaultBranchPrefix ("cup/").
 func WithBranchPrefix(prefix string) Option {
-	return func(c *config) { c.branchPrefix = prefix }
+	return func(c *config) { c.BranchPrefix = prefix }
 }
 
 // WithSigner signs every commit the source makes (see
 // internal/signing for OpenPGP keys). By default commits are not signed.
 func WithSigner(s source.Signer) Option {
-	return func(c *config) { c.signer = s }
+	return func(c *config) { c.Signer = s }
 }

@@ -37,6 +37,8 @@ type repo struct {
 
 	gogitMu sync.Mutex
 	gogit   *git.Repository // for revision syntax beyond names and ids
+
+	writes *refStore // what the write engine moves branches with
 }
 
 // peeled is a commit and its tree.
@@ -161,7 +163,7 @@ func (r *repo) refreshPacks(cfg *config) bool {
 	r.packStat = fi
 	_ = r.storage.Close() // drop open packs, some of which may be gone
 	r.storage.Reindex()
-	cfg.logger.Debug("reloaded pack indexes", "dir", r.commonDir)
+	cfg.Logger.Debug("reloaded pack indexes", "dir", r.commonDir)
 	return true
 }
 

@@ -30,6 +30,9 @@ func (f *fixture) openMode(t *testing.T, mode source.WriteMode, prefix string) s
 	if f.h.OpenMode == nil {
 		t.Skip("sourcetest: Harness.OpenMode is nil, so write modes and change sets cannot be tested")
 	}
+	if f.h.Proposals && mode != source.ModeBranch {
+		t.Skipf("sourcetest: the harness writes in proposal mode, and this test needs a source in %s mode", mode)
+	}
 	return f.h.OpenMode(t, f.dir, mode, prefix)
 }
 
@@ -67,12 +70,13 @@ func (f *fixture) commitKeyed(branch, key, fingerprint string, files map[string]
 	return f.repo.Commit(branch, m, changeset.Message("landed elsewhere\n", changeset.Trailers{IdempotencyKey: key, Fingerprint: fingerprint}))
 }
 
-func updateOn(t *testing.T, src source.Source, req *source.UpdateRequest) *source.UpdateResult {
+func (f *fixture) updateOn(t *testing.T, src source.Source, req *source.UpdateRequest) *source.UpdateResult {
 	t.Helper()
 	res, err := src.Update(t.Context(), req)
 	if err != nil {
 		t.Fatalf("Update(revision %q, change set %q, key %q): %v", req.Revision, req.ChangeSet, req.IdempotencyKey, err)
 	}
+	f.checkProposal(t, req, res)
 	return res
 }
 
@@ -88,7 +92,7 @@ func (f *fixture) checkHeads(t *testing.T, want map[string]string) {
 
 func testBranchModeCreatesChangeSet(t *testing.T, f *fixture) {
 	src := f.openMode(t, source.ModeBranch, "cup/")
-	res := updateOn(t, src, &source.UpdateRequest{Message: "scale\n", Apply: writes(map[string]string{appPath: appV3})})
+	res := f.updateOn(t, src, &source.UpdateRequest{Message: "scale\n", Apply: writes(map[string]string{appPath: appV3})})
 	if !strings.HasPrefix(res.Branch, "cup/") || !changeset.IsChangeSet("cup/", res.Branch) {
 		t.Fatalf("Branch = %q, want a change set cup/<id>", res.Branch)
 	}
@@ -115,7 +119,7 @@ func testBranchModeCreatesChangeSet(t *testing.T, f *fixture) {
 
 	// From another branch, and another prefix.
 	other := f.openMode(t, source.ModeBranch, "proposals/")
-	res2 := updateOn(t, other, &source.UpdateRequest{Revision: "dev", Message: "on dev", Apply: writes(map[string]string{"dev.txt": "more\n"})})
+	res2 := f.updateOn(t, other, &source.UpdateRequest{Revision: "dev", Message: "on dev", Apply: writes(map[string]string{"dev.txt": "more\n"})})
 	if !changeset.IsChangeSet("proposals/", res2.Branch) || res2.Base != f.dev {
 		t.Fatalf("result = %+v, want a change set proposals/<id> over %s", res2, f.dev)
 	}
@@ -127,12 +131,12 @@ func testBranchModeCreatesChangeSet(t *testing.T, f *fixture) {
 
 func testBranchModeWritesNothingForNothing(t *testing.T, f *fixture) {
 	src := f.openMode(t, source.ModeBranch, "cup/")
-	dry := updateOn(t, src, &source.UpdateRequest{DryRun: true, Message: "dry", Apply: writes(map[string]string{appPath: appV3})})
+	dry := f.updateOn(t, src, &source.UpdateRequest{DryRun: true, Message: "dry", Apply: writes(map[string]string{appPath: appV3})})
 	want := []source.FileChange{{Path: appPath, Op: source.OpUpdate, Diff: appV3Diff}}
 	if dry.Branch != "" || dry.Commit != "" || dry.Base != f.c2 || !slices.Equal(dry.Changes, want) {
 		t.Fatalf("dry run = %+v, want the changes over %s and no branch", dry, f.c2)
 	}
-	same := updateOn(t, src, &source.UpdateRequest{Message: "same", Apply: writes(map[string]string{appPath: appV2})})
+	same := f.updateOn(t, src, &source.UpdateRequest{Message: "same", Apply: writes(map[string]string{appPath: appV2})})
 	if !same.Unchanged || same.Branch != "" || same.Commit != "" {
 		t.Fatalf("unchanged update = %+v, want no branch", same)
 	}
@@ -144,9 +148,9 @@ func testBranchModeWritesNothingForNothing(t *testing.T, f *fixture) {
 
 func testChangeSetAddsCommits(t *testing.T, f *fixture) {
 	src := f.openMode(t, source.ModeBranch, "cup/")
-	first := updateOn(t, src, &source.UpdateRequest{Message: "one", Apply: writes(map[string]string{appPath: appV3})})
+	first := f.updateOn(t, src, &source.UpdateRequest{Message: "one", Apply: writes(map[string]string{appPath: appV3})})
 	cs := first.Branch
-	second := updateOn(t, src, &source.UpdateRequest{
+	second := f.updateOn(t, src, &source.UpdateRequest{
 		Revision:  "dev", // ignored
 		ChangeSet: cs,
 		Message:   "two",
@@ -165,11 +169,11 @@ func testChangeSetAddsCommits(t *testing.T, f *fixture) {
 	// Whatever the source's mode.
 	direct := f.openMode(t, source.ModeDirect, "cup/")
 	f.syncSource(t, direct)
-	dry := updateOn(t, direct, &source.UpdateRequest{ChangeSet: cs, DryRun: true, Message: "dry", Apply: writes(map[string]string{"x.txt": "x\n"})})
+	dry := f.updateOn(t, direct, &source.UpdateRequest{ChangeSet: cs, DryRun: true, Message: "dry", Apply: writes(map[string]string{"x.txt": "x\n"})})
 	if dry.Branch != cs || dry.Base != second.Commit || dry.Commit != "" {
 		t.Fatalf("dry run on %s = %+v, want it over %s", cs, dry, second.Commit)
 	}
-	third := updateOn(t, direct, &source.UpdateRequest{ChangeSet: cs, Message: "three", Apply: writes(map[string]string{"x.txt": "x\n"})})
+	third := f.updateOn(t, direct, &source.UpdateRequest{ChangeSet: cs, Message: "three", Apply: writes(map[string]string{"x.txt": "x\n"})})
 	if third.Branch != cs || third.Base != second.Commit {
 		t.Fatalf("update of %s through a direct-mode source = %+v, want a commit over %s", cs, third, second.Commit)
 	}
@@ -333,18 +337,18 @@ func testIdempotencyKeyReused(t *testing.T, f *fixture) {
 
 func testIdempotentBranchMode(t *testing.T, f *fixture) {
 	src := f.openMode(t, source.ModeBranch, "cup/")
-	first := updateOn(t, src, keyed("order-1", "fp-1"))
+	first := f.updateOn(t, src, keyed("order-1", "fp-1"))
 	if first.Branch != changeset.BranchName("cup/", "order-1") || first.Replayed || first.Base != f.c2 {
 		t.Fatalf("first update = %+v, want change set %s over %s", first, changeset.BranchName("cup/", "order-1"), f.c2)
 	}
-	checkReplay(t, updateOn(t, src, keyed("order-1", "fp-1")), first)
+	checkReplay(t, f.updateOn(t, src, keyed("order-1", "fp-1")), first)
 	if got := f.branches(t, "cup/"); len(got) != 1 || got[first.Branch] != first.Commit {
 		t.Fatalf("change sets: %v, want just %s at %s", got, first.Branch, first.Commit)
 	}
 
 	// Still recognised once the change set has more commits.
-	more := updateOn(t, src, &source.UpdateRequest{ChangeSet: first.Branch, Message: "more", Apply: writes(map[string]string{"more.txt": "more\n"})})
-	checkReplay(t, updateOn(t, src, keyed("order-1", "fp-1")), first)
+	more := f.updateOn(t, src, &source.UpdateRequest{ChangeSet: first.Branch, Message: "more", Apply: writes(map[string]string{"more.txt": "more\n"})})
+	checkReplay(t, f.updateOn(t, src, keyed("order-1", "fp-1")), first)
 	if _, err := src.Update(t.Context(), keyed("order-1", "fp-2")); !errors.Is(err, source.ErrIdempotencyKeyReused) {
 		t.Fatalf("Update with a used key and another fingerprint: err = %v, want ErrIdempotencyKeyReused", err)
 	}
@@ -353,11 +357,11 @@ func testIdempotentBranchMode(t *testing.T, f *fixture) {
 	onCS := keyed("order-2", "fp-2")
 	onCS.ChangeSet = first.Branch
 	onCS.Apply = writes(map[string]string{"cs.txt": "cs\n"})
-	second := updateOn(t, src, onCS)
+	second := f.updateOn(t, src, onCS)
 	if second.Branch != first.Branch || second.Base != more.Commit || second.Replayed {
 		t.Fatalf("keyed update of %s = %+v, want a commit over %s", first.Branch, second, more.Commit)
 	}
-	checkReplay(t, updateOn(t, src, onCS), second)
+	checkReplay(t, f.updateOn(t, src, onCS), second)
 	f.checkHeads(t, map[string]string{"main": f.c2, first.Branch: second.Commit})
 	if got := f.branches(t, "cup/"); len(got) != 1 {
 		t.Fatalf("change sets: %v, want just %s", got, first.Branch)
@@ -422,7 +426,7 @@ func testIdempotentKeyLandedElsewhere(t *testing.T, f *fixture) {
 
 	// A source that never saw the first update recognises it too.
 	fresh := f.h.Open(t, f.dir)
-	checkReplay(t, updateOn(t, fresh, keyed("order-1", "fp-1")), want)
+	checkReplay(t, f.updateOn(t, fresh, keyed("order-1", "fp-1")), want)
 	if _, err := fresh.Update(t.Context(), keyed("order-1", "fp-2")); !errors.Is(err, source.ErrIdempotencyKeyReused) {
 		t.Fatalf("Update with a used key and another fingerprint: err = %v, want ErrIdempotencyKeyReused", err)
 	}
@@ -469,7 +473,7 @@ func testIdempotentUnchanged(t *testing.T, f *fixture) {
 	}
 	src := f.openMode(t, source.ModeBranch, "cup/")
 	for i := range 2 {
-		res := updateOn(t, src, req)
+		res := f.updateOn(t, src, req)
 		if !res.Unchanged || res.Replayed || res.Commit != "" || res.Branch != "" {
 			t.Fatalf("update %d in branch mode = %+v, want unchanged", i+1, res)
 		}

@@ -19,6 +19,11 @@
 //		})
 //	}
 //
+// Wrappers that write in proposal mode, such as internal/proposals.Manager,
+// run the suite with Harness.Proposals set: the suite then checks that
+// every write that commits names its proposal, and skips the tests that
+// need direct writes.
+//
 // Every test starts from a fresh bare repository on local disk, made with
 // internal/gitrepo (or, with Harness.Repo, from a repository of the
 // harness's own, such as one in memory), and asks the harness for a source
@@ -77,6 +82,16 @@ type Harness struct {
 	// that keep their repository elsewhere, such as in memory. Open and
 	// OpenMode are then given the same dir, to find that repository by.
 	Repo func(t *testing.T, dir string) Repo
+
+	// Proposals says that the harness's sources write in proposal mode:
+	// wrappers (such as internal/proposals.Manager) over a source in
+	// source.ModeBranch, which answer every write that commits with the
+	// proposal that reviews its change set (UpdateResult.Proposal). Open
+	// then returns such a source with the change-set prefix
+	// source.DefaultBranchPrefix, OpenMode is only asked for
+	// source.ModeBranch, and the tests that need a source writing in
+	// source.ModeDirect are skipped.
+	Proposals bool
 }
 
 // Run runs the conformance suite as parallel subtests of t.
@@ -85,53 +100,61 @@ func Run(t *testing.T, h Harness) {
 	if h.Open == nil {
 		t.Fatal("sourcetest: Harness.Open is nil")
 	}
+	// direct marks the tests whose source Open must write in
+	// source.ModeDirect.
+	const direct = true
 	tests := []struct {
-		name string
-		run  func(t *testing.T, f *fixture)
+		name   string
+		run    func(t *testing.T, f *fixture)
+		direct bool
 	}{
-		{"ViewRevisions", testViewRevisions},
-		{"ViewPassesTestFS", testViewPassesTestFS},
-		{"ViewNotFound", testViewNotFound},
-		{"ViewInvalid", testViewInvalid},
-		{"ViewSeesExternalCommit", testViewSeesExternalCommit},
-		{"SnapshotsAreImmutable", testSnapshotsAreImmutable},
-		{"UpdateCreateModifyDelete", testUpdateCreateModifyDelete},
-		{"UpdateDropsEmptyDirectories", testUpdateDropsEmptyDirectories},
-		{"UpdateOtherBranch", testUpdateOtherBranch},
-		{"UpdateAuthor", testUpdateAuthor},
-		{"UpdateUnchanged", testUpdateUnchanged},
-		{"UpdateDryRun", testUpdateDryRun},
-		{"UpdateNotWritable", testUpdateNotWritable},
-		{"UpdateApplyError", testUpdateApplyError},
-		{"UpdateHostilePaths", testUpdateHostilePaths},
-		{"UpdateWriterSeesWrites", testUpdateWriterSeesWrites},
-		{"UpdateCanceled", testUpdateCanceled},
-		{"UpdateConcurrent", testUpdateConcurrent},
-		{"UpdateAfterExternalCommit", testUpdateAfterExternalCommit},
-		{"UpdateRetriesWhenBranchMoves", testUpdateRetriesWhenBranchMoves},
-		{"UpdateConflict", testUpdateConflict},
-		{"BranchModeCreatesChangeSet", testBranchModeCreatesChangeSet},
-		{"BranchModeWritesNothingForNothing", testBranchModeWritesNothingForNothing},
-		{"BranchModeConcurrent", testBranchModeConcurrent},
-		{"ChangeSetAddsCommits", testChangeSetAddsCommits},
-		{"ChangeSetNotFound", testChangeSetNotFound},
-		{"IdempotentDirect", testIdempotentDirect},
-		{"IdempotencyKeyReused", testIdempotencyKeyReused},
-		{"IdempotencyKeyInvalid", testIdempotencyKeyInvalid},
-		{"IdempotentUnchanged", testIdempotentUnchanged},
-		{"IdempotentKeyLandedElsewhere", testIdempotentKeyLandedElsewhere},
-		{"IdempotentKeyLandsDuringUpdate", testIdempotentKeyLandsDuringUpdate},
-		{"IdempotentBranchMode", testIdempotentBranchMode},
-		{"IdempotentBranchModeConcurrent", testIdempotentBranchModeConcurrent},
-		{"IdempotentBranchTaken", testIdempotentBranchTaken},
-		{"ForgedKeyNotReplayed", testForgedKeyNotReplayed},
-		{"MessageRefused", testMessageRefused},
-		{"ChangeSetOwner", testChangeSetOwner},
-		{"KeyIsTheRequesters", testKeyIsTheRequesters},
+		{"ViewRevisions", testViewRevisions, false},
+		{"ViewPassesTestFS", testViewPassesTestFS, false},
+		{"ViewNotFound", testViewNotFound, false},
+		{"ViewInvalid", testViewInvalid, false},
+		{"ViewSeesExternalCommit", testViewSeesExternalCommit, false},
+		{"SnapshotsAreImmutable", testSnapshotsAreImmutable, false},
+		{"UpdateCreateModifyDelete", testUpdateCreateModifyDelete, direct},
+		{"UpdateDropsEmptyDirectories", testUpdateDropsEmptyDirectories, false},
+		{"UpdateOtherBranch", testUpdateOtherBranch, direct},
+		{"UpdateAuthor", testUpdateAuthor, false},
+		{"UpdateUnchanged", testUpdateUnchanged, direct},
+		{"UpdateDryRun", testUpdateDryRun, direct},
+		{"UpdateNotWritable", testUpdateNotWritable, false},
+		{"UpdateApplyError", testUpdateApplyError, false},
+		{"UpdateHostilePaths", testUpdateHostilePaths, false},
+		{"UpdateWriterSeesWrites", testUpdateWriterSeesWrites, false},
+		{"UpdateCanceled", testUpdateCanceled, false},
+		{"UpdateConcurrent", testUpdateConcurrent, direct},
+		{"UpdateAfterExternalCommit", testUpdateAfterExternalCommit, direct},
+		{"UpdateRetriesWhenBranchMoves", testUpdateRetriesWhenBranchMoves, direct},
+		{"UpdateConflict", testUpdateConflict, direct},
+		{"BranchModeCreatesChangeSet", testBranchModeCreatesChangeSet, false},
+		{"BranchModeWritesNothingForNothing", testBranchModeWritesNothingForNothing, false},
+		{"BranchModeConcurrent", testBranchModeConcurrent, false},
+		{"ChangeSetAddsCommits", testChangeSetAddsCommits, false},
+		{"ChangeSetNotFound", testChangeSetNotFound, false},
+		{"IdempotentDirect", testIdempotentDirect, direct},
+		{"IdempotencyKeyReused", testIdempotencyKeyReused, direct},
+		{"IdempotencyKeyInvalid", testIdempotencyKeyInvalid, false},
+		{"IdempotentUnchanged", testIdempotentUnchanged, false},
+		{"IdempotentKeyLandedElsewhere", testIdempotentKeyLandedElsewhere, direct},
+		{"IdempotentKeyLandsDuringUpdate", testIdempotentKeyLandsDuringUpdate, direct},
+		{"IdempotentBranchMode", testIdempotentBranchMode, false},
+		{"IdempotentBranchModeConcurrent", testIdempotentBranchModeConcurrent, false},
+		{"IdempotentBranchTaken", testIdempotentBranchTaken, false},
+		{"ForgedKeyNotReplayed", testForgedKeyNotReplayed, direct},
+		{"MessageRefused", testMessageRefused, false},
+		{"ChangeSetOwner", testChangeSetOwner, false},
+		{"KeyIsTheRequesters", testKeyIsTheRequesters, false},
+		{"ProposalPerChangeSet", testProposalPerChangeSet, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			if tt.direct && h.Proposals {
+				t.Skip("sourcetest: the harness writes in proposal mode, and this test needs direct writes")
+			}
 			tt.run(t, newFixture(t, h))
 		})
 	}
@@ -251,7 +274,24 @@ func update(t *testing.T, f *fixture, req *source.UpdateRequest) *source.UpdateR
 	if err != nil {
 		t.Fatalf("Update(%q): %v", req.Revision, err)
 	}
+	f.checkProposal(t, req, res)
 	return res
+}
+
+// checkProposal fails t when a source in proposal mode answers a write
+// that committed (or replayed a commit) without naming its proposal, and
+// when any other source names one.
+func (f *fixture) checkProposal(t *testing.T, req *source.UpdateRequest, res *source.UpdateResult) {
+	t.Helper()
+	committed := res.Commit != "" && !req.DryRun
+	switch {
+	case f.h.Proposals && committed && (res.Proposal == nil || res.Proposal.ID == ""):
+		t.Errorf("Update in proposal mode = %+v, committed on %s without naming a proposal", res, res.Branch)
+	case f.h.Proposals && !committed && res.Proposal != nil:
+		t.Errorf("Update in proposal mode = %+v, names proposal %+v for a write that committed nothing", res, res.Proposal)
+	case !f.h.Proposals && res.Proposal != nil:
+		t.Errorf("Update = %+v names a proposal, but the harness is not in proposal mode", res)
+	}
 }
 
 // writes returns an ApplyFunc that writes files ("" content removes).

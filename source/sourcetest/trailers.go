@@ -104,7 +104,7 @@ func testMessageRefused(t *testing.T, f *fixture) {
 
 func testChangeSetOwner(t *testing.T, f *fixture) {
 	src := f.openMode(t, source.ModeBranch, "cup/")
-	first := updateOn(t, src, &source.UpdateRequest{Message: "alice's", Requester: "alice", Apply: writes(map[string]string{appPath: appV3})})
+	first := f.updateOn(t, src, &source.UpdateRequest{Message: "alice's", Requester: "alice", Apply: writes(map[string]string{appPath: appV3})})
 	cs := first.Branch
 	refused := func(t *testing.T, req *source.UpdateRequest) {
 		t.Helper()
@@ -132,8 +132,8 @@ func testChangeSetOwner(t *testing.T, f *fixture) {
 
 	// The owner adds to it; so does a holder of the grant, and the change
 	// set keeps its owner.
-	second := updateOn(t, src, &source.UpdateRequest{ChangeSet: cs, Message: "alice's second", Requester: "alice", Apply: writes(map[string]string{"a.txt": "a\n"})})
-	third := updateOn(t, src, &source.UpdateRequest{ChangeSet: cs, Message: "carol's", Requester: "carol", OverrideOwner: true, Apply: writes(map[string]string{"c.txt": "c\n"})})
+	second := f.updateOn(t, src, &source.UpdateRequest{ChangeSet: cs, Message: "alice's second", Requester: "alice", Apply: writes(map[string]string{"a.txt": "a\n"})})
+	third := f.updateOn(t, src, &source.UpdateRequest{ChangeSet: cs, Message: "carol's", Requester: "carol", OverrideOwner: true, Apply: writes(map[string]string{"c.txt": "c\n"})})
 	if second.Base != first.Commit || third.Base != second.Commit {
 		t.Fatalf("updates of %s = %+v, %+v; want commits on top of each other", cs, second, third)
 	}
@@ -146,31 +146,31 @@ func testChangeSetOwner(t *testing.T, f *fixture) {
 	refused(t, &source.UpdateRequest{Message: "bob's", Requester: "bob"})
 
 	// Without a requester (no policy) nothing is checked, as before.
-	anon := updateOn(t, src, &source.UpdateRequest{ChangeSet: cs, Message: "anonymous", Apply: writes(map[string]string{"anon.txt": "anon\n"})})
+	anon := f.updateOn(t, src, &source.UpdateRequest{ChangeSet: cs, Message: "anonymous", Apply: writes(map[string]string{"anon.txt": "anon\n"})})
 	if anon.Base != ext {
 		t.Fatalf("anonymous update of %s = %+v, want a commit on %s", cs, anon, ext)
 	}
 	refused(t, &source.UpdateRequest{Message: "bob's", Requester: "bob"})
 
 	// A change set made without a requester has no owner.
-	open := updateOn(t, src, &source.UpdateRequest{Message: "nobody's", Apply: writes(map[string]string{appPath: appV3})})
-	updateOn(t, src, &source.UpdateRequest{ChangeSet: open.Branch, Message: "bob's", Requester: "bob", Apply: writes(map[string]string{"b.txt": "b\n"})})
+	open := f.updateOn(t, src, &source.UpdateRequest{Message: "nobody's", Apply: writes(map[string]string{appPath: appV3})})
+	f.updateOn(t, src, &source.UpdateRequest{ChangeSet: open.Branch, Message: "bob's", Requester: "bob", Apply: writes(map[string]string{"b.txt": "b\n"})})
 }
 
 func testKeyIsTheRequesters(t *testing.T, f *fixture) {
 	src := f.openMode(t, source.ModeBranch, "cup/")
 	alice := keyed("order-1", "fp-alice")
 	alice.Requester = "alice"
-	first := updateOn(t, src, alice)
+	first := f.updateOn(t, src, alice)
 	bob := keyed("order-1", "fp-bob")
 	bob.Requester = "bob"
 	bob.Apply = writes(map[string]string{"bob.txt": "bob\n"})
-	second := updateOn(t, src, bob)
+	second := f.updateOn(t, src, bob)
 	if first.Replayed || second.Replayed || first.Branch == second.Branch || second.Commit == "" {
 		t.Fatalf("alice's and bob's updates with one key = %+v, %+v; want two change sets", first, second)
 	}
-	checkReplay(t, updateOn(t, src, alice), first)
-	checkReplay(t, updateOn(t, src, bob), second)
+	checkReplay(t, f.updateOn(t, src, alice), first)
+	checkReplay(t, f.updateOn(t, src, bob), second)
 	if got := f.branches(t, "cup/"); len(got) != 2 {
 		t.Fatalf("change sets: %v, want %s and %s", got, first.Branch, second.Branch)
 	}

@@ -1,0 +1,70 @@
+package writes
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cup-dev/cup/internal/changeset"
+	"github.com/cup-dev/cup/internal/gitfs"
+	"github.com/cup-dev/cup/source"
+)
+
+// Config is what every writing source is configured with. The sources'
+// public options (local.WithAuthor, git.WithMaxRetries, ...) set its
+// fields; [DefaultConfig] holds the defaults they document.
+type Config struct {
+	// Mode says where commits go. Default source.ModeDirect.
+	Mode source.WriteMode
+	// BranchPrefix begins the names of change sets. Default
+	// source.DefaultBranchPrefix.
+	BranchPrefix string
+	// AuthorName and AuthorEmail are the committer of every commit, and its
+	// author unless the request names one. Default "cup <cup@localhost>".
+	AuthorName, AuthorEmail string
+	// MaxRetries bounds how many times an update is applied again on a
+	// newer head after losing to a concurrent writer. Default 5.
+	MaxRetries int
+	// Logger receives debugging events such as retried updates. Default:
+	// nothing is logged.
+	Logger *slog.Logger
+	// Clock dates commits. Default time.Now.
+	Clock func() time.Time
+	// Signer, when set, signs every commit. Default: none.
+	Signer source.Signer
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		Mode:         source.ModeDirect,
+		BranchPrefix: source.DefaultBranchPrefix,
+		AuthorName:   "cup",
+		AuthorEmail:  "cup@localhost",
+		MaxRetries:   5,
+		Logger:       slog.New(slog.DiscardHandler),
+		Clock:        time.Now,
+	}
+}
+
+// check validates c and sanitizes its identity.
+func (c *Config) check() error {
+	c.AuthorName, c.AuthorEmail = gitfs.SanitizeIdent(c.AuthorName), gitfs.SanitizeIdent(c.AuthorEmail)
+	switch {
+	case c.AuthorName == "" || c.AuthorEmail == "":
+		return errors.New("author name and email must not be empty")
+	case c.MaxRetries < 0:
+		return fmt.Errorf("negative number of retries %d", c.MaxRetries)
+	case c.Clock == nil:
+		return errors.New("nil clock")
+	case c.Mode != source.ModeDirect && c.Mode != source.ModeBranch:
+		return fmt.Errorf("unknown write mode %d", c.Mode)
+	case !changeset.ValidPrefix(c.BranchPrefix):
+		return fmt.Errorf("invalid change-set branch prefix %q", c.BranchPrefix)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
