@@ -21,7 +21,7 @@ tools: $(TOOLS)/.installed ## Install pinned code generators into .tools and too
 $(TOOLS)/.installed: go.mod go.sum tools/package.json tools/package-lock.json
 	mkdir -p $(TOOLS)/bin
 	GOBIN=$(TOOLS)/bin go install google.golang.org/protobuf/cmd/protoc-gen-go connectrpc.com/connect/cmd/protoc-gen-connect-go
-	cd tools && npm install --no-audit --no-fund --loglevel=error
+	cd tools && npm ci --no-audit --no-fund --loglevel=error
 	rm -rf $(TOOLS)/protovalidate
 	dir=$$(go mod download -json github.com/bufbuild/protovalidate@$(PROTOVALIDATE_VERSION) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p'); \
 		cp -R "$$dir/proto/protovalidate" $(TOOLS)/protovalidate; chmod -R u+w $(TOOLS)/protovalidate
@@ -47,13 +47,21 @@ lint: tools ## Run buf lint, go vet and gofmt checks
 	for m in $(GO_MODULES); do go -C $$m vet ./...; done
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/')); if [ -n "$$out" ]; then echo "gofmt: $$out" >&2; exit 1; fi
 
+# The demo's WASM module, which cupd embeds when it is there at build time.
+# It is build output: never committed (.gitignore), and removed again after
+# `make build`, so that `go run` and the tests build it from its source
+# (examples.DemoWASM) rather than embed a stale copy.
+DEMO_WASM := examples/demo/.cup/flagfile.wasm
+
 .PHONY: build
-build: examples ## Build cupd and cup into bin/
-	go build -o bin/ ./cmd/...
+build: examples ## Build cupd and cup into bin/; cupd embeds the demo's WASM module
+	cp bin/flagfile.wasm $(DEMO_WASM)
+	go build -o bin/ ./cmd/... || { rm -f $(DEMO_WASM); exit 1; }
+	rm -f $(DEMO_WASM)
 
 .PHONY: examples
-examples: ## Build the example WASM controllers into examples/demo/.cup/
-	GOOS=wasip1 GOARCH=wasm go -C examples/controllers/flagfile build -trimpath -ldflags='-s -w' -o $(CURDIR)/examples/demo/.cup/flagfile.wasm ./
+examples: ## Build the example WASM controllers into bin/ (bin/flagfile.wasm)
+	GOOS=wasip1 GOARCH=wasm GOWORK=off go -C examples/controllers/flagfile build -trimpath -ldflags='-s -w' -o $(CURDIR)/bin/flagfile.wasm ./
 
 .PHONY: test
 test: test-go test-sdk test-ts test-soak test-fuzz ## Run every test: Go (race detector on), the TypeScript client, a short soak, each fuzz target briefly

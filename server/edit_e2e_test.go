@@ -7,9 +7,9 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 
-	"github.com/cup-dev/cup/examples"
 	"github.com/cup-dev/cup/internal/app"
 	"github.com/cup-dev/cup/internal/gitrepo"
+	"github.com/cup-dev/cup/internal/gittest"
 )
 
 // TestRESTEditKeepsHandWrittenYAML writes a flag a person wrote, comments
@@ -51,10 +51,7 @@ spec:
   description: 'Dark colour scheme for the dashboard.'
 `
 	)
-	files, err := examples.DemoFiles()
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := gittest.DemoFiles(t)
 	delete(files, "README.md")
 	files[path] = []byte(written)
 	dir := filepath.Join(t.TempDir(), "repo")

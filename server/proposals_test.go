@@ -12,15 +12,16 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"connectrpc.com/connect"
 
-	"github.com/cup-dev/cup/examples"
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
 	"github.com/cup-dev/cup/internal/app"
 	"github.com/cup-dev/cup/internal/gitrepo"
+	"github.com/cup-dev/cup/internal/gittest"
 	"github.com/cup-dev/cup/scm"
 	"github.com/cup-dev/cup/server"
 	"github.com/cup-dev/cup/source"
@@ -113,9 +114,9 @@ func (s *proposingSource) written() [][]source.ResourceRef {
 // demo is the demo repository's files and served types.
 func demo(t *testing.T) (fs.FS, []*server.Type) {
 	t.Helper()
-	fsys, err := fs.Sub(examples.Demo, "demo")
-	if err != nil {
-		t.Fatal(err)
+	fsys := fstest.MapFS{}
+	for name, b := range gittest.DemoFiles(t) {
+		fsys[name] = &fstest.MapFile{Data: b}
 	}
 	types, err := app.LoadTypes(t.Context(), fsys, ".cup", testWASM)
 	if err != nil {
