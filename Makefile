@@ -80,7 +80,7 @@ test: ## Run every test: Go (race detector on), the SDK, the TypeScript client, 
 		printf '\nmake test: every phase passed in %ss\n' $$(( $$(date +%s) - start ))
 
 .PHONY: test-short
-test-short: $(TESTFMT) ## The inner loop: the Go tests with -short (results cached), no race detector, soak, fuzzing or TypeScript (under 2 minutes)
+test-short: $(TESTFMT) ## The inner loop: the Go tests with -short, results cached; no race detector, soak, fuzzing or TypeScript
 	$(call phase,Go tests of every module: go test -short)
 	go test -json $(GO_TEST_SHORT_FLAGS) ./... | $(TESTFMT)
 	for m in $(GO_MODULES); do go -C $$m test -json $(GO_TEST_SHORT_FLAGS) ./... | $(TESTFMT); done
