@@ -21,7 +21,7 @@ tools: $(TOOLS)/.installed ## Install pinned code generators into .tools and too
 $(TOOLS)/.installed: go.mod go.sum tools/package.json tools/package-lock.json
 	mkdir -p $(TOOLS)/bin
 	GOBIN=$(TOOLS)/bin go install google.golang.org/protobuf/cmd/protoc-gen-go connectrpc.com/connect/cmd/protoc-gen-connect-go
-	cd tools && npm install --no-audit --no-fund --loglevel=error
+	cd tools && npm ci --no-audit --no-fund --loglevel=error
 	rm -rf $(TOOLS)/protovalidate
 	dir=$$(go mod download -json github.com/bufbuild/protovalidate@$(PROTOVALIDATE_VERSION) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p'); \
 		cp -R "$$dir/proto/protovalidate" $(TOOLS)/protovalidate; chmod -R u+w $(TOOLS)/protovalidate
@@ -47,28 +47,58 @@ lint: tools ## Run buf lint, go vet and gofmt checks
 	for m in $(GO_MODULES); do go -C $$m vet ./...; done
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/')); if [ -n "$$out" ]; then echo "gofmt: $$out" >&2; exit 1; fi
 
+# The demo's WASM module, which cupd embeds when it is there at build time.
+# It is build output: never committed (.gitignore), and removed again after
+# `make build`, so that `go run` and the tests build it from its source
+# (examples.DemoWASM) rather than embed a stale copy.
+DEMO_WASM := examples/demo/.cup/flagfile.wasm
+
 .PHONY: build
-build: examples ## Build cupd and cup into bin/
-	go build -o bin/ ./cmd/...
+build: examples ## Build cupd and cup into bin/; cupd embeds the demo's WASM module
+	cp bin/flagfile.wasm $(DEMO_WASM)
+	go build -o bin/ ./cmd/... || { rm -f $(DEMO_WASM); exit 1; }
+	rm -f $(DEMO_WASM)
 
 .PHONY: examples
-examples: ## Build the example WASM controllers into examples/demo/.cup/
-	GOOS=wasip1 GOARCH=wasm go -C examples/controllers/flagfile build -trimpath -ldflags='-s -w' -o $(CURDIR)/examples/demo/.cup/flagfile.wasm ./
+examples: ## Build the example WASM controllers into bin/ (bin/flagfile.wasm)
+	GOOS=wasip1 GOARCH=wasm GOWORK=off go -C examples/controllers/flagfile build -trimpath -ldflags='-s -w' -o $(CURDIR)/bin/flagfile.wasm ./
+
+# testfmt turns `go test -json` into a line per package as it finishes, each
+# failure in full as it happens, and a summary (internal/cmd/testfmt).
+TESTFMT := $(TOOLS)/bin/testfmt
+# phase prints the header of a phase of the tests.
+phase = @printf '\n=== %s\n' '$(1)'
+GO_TEST_SHORT_FLAGS ?= -short -timeout 10m
+
+$(TESTFMT): $(wildcard internal/cmd/testfmt/*.go)
+	go build -o $@ ./internal/cmd/testfmt
 
 .PHONY: test
-test: test-go test-sdk test-ts test-soak test-fuzz ## Run every test: Go (race detector on), the TypeScript client, a short soak, each fuzz target briefly
+test: ## Run every test: Go (race detector on), the SDK, the TypeScript client, a short soak, each fuzz target briefly
+	@start=$$(date +%s); \
+		$(MAKE) test-go test-sdk test-ts test-soak test-fuzz; \
+		printf '\nmake test: every phase passed in %ss\n' $$(( $$(date +%s) - start ))
+
+.PHONY: test-short
+test-short: $(TESTFMT) ## The inner loop: the Go tests with -short, results cached; no race detector, soak, fuzzing or TypeScript
+	$(call phase,Go tests of every module: go test -short)
+	go test -json $(GO_TEST_SHORT_FLAGS) ./... | $(TESTFMT)
+	for m in $(GO_MODULES); do go -C $$m test -json $(GO_TEST_SHORT_FLAGS) ./... | $(TESTFMT); done
 
 .PHONY: test-go
-test-go: ## Run the Go tests with the race detector
-	go test $(GO_TEST_FLAGS) ./...
+test-go: $(TESTFMT) ## Run the Go tests with the race detector
+	$(call phase,Go tests with the race detector: go test ./...)
+	go test -json $(GO_TEST_FLAGS) ./... | $(TESTFMT)
 
 .PHONY: test-sdk
-test-sdk: ## Run the Go tests of the WASM controller SDK and the example controllers
-	for m in $(GO_MODULES); do go -C $$m test $(GO_TEST_FLAGS) ./...; done
+test-sdk: $(TESTFMT) ## Run the Go tests of the WASM controller SDK and the example controllers
+	$(call phase,SDK and example controllers: $(GO_MODULES))
+	for m in $(GO_MODULES); do go -C $$m test -json $(GO_TEST_FLAGS) ./... | $(TESTFMT); done
 
 .PHONY: test-ts
 test-ts: ## Test the generated TypeScript package against a real cupd
-	cd test/ts && npm install --no-audit --no-fund --loglevel=error && node --preserve-symlinks --test
+	$(call phase,TypeScript client against a real cupd: test/ts)
+	cd test/ts && npm ci --no-audit --no-fund --loglevel=error && node --preserve-symlinks --test
 
 # The Gitea the end-to-end test runs against, built once into GITEA_CACHE.
 GITEA_VERSION ?= 1.26.0
@@ -97,11 +127,13 @@ FUZZTIME ?= 5s
 .PHONY: fuzz
 fuzz: ## Run each fuzz target briefly (FUZZTIME, default 5s)
 	for t in $(FUZZ_TARGETS); do \
+		echo "--- fuzz $$t for $(FUZZTIME)"; \
 		go test -run '^$$' -fuzz "^$${t#*:}"'$$' -fuzztime $(FUZZTIME) "$${t%%:*}"; \
 	done
 
 .PHONY: test-fuzz
 test-fuzz: ## Run each fuzz target for 3 seconds (CI)
+	$(call phase,Fuzzing: each target for 3 seconds)
 	$(MAKE) fuzz FUZZTIME=3s
 
 .PHONY: load
@@ -115,6 +147,7 @@ soak: ## Soak a real cupd for 5 minutes: concurrent writers and readers, then ch
 
 .PHONY: test-soak
 test-soak: ## A short bounded soak for CI: the run, checks included, ends within 60 seconds
+	$(call phase,Soak: a real cupd under concurrent writers and readers for 20 seconds)
 	go build -o bin/ ./cmd/cupd ./internal/cmd/cupsoak
 	bin/cupsoak -cupd bin/cupd -duration 20s -warmup 2s -settle 10s -resources 500 -timeout 60s
 

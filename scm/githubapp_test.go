@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/cup-dev/cup/scm"
@@ -140,34 +141,55 @@ func TestGitHubAppToken(t *testing.T) {
 	// is due for renewal two seconds after it is issued.
 	gh := newFakeGitHub(t, "/api/v3", time.Minute+2*time.Second)
 	_, pemKey := testKey()
-	src, err := scm.GitHubAppToken(scm.GitHubApp{
-		BaseURL: gh.URL + "/api/v3/", AppID: testAppID, InstallationID: testInstallationID,
-		PrivateKey: pemKey, Transport: gh.Client().Transport,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if issued, _ := gh.state(); issued != 0 {
-		t.Fatalf("%d tokens fetched before the first call, want none", issued)
-	}
-	c := scm.NewHTTPClient(scm.HTTPOptions{Token: src, Transport: gh.Client().Transport})
-	api := gh.URL + "/api/v3/repos/acme/config/pulls"
+	// In a bubble, with the fake called in memory, the wait for the token
+	// to be due passes at once.
+	synctest.Test(t, func(t *testing.T) {
+		tr := handlerTransport{gh.Config.Handler}
+		src, err := scm.GitHubAppToken(scm.GitHubApp{
+			BaseURL: gh.URL + "/api/v3/", AppID: testAppID, InstallationID: testInstallationID,
+			PrivateKey: pemKey, Transport: tr,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if issued, _ := gh.state(); issued != 0 {
+			t.Fatalf("%d tokens fetched before the first call, want none", issued)
+		}
+		c := scm.NewHTTPClient(scm.HTTPOptions{Token: src, Transport: tr})
+		api := gh.URL + "/api/v3/repos/acme/config/pulls"
 
-	get(t, c, api)
-	get(t, c, api)
-	if issued, _ := gh.state(); issued != 1 {
-		t.Errorf("%d tokens fetched for two calls, want 1", issued)
+		get(t, c, api)
+		time.Sleep(time.Second)
+		get(t, c, api)
+		if issued, _ := gh.state(); issued != 1 {
+			t.Errorf("%d tokens fetched for two calls, want 1", issued)
+		}
+		time.Sleep(1100 * time.Millisecond)
+		get(t, c, api)
+		issued, auth := gh.state()
+		if issued != 2 {
+			t.Errorf("%d tokens fetched after the first was due for renewal, want 2", issued)
+		}
+		want := []string{"Bearer ghs_installation_1", "Bearer ghs_installation_1", "Bearer ghs_installation_2"}
+		if strings.Join(auth, ",") != strings.Join(want, ",") {
+			t.Errorf("API calls carried %q, want %q", auth, want)
+		}
+	})
+}
+
+// handlerTransport serves requests with a handler in memory, in the
+// caller's goroutine, so that a synctest bubble's clock can move.
+type handlerTransport struct{ h http.Handler }
+
+func (tr handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	w := httptest.NewRecorder()
+	if r.Body != nil {
+		defer r.Body.Close()
 	}
-	time.Sleep(2100 * time.Millisecond)
-	get(t, c, api)
-	issued, auth := gh.state()
-	if issued != 2 {
-		t.Errorf("%d tokens fetched after the first was due for renewal, want 2", issued)
-	}
-	want := []string{"Bearer ghs_installation_1", "Bearer ghs_installation_1", "Bearer ghs_installation_2"}
-	if strings.Join(auth, ",") != strings.Join(want, ",") {
-		t.Errorf("API calls carried %q, want %q", auth, want)
-	}
+	tr.h.ServeHTTP(w, r)
+	res := w.Result()
+	res.Request = r
+	return res, nil
 }
 
 func TestGitHubAppTokenDefaultBaseURL(t *testing.T) {

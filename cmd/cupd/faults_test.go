@@ -36,6 +36,9 @@ func putRollout(rollout int) string {
 // writes and webhook fetches answer UNAVAILABLE naming the remote, with
 // nothing pushed; once it is back, the next fetch and write work.
 func TestRemoteDownAndBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow (cupd against a remote that goes away for seconds): runs without -short")
+	}
 	srv, dir, remote := serveDemo(t)
 	t.Setenv("CUPD_GIT_TOKEN", "s3cret")
 	url, _, _ := start(t, "--address", "127.0.0.1:0", "--repository", remote, "--git-user", "alice",

@@ -182,6 +182,9 @@ func keyedCommits(t *testing.T, dir string) (count map[string]int, commit map[st
 // or applies it, so that each is on the remote exactly once; and git fsck
 // finds nothing wrong with the remote or the cache.
 func TestKilledWithWritesInFlight(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow (kills cupd mid-write and restarts it, for seconds): runs without -short")
+	}
 	bin := buildCupd(t)
 	srv, dir, remote := serveDemo(t)
 	cache := t.TempDir()

@@ -236,6 +236,9 @@ func TestProposalsSCMDownAtStart(t *testing.T) {
 // a pull request webhook make do not grow with the number of proposals:
 // no write lists the proposals, and a webhook naming one reads that one.
 func TestProposalsCostPerWrite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow (counts SCM calls over many proposal writes per host): runs without -short")
+	}
 	for _, name := range []string{"github", "gitlab", "gitea"} {
 		t.Run(name, func(t *testing.T) {
 			h := newHost(t, name)

@@ -13,7 +13,9 @@
 //		})
 //	}
 //
-// The suite goes through the Controller interface only. It never assumes
+// The suite goes through the Controller interface and its optional abilities
+// only; for a [controller.KeyedLister], the list path the server uses, every
+// List is checked against ListKeyed. It never assumes
 // where or how resources are stored: it starts every test from an empty tree,
 // writes through Put and Delete, and looks at the tree only to check that it
 // did or did not change (and, for controllers that keep a file per resource
@@ -78,6 +80,7 @@ func Run(t *testing.T, newController func(t *testing.T) controller.Controller) {
 		{"ConcurrentReads", testConcurrentReads},
 		{"Deterministic", testDeterministic},
 		{"ProblemsLeftOut", testProblemsLeftOut},
+		{"KeyedLister", testKeyedLister},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,9 +129,13 @@ func (h *harness) mustGet(t *testing.T, typ controller.Type, namespace, name str
 	return r
 }
 
+// list lists through List and, when the controller is a
+// [controller.KeyedLister] (whose ListKeyed is what the server lists
+// through), checks that ListKeyed gives the same.
 func (h *harness) list(t *testing.T, typ controller.Type, namespace string, sel controller.Selector) []*controller.Resource {
 	t.Helper()
-	rs, err := h.c.List(t.Context(), &controller.ListRequest{FS: h.fs.Snapshot(), Type: typ, Namespace: namespace, Selector: sel})
+	req := &controller.ListRequest{FS: h.fs.Snapshot(), Type: typ, Namespace: namespace, Selector: sel}
+	rs, err := h.c.List(t.Context(), req)
 	if err != nil {
 		t.Fatalf("List %s in %q: %v", typ.Kind, namespace, err)
 	}
@@ -136,6 +143,9 @@ func (h *harness) list(t *testing.T, typ controller.Type, namespace string, sel 
 		if r == nil {
 			t.Fatalf("List %s in %q: item %d is nil", typ.Kind, namespace, i)
 		}
+	}
+	if kl, ok := h.c.(controller.KeyedLister); ok {
+		checkKeyed(t, kl, req, rs)
 	}
 	return rs
 }

@@ -21,6 +21,46 @@ func TestRun(t *testing.T) {
 	controllertest.Run(t, func(t *testing.T) controller.Controller { return dbController{} })
 }
 
+// TestRunKeyed runs the suite against dbController with ListKeyed, so that
+// the suite's checks of a KeyedLister run on a controller keeping several
+// resources in one file too.
+func TestRunKeyed(t *testing.T) {
+	t.Parallel()
+	controllertest.Run(t, func(t *testing.T) controller.Controller { return keyedDB{} })
+}
+
+// keyedDB is dbController with ListKeyed: a Listed per resource of the
+// namespace, its key the file's content identifier and the resource's index
+// when the file system has identifiers.
+type keyedDB struct{ dbController }
+
+var _ controller.KeyedLister = keyedDB{}
+
+func (keyedDB) ListKeyed(_ context.Context, req *controller.ListRequest) ([]controller.Listed, error) {
+	rs, err := load(req.FS)
+	if err != nil {
+		return nil, err
+	}
+	var id string
+	if ids, ok := req.FS.(controller.ContentIDFS); ok && len(rs) > 0 {
+		if id, err = ids.ContentID(dbPath); err != nil {
+			return nil, err
+		}
+	}
+	var out []controller.Listed
+	for i, r := range rs {
+		if !is(r, req.Type, req.Namespace, r.Metadata.Name) {
+			continue
+		}
+		l := controller.Listed{Origin: dbPath, Decode: func() (*controller.Resource, error) { return r.Clone(), nil }}
+		if id != "" {
+			l.Key = fmt.Sprintf("%s/%d", id, i)
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
 // dbController stores all resources in db.json, a JSON array sorted by
 // type, namespace and name.
 type dbController struct{}

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cup-dev/cup/controller/wasm"
+	"github.com/cup-dev/cup/examples"
 )
 
 // modules holds the bytes of each program in testdata, by directory name,
@@ -20,17 +21,10 @@ import (
 var modules = map[string][]byte{}
 
 // programs are the directories of testdata holding a main package, and
-// flagfile, the example controller in examples/controllers/flagfile.
+// flagfile, the example controller in examples/controllers/flagfile, which
+// is the demo's module (built once into the user's cache folder by
+// examples.DemoWASM, as cupd and every other test build it).
 var programs = []string{"conform", "faults", "empty", "flagfile"}
-
-// programDir is where a program's main package is, relative to this
-// package's directory.
-func programDir(name string) string {
-	if name == "flagfile" {
-		return filepath.Join("..", "..", "examples", "controllers", "flagfile")
-	}
-	return filepath.Join("testdata", name)
-}
 
 // shared is the Runtime most tests use, as controllers share one in cupd.
 // TestMain compiles every program in it up front, so that tests running in
@@ -108,6 +102,14 @@ func buildPrograms(dir string) error {
 	errs := make([]error, len(programs))
 	for i, name := range programs {
 		wg.Go(func() {
+			if name == "flagfile" {
+				b, err := examples.DemoWASM(context.Background())
+				if err == nil {
+					err = os.WriteFile(filepath.Join(dir, name+".wasm"), b, 0o644)
+				}
+				errs[i] = err
+				return
+			}
 			out := filepath.Join(dir, name+".wasm")
 			out, err := filepath.Abs(out)
 			if err != nil {
@@ -115,7 +117,7 @@ func buildPrograms(dir string) error {
 				return
 			}
 			cmd := exec.Command(goTool, "build", "-trimpath", "-o", out, ".")
-			cmd.Dir = programDir(name)
+			cmd.Dir = filepath.Join("testdata", name)
 			cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "GOWORK=off", "GOFLAGS=", "GOTOOLCHAIN=local")
 			if msg, err := cmd.CombinedOutput(); err != nil {
 				errs[i] = fmt.Errorf("building testdata/%s: %v\n%s", name, err, msg)

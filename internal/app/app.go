@@ -173,7 +173,7 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		}
 	}()
 	if a.repo == "" {
-		if err := a.buildDemo(); err != nil {
+		if err := a.buildDemo(ctx, opts.Logger); err != nil {
 			return nil, err
 		}
 	}
@@ -425,8 +425,11 @@ func (a *App) Run(ctx context.Context) error {
 	return a.remote.Run(ctx)
 }
 
-// buildDemo creates the demo repository from the embedded examples.
-func (a *App) buildDemo() error {
+// buildDemo creates the demo repository from the embedded examples, with
+// the WASM module of its Segment type from [examples.DemoWASM], which
+// builds it at the first start from a checkout. Without the module the
+// demo is served without that type.
+func (a *App) buildDemo(ctx context.Context, log *slog.Logger) error {
 	dir, err := os.MkdirTemp("", "cup-demo-*")
 	if err != nil {
 		return fmt.Errorf("creating the demo repository: %w", err)
@@ -437,6 +440,16 @@ func (a *App) buildDemo() error {
 		return fmt.Errorf("reading the embedded demo: %w", err)
 	}
 	delete(files, "README.md")
+	if b, err := examples.DemoWASM(ctx); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("building the demo's WASM module: %w", err)
+		}
+		log.Warn("serving the demo without its Segment type: its WASM module is not embedded and cannot be built (run `make build`, or start cupd in a checkout with the go command on PATH)",
+			"error", err)
+		delete(files, examples.DemoWASMConfig)
+	} else {
+		files[examples.DemoWASMFile] = b
+	}
 	if _, err := gitrepo.Init(dir, "main", files, "Demo repository for cup"); err != nil {
 		return fmt.Errorf("creating the demo repository: %w", err)
 	}

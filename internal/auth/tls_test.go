@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/cup-dev/cup/internal/auth"
@@ -289,41 +290,60 @@ func TestServerCertificateReload(t *testing.T) {
 	t.Parallel()
 	ca := authtest.NewCA(t, "ca")
 	cfg := serverFiles(t, ca, 1)
-	var logs testlog.Buffer
-	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	addr := serve(t, cfg)
-	if serial, _ := handshake(t, addr, ca); serial != 1 {
-		t.Fatalf("serial = %d, want 1", serial)
-	}
+	renewed, mismatched := serverCert(t, ca, 2), serverCert(t, ca, 3)
+	// In a bubble the check interval passes at once. The server asks the
+	// configuration's GetCertificate on every handshake.
+	synctest.Test(t, func(t *testing.T) {
+		var logs testlog.Buffer
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		tc, err := auth.ServerTLS(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		serial := func() int64 {
+			t.Helper()
+			c, err := tc.GetCertificate(&tls.ClientHelloInfo{ServerName: "127.0.0.1"})
+			if err != nil {
+				t.Fatalf("GetCertificate: %v", err)
+			}
+			leaf, err := x509.ParseCertificate(c.Certificate[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return leaf.SerialNumber.Int64()
+		}
+		if got := serial(); got != 1 {
+			t.Fatalf("serial = %d, want 1", got)
+		}
 
-	renewed := serverCert(t, ca, 2)
-	writeFile(t, cfg.KeyFile, renewed.KeyPEM)
-	writeFile(t, cfg.CertFile, renewed.CertPEM)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		serial, _ := handshake(t, addr, ca)
-		if serial == 2 {
-			break
+		writeFile(t, cfg.KeyFile, renewed.KeyPEM)
+		writeFile(t, cfg.CertFile, renewed.CertPEM)
+		if got := serial(); got != 1 {
+			t.Errorf("serial = %d before the check interval passed, want 1 (the files are looked at once a second)", got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the renewed certificate is not served")
+		time.Sleep(time.Second)
+		if got := serial(); got != 2 {
+			t.Fatalf("serial = %d a second after the renewal, want 2", got)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
 
-	// A certificate whose key is not there yet: the previous pair stays.
-	writeFile(t, cfg.CertFile, serverCert(t, ca, 3).CertPEM)
-	time.Sleep(1200 * time.Millisecond) // longer than the check interval
-	for range 2 {
-		if serial, _ := handshake(t, addr, ca); serial != 2 {
-			t.Fatalf("after a mismatched pair: serial = %d, want 2", serial)
+		// A certificate whose key is not there yet: the previous pair stays.
+		writeFile(t, cfg.CertFile, mismatched.CertPEM)
+		time.Sleep(time.Second)
+		for range 2 {
+			if got := serial(); got != 2 {
+				t.Fatalf("after a mismatched pair: serial = %d, want 2", got)
+			}
 		}
-	}
-	got := logs.String()
-	if !strings.Contains(got, "reloaded the TLS certificate") {
-		t.Errorf("log = %q, want the reload", got)
-	}
-	if n := strings.Count(got, "reloading the TLS certificate failed"); n != 1 {
-		t.Errorf("log = %q, want the failed reload once", got)
-	}
+		time.Sleep(time.Second)
+		if got := serial(); got != 2 {
+			t.Fatalf("a second after a mismatched pair: serial = %d, want 2", got)
+		}
+		got := logs.String()
+		if !strings.Contains(got, "reloaded the TLS certificate") {
+			t.Errorf("log = %q, want the reload", got)
+		}
+		if n := strings.Count(got, "reloading the TLS certificate failed"); n != 1 {
+			t.Errorf("log = %q, want the failed reload once", got)
+		}
+	})
 }

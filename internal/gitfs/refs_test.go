@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -190,37 +191,45 @@ func TestRefsUpdate(t *testing.T) {
 func TestRefsUpdateWaitsForLock(t *testing.T) {
 	t.Parallel()
 	dir, _, second := refsRepo(t)
-	refs := gitfs.NewRefs(dir, dir)
-	lock := filepath.Join(dir, "refs", "heads", "main.lock")
-	if err := os.WriteFile(lock, nil, 0o666); err != nil {
-		t.Fatal(err)
-	}
+	// In a bubble the waits for the lock, up to its timeout of a second,
+	// pass at once.
+	synctest.Test(t, func(t *testing.T) {
+		refs := gitfs.NewRefs(dir, dir)
+		lock := filepath.Join(dir, "refs", "heads", "main.lock")
+		if err := os.WriteFile(lock, nil, 0o666); err != nil {
+			t.Fatal(err)
+		}
 
-	// A lock released soon is waited for.
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		time.Sleep(50 * time.Millisecond)
-		os.Remove(lock)
+		// A lock released soon is waited for.
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			time.Sleep(50 * time.Millisecond)
+			os.Remove(lock)
+		})
+		start := time.Now()
+		if err := refs.Update(t.Context(), "refs/heads/main", second, second, nil); err != nil {
+			t.Fatalf("Update after the lock was released: %v", err)
+		}
+		if waited := time.Since(start); waited < 50*time.Millisecond {
+			t.Errorf("Update returned after %v, before the lock was released", waited)
+		}
+		wg.Wait()
+
+		// A lock that stays is reported, and left alone.
+		if err := os.WriteFile(lock, nil, 0o666); err != nil {
+			t.Fatal(err)
+		}
+		err := refs.Update(t.Context(), "refs/heads/main", second, second, nil)
+		if !errors.Is(err, gitfs.ErrRefLocked) || !strings.Contains(err.Error(), "main.lock") {
+			t.Fatalf("err = %v, want ErrRefLocked naming the lock file", err)
+		}
+		if _, err := os.Stat(lock); err != nil {
+			t.Fatalf("the other writer's lock file was removed: %v", err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
+		defer cancel()
+		if err := refs.Update(ctx, "refs/heads/main", second, second, nil); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want DeadlineExceeded", err)
+		}
 	})
-	if err := refs.Update(t.Context(), "refs/heads/main", second, second, nil); err != nil {
-		t.Fatalf("Update after the lock was released: %v", err)
-	}
-	wg.Wait()
-
-	// A lock that stays is reported, and left alone.
-	if err := os.WriteFile(lock, nil, 0o666); err != nil {
-		t.Fatal(err)
-	}
-	err := refs.Update(t.Context(), "refs/heads/main", second, second, nil)
-	if !errors.Is(err, gitfs.ErrRefLocked) || !strings.Contains(err.Error(), "main.lock") {
-		t.Fatalf("err = %v, want ErrRefLocked naming the lock file", err)
-	}
-	if _, err := os.Stat(lock); err != nil {
-		t.Fatalf("the other writer's lock file was removed: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
-	defer cancel()
-	if err := refs.Update(ctx, "refs/heads/main", second, second, nil); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("err = %v, want DeadlineExceeded", err)
-	}
 }

@@ -1,6 +1,7 @@
 package gittest
 
 import (
+	"context"
 	"os/exec"
 	"testing"
 
@@ -13,15 +14,11 @@ const Demo = "demo.git"
 
 // NewDemo starts a server like [NewServer] with opts that serves the demo
 // repository of package examples as [Demo]: its branch main holds one
-// commit of the files below the folder "demo" of [examples.Demo].
+// commit of [DemoFiles].
 func NewDemo(t testing.TB, opts ...Option) *Server {
 	t.Helper()
 	srv := NewServer(t, opts...)
-	files, err := examples.DemoFiles()
-	if err != nil {
-		t.Fatalf("gittest: reading the demo: %v", err)
-	}
-	if _, err := gitrepo.Init(srv.Path(Demo), "main", files, "demo\n"); err != nil {
+	if _, err := gitrepo.Init(srv.Path(Demo), "main", DemoFiles(t), "demo\n"); err != nil {
 		t.Fatalf("gittest: %v", err)
 	}
 	return srv
@@ -36,4 +33,29 @@ func Refs(t testing.TB, dir string) string {
 		t.Fatalf("git for-each-ref: %v\n%s", err, out)
 	}
 	return string(out)
+}
+
+// DemoFiles returns the files of the demo repository as cupd serves it:
+// [examples.DemoFiles] with the WASM module of [examples.DemoWASM] (built
+// once into the user's cache folder, and again only when its source
+// changes). Tests that need the demo or its module take it from here.
+func DemoFiles(t testing.TB) map[string][]byte {
+	t.Helper()
+	files, err := examples.DemoFiles()
+	if err != nil {
+		t.Fatalf("gittest: reading the demo: %v", err)
+	}
+	files[examples.DemoWASMFile] = DemoWASM(t)
+	return files
+}
+
+// DemoWASM returns the demo's WASM module, as [examples.DemoWASM] builds
+// it, or fails the test.
+func DemoWASM(t testing.TB) []byte {
+	t.Helper()
+	b, err := examples.DemoWASM(context.Background())
+	if err != nil {
+		t.Fatalf("gittest: %v", err)
+	}
+	return b
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/cup-dev/cup/internal/auth"
@@ -187,35 +188,38 @@ func TestFileRunReadError(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "policy.yaml")
 	write(t, path, adminPolicy("alice"))
-	var logs testlog.Buffer
-	f, err := rbac.LoadFile(path, rbac.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := run(t, f, time.Millisecond)
-	defer stop()
+	// In a bubble, "some more checks" are exactly that many ticks of Run.
+	synctest.Test(t, func(t *testing.T) {
+		var logs testlog.Buffer
+		f, err := rbac.LoadFile(path, rbac.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := run(t, f, time.Millisecond)
+		defer stop()
 
-	if err := os.Remove(path); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the missing file to be reported", func() bool {
-		return strings.Contains(logs.String(), "reading the RBAC policy failed")
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the missing file to be reported", func() bool {
+			return strings.Contains(logs.String(), "reading the RBAC policy failed")
+		})
+		time.Sleep(20 * time.Millisecond) // twenty more checks
+		if n := strings.Count(logs.String(), "level=WARN"); n != 1 {
+			t.Errorf("%d warnings, want 1:\n%s", n, logs.String())
+		}
+		wantAdmins(t, f, "alice")
+
+		// The same content again is not a change: nothing to reload.
+		write(t, path, adminPolicy("alice"))
+		write(t, path+".other", "") // a sibling file is not part of the policy
+		time.Sleep(20 * time.Millisecond)
+		if strings.Contains(logs.String(), "level=INFO") {
+			t.Errorf("reloaded an unchanged policy:\n%s", logs.String())
+		}
+		write(t, path, adminPolicy("bob"))
+		eventually(t, "the new file to be loaded", func() bool { return f.Allowed(user("bob"), getProposal) })
 	})
-	time.Sleep(20 * time.Millisecond) // some more checks
-	if n := strings.Count(logs.String(), "level=WARN"); n != 1 {
-		t.Errorf("%d warnings, want 1:\n%s", n, logs.String())
-	}
-	wantAdmins(t, f, "alice")
-
-	// The same content again is not a change: nothing to reload.
-	write(t, path, adminPolicy("alice"))
-	write(t, path+".other", "") // a sibling file is not part of the policy
-	time.Sleep(20 * time.Millisecond)
-	if strings.Contains(logs.String(), "level=INFO") {
-		t.Errorf("reloaded an unchanged policy:\n%s", logs.String())
-	}
-	write(t, path, adminPolicy("bob"))
-	eventually(t, "the new file to be loaded", func() bool { return f.Allowed(user("bob"), getProposal) })
 }
 
 func TestFileRunStops(t *testing.T) {

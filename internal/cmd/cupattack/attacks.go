@@ -353,6 +353,9 @@ func startRemote(dir string) (string, func(), error) {
 	}
 	files, err := examples.DemoFiles()
 	if err == nil {
+		files[examples.DemoWASMFile], err = examples.DemoWASM(context.Background())
+	}
+	if err == nil {
 		_, err = gitrepo.Init(srv.Path(gittest.Demo), "main", files, "demo\n")
 	}
 	if err != nil {

@@ -1,0 +1,219 @@
+package examples
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+)
+
+const (
+	// DemoWASMFile is the path, below "demo", of the demo's WASM module,
+	// built from examples/controllers/flagfile. It is not in Git: [Demo]
+	// holds it only when `make build` put it there before building.
+	DemoWASMFile = ".cup/flagfile.wasm"
+	// DemoWASMConfig is the path, below "demo", of the configuration of
+	// the type the module serves (Segment): its controller, definition and
+	// binding. A demo without the module is served without this file.
+	DemoWASMConfig = ".cup/segments.yaml"
+)
+
+// ErrNoDemoSource means the demo's WASM module is not embedded and its
+// source (a checkout of github.com/cup-dev/cup) or the go command that
+// builds it is not at hand.
+var ErrNoDemoSource = errors.New("the demo's WASM module is not embedded, and its source or the go command is missing")
+
+// module is the import path of the module whose checkout holds the source.
+const module = "github.com/cup-dev/cup"
+
+// sourceDirs are the folders, relative to the module root, whose files the
+// demo's module is built from: the example controller and the SDK it
+// replaces its dependency with.
+var sourceDirs = []string{"examples/controllers/flagfile", "sdk/go"}
+
+// built holds the module built by this process, by source hash, so that
+// callers after the first (a test binary's many fixtures) neither hash
+// the cache file's path again nor build twice at once.
+var built struct {
+	sync.Mutex
+	hash string
+	b    []byte
+}
+
+// DemoWASM returns the demo's WASM module, to be served as [DemoWASMFile]:
+// the embedded one when there is one, else one built from its source in a
+// checkout of the repository. A built module is kept in the user's cache
+// folder (os.UserCacheDir()/cup/demo-wasm/<hash of the source>.wasm), so
+// only the first call after the source changes runs the go command
+// (GOOS=wasip1 GOARCH=wasm go build -trimpath -ldflags='-s -w'), which
+// takes seconds. The source is found from this file's path at build time
+// or, failing that, by walking up from the working directory to the
+// go.mod of github.com/cup-dev/cup. Without it or a go command the error
+// wraps [ErrNoDemoSource]. DemoWASM is safe for concurrent use, by
+// goroutines and by processes sharing the cache.
+func DemoWASM(ctx context.Context) ([]byte, error) {
+	if b, err := fs.ReadFile(Demo, "demo/"+DemoWASMFile); err == nil {
+		return b, nil
+	}
+	root, err := sourceRoot()
+	if err != nil {
+		return nil, err
+	}
+	hash, err := sourceHash(root)
+	if err != nil {
+		return nil, fmt.Errorf("reading the source of the demo's WASM module: %w", err)
+	}
+	built.Lock()
+	defer built.Unlock()
+	if built.hash == hash {
+		return built.b, nil
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	dir = filepath.Join(dir, "cup", "demo-wasm")
+	out := filepath.Join(dir, hash+".wasm")
+	b, err := os.ReadFile(out)
+	if err != nil {
+		if b, err = build(ctx, filepath.Join(root, filepath.FromSlash(sourceDirs[0])), dir, out); err != nil {
+			return nil, err
+		}
+	}
+	built.hash, built.b = hash, b
+	return b, nil
+}
+
+// build runs the go command in src to build the module into out, by way
+// of a temporary file in dir so that no reader sees half a module.
+func build(ctx context.Context, src, dir, out string) ([]byte, error) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoDemoSource, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("building the demo's WASM module: %w", err)
+	}
+	f, err := os.CreateTemp(dir, "build-*.wasm")
+	if err != nil {
+		return nil, fmt.Errorf("building the demo's WASM module: %w", err)
+	}
+	tmp := f.Name()
+	_ = f.Close()
+	defer os.Remove(tmp)
+	cmd := exec.CommandContext(ctx, goTool, "build", "-trimpath", "-ldflags=-s -w", "-o", tmp, ".")
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "GOWORK=off", "GOFLAGS=", "CGO_ENABLED=0")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("building the demo's WASM module in %s: %w\n%s", src, err, bytes.TrimSpace(msg))
+	}
+	b, err := os.ReadFile(tmp)
+	if err != nil {
+		return nil, fmt.Errorf("building the demo's WASM module: %w", err)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return nil, fmt.Errorf("caching the demo's WASM module: %w", err)
+	}
+	return b, nil
+}
+
+// sourceRoot returns the root of a checkout of the repository that holds
+// the module's source: the one this package was built from, or else the
+// nearest above the working directory.
+func sourceRoot() (string, error) {
+	var tried []string
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		root := filepath.Dir(filepath.Dir(file))
+		if isRoot(root) {
+			return root, nil
+		}
+		tried = append(tried, root)
+	}
+	if wd, err := os.Getwd(); err == nil {
+		for dir := wd; ; {
+			if isRoot(dir) {
+				return dir, nil
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				break
+			}
+			dir = parent
+		}
+		tried = append(tried, wd+" and above")
+	}
+	return "", fmt.Errorf("%w: no checkout of %s holding %s (looked in %s)", ErrNoDemoSource, module, sourceDirs[0], strings.Join(tried, ", "))
+}
+
+// isRoot reports whether dir is the root of a checkout of the repository
+// holding the module's source.
+func isRoot(dir string) bool {
+	f, err := os.Open(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if fields := strings.Fields(sc.Text()); len(fields) == 2 && fields[0] == "module" {
+			if strings.Trim(fields[1], `"`) != module {
+				return false
+			}
+			_, err := os.Stat(filepath.Join(dir, filepath.FromSlash(sourceDirs[0]), "go.mod"))
+			return err == nil
+		}
+	}
+	return false
+}
+
+// sourceHash hashes what the module is built from: the Go files (tests
+// left out), go.mod and go.sum of each of sourceDirs, with their paths,
+// and the Go version.
+func sourceHash(root string) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s %s\n", runtime.Version(), "-trimpath -ldflags=-s -w")
+	for _, d := range sourceDirs {
+		var files []string
+		err := filepath.WalkDir(filepath.Join(root, filepath.FromSlash(d)), func(p string, e fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			name := e.Name()
+			if e.IsDir() {
+				if name == "testdata" || strings.HasPrefix(name, ".") || name == "node_modules" {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if name == "go.mod" || name == "go.sum" || strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go") {
+				files = append(files, p)
+			}
+			return nil
+		})
+		if err != nil {
+			return "", err
+		}
+		slices.Sort(files)
+		for _, p := range files {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return "", err
+			}
+			rel, _ := filepath.Rel(root, p)
+			fmt.Fprintf(h, "%s %d\n", filepath.ToSlash(rel), len(b))
+			h.Write(b)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32], nil
+}
