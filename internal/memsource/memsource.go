@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -22,25 +21,23 @@ type Option func(*writes.Config)
 
 // WithWriteMode sets where updates commit. The default is
 // source.ModeDirect.
-func WithWriteMode(m source.WriteMode) Option { return func(c *writes.Config) { c.Mode = m } }
+func WithWriteMode(m source.WriteMode) Option { return Option(writes.WithMode(m)) }
 
 // WithBranchPrefix sets the prefix of change-set branch names. The default
 // is source.DefaultBranchPrefix.
-func WithBranchPrefix(p string) Option { return func(c *writes.Config) { c.BranchPrefix = p } }
+func WithBranchPrefix(p string) Option { return Option(writes.WithBranchPrefix(p)) }
 
 // WithMaxRetries sets how many times an update is applied again on a newer
 // head when another writer moved the branch, before it fails with
 // source.ErrConflict. The default is 5.
-func WithMaxRetries(n int) Option { return func(c *writes.Config) { c.MaxRetries = n } }
+func WithMaxRetries(n int) Option { return Option(writes.WithMaxRetries(n)) }
 
 // WithAuthor sets the identity the source commits as. The default is
 // "cup <cup@localhost>".
-func WithAuthor(name, email string) Option {
-	return func(c *writes.Config) { c.AuthorName, c.AuthorEmail = name, email }
-}
+func WithAuthor(name, email string) Option { return Option(writes.WithAuthor(name, email)) }
 
 // WithClock sets the clock that dates commits. The default is time.Now.
-func WithClock(now func() time.Time) Option { return func(c *writes.Config) { c.Clock = now } }
+func WithClock(now func() time.Time) Option { return Option(writes.WithClock(now)) }
 
 // Source is a source over a Repo. It is safe for concurrent use.
 type Source struct {
@@ -147,7 +144,7 @@ func (s *Source) resolve(rev string) (resolved, error) {
 func (s *Source) resolveRef(rev, name string) (resolved, error) {
 	h, ok := s.repo.ref(name)
 	if !ok {
-		return resolved{}, notFound(rev, gitfs.ErrRefNotFound)
+		return resolved{}, gitfs.RevisionNotFound(rev, gitfs.ErrRefNotFound)
 	}
 	branch := ""
 	if strings.HasPrefix(name, "refs/heads/") {
@@ -159,22 +156,9 @@ func (s *Source) resolveRef(rev, name string) (resolved, error) {
 func (s *Source) peel(rev string, h plumbing.Hash, branch string) (resolved, error) {
 	commit, tree, err := s.repo.store.Peel(h)
 	if err != nil {
-		return resolved{}, notFound(rev, err)
+		return resolved{}, gitfs.RevisionNotFound(rev, err)
 	}
 	return resolved{commit: commit, tree: tree, branch: branch}, nil
-}
-
-func notFound(rev string, err error) error {
-	if errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, gitfs.ErrNotCommit) ||
-		errors.Is(err, gitfs.ErrRefNotFound) || errors.Is(err, plumbing.ErrReferenceNotFound) || errors.Is(err, io.EOF) {
-		if rev == "" {
-			rev = "the default branch"
-		} else {
-			rev = fmt.Sprintf("%q", rev)
-		}
-		return fmt.Errorf("%w: %s: %v", source.ErrRevisionNotFound, rev, err)
-	}
-	return err
 }
 
 // Update applies req.Apply on top of a branch and commits the result, with
