@@ -41,3 +41,21 @@ func ResolveRevision(g *git.Repository, rev string) (_ plumbing.Hash, err error)
 	}
 	return *h, nil
 }
+
+// RevisionNotFound wraps err, met while resolving rev, in
+// source.ErrRevisionNotFound when it says that something rev leads to is
+// missing or not a commit: a reference that does not exist, an object not
+// in the store, or one that is no commit. Other errors are returned as
+// they are. The revision "" is named as the default branch.
+func RevisionNotFound(rev string, err error) error {
+	if errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, ErrNotCommit) ||
+		errors.Is(err, ErrRefNotFound) || errors.Is(err, plumbing.ErrReferenceNotFound) || errors.Is(err, io.EOF) {
+		if rev == "" {
+			rev = "the default branch"
+		} else {
+			rev = fmt.Sprintf("%q", rev)
+		}
+		return fmt.Errorf("%w: %s: %v", source.ErrRevisionNotFound, rev, err)
+	}
+	return err
+}

@@ -9,9 +9,11 @@
 // reads back what sources wrote (Repo.Log, Repo.Files), as
 // internal/gitrepo does for repositories on disk.
 //
-// Snapshots, overlays, tree building, change sets and idempotent replay
-// are those of the sources on disk (internal/gitfs, internal/changeset), so
-// a memsource answers as source/local does and passes the same
-// conformance suite (source/sourcetest); only where objects and
-// references live differs. Nothing here starts goroutines.
+// Snapshots, overlays and tree building are those of the sources on disk
+// (internal/gitfs), and updates run the same write engine
+// (internal/writes: target resolution, locking, retries, change sets and
+// idempotent replay) over a RefStore whose compare-and-swap moves the
+// Repo's reference map. So a memsource answers as source/local does and
+// passes the same conformance suite (source/sourcetest); only where
+// objects and references live differs. Nothing here starts goroutines.
 package memsource

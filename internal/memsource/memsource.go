@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -12,48 +11,38 @@ import (
 
 	"github.com/cup-dev/cup/internal/changeset"
 	"github.com/cup-dev/cup/internal/gitfs"
+	"github.com/cup-dev/cup/internal/writes"
 	"github.com/cup-dev/cup/source"
 )
 
-// Option configures a Source.
-type Option func(*config)
-
-type config struct {
-	mode         source.WriteMode
-	branchPrefix string
-	maxRetries   int
-	authorName   string
-	authorEmail  string
-	clock        func() time.Time
-}
+// Option configures a Source. Options set the write engine's
+// configuration (internal/writes), which owns their defaults and checks.
+type Option func(*writes.Config)
 
 // WithWriteMode sets where updates commit. The default is
 // source.ModeDirect.
-func WithWriteMode(m source.WriteMode) Option { return func(c *config) { c.mode = m } }
+func WithWriteMode(m source.WriteMode) Option { return Option(writes.WithMode(m)) }
 
 // WithBranchPrefix sets the prefix of change-set branch names. The default
 // is source.DefaultBranchPrefix.
-func WithBranchPrefix(p string) Option { return func(c *config) { c.branchPrefix = p } }
+func WithBranchPrefix(p string) Option { return Option(writes.WithBranchPrefix(p)) }
 
 // WithMaxRetries sets how many times an update is applied again on a newer
 // head when another writer moved the branch, before it fails with
 // source.ErrConflict. The default is 5.
-func WithMaxRetries(n int) Option { return func(c *config) { c.maxRetries = n } }
+func WithMaxRetries(n int) Option { return Option(writes.WithMaxRetries(n)) }
 
 // WithAuthor sets the identity the source commits as. The default is
 // "cup <cup@localhost>".
-func WithAuthor(name, email string) Option {
-	return func(c *config) { c.authorName, c.authorEmail = name, email }
-}
+func WithAuthor(name, email string) Option { return Option(writes.WithAuthor(name, email)) }
 
 // WithClock sets the clock that dates commits. The default is time.Now.
-func WithClock(now func() time.Time) Option { return func(c *config) { c.clock = now } }
+func WithClock(now func() time.Time) Option { return Option(writes.WithClock(now)) }
 
 // Source is a source over a Repo. It is safe for concurrent use.
 type Source struct {
-	repo  *Repo
-	cfg   config
-	locks changeset.Locks // one update of a branch at a time
+	repo *Repo
+	eng  *writes.Engine // target resolution, locking, retries, replay
 }
 
 var _ source.Source = (*Source)(nil)
@@ -63,31 +52,15 @@ func New(repo *Repo, opts ...Option) (*Source, error) {
 	if repo == nil {
 		return nil, errors.New("memsource: nil repository")
 	}
-	cfg := config{
-		mode:         source.ModeDirect,
-		branchPrefix: source.DefaultBranchPrefix,
-		maxRetries:   5,
-		authorName:   "cup",
-		authorEmail:  "cup@localhost",
-		clock:        time.Now,
-	}
+	cfg := writes.DefaultConfig()
 	for _, opt := range opts {
 		opt(&cfg)
 	}
-	cfg.authorName, cfg.authorEmail = gitfs.SanitizeIdent(cfg.authorName), gitfs.SanitizeIdent(cfg.authorEmail)
-	switch {
-	case cfg.authorName == "" || cfg.authorEmail == "":
-		return nil, errors.New("memsource: author name and email must not be empty")
-	case cfg.maxRetries < 0:
-		return nil, fmt.Errorf("memsource: negative number of retries %d", cfg.maxRetries)
-	case cfg.clock == nil:
-		return nil, errors.New("memsource: nil clock")
-	case cfg.mode != source.ModeDirect && cfg.mode != source.ModeBranch:
-		return nil, fmt.Errorf("memsource: unknown write mode %d", cfg.mode)
-	case !changeset.ValidPrefix(cfg.branchPrefix):
-		return nil, fmt.Errorf("memsource: invalid change-set branch prefix %q", cfg.branchPrefix)
+	eng, err := writes.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("memsource: %w", err)
 	}
-	return &Source{repo: repo, cfg: cfg}, nil
+	return &Source{repo: repo, eng: eng}, nil
 }
 
 // Open returns a source over a new repository whose branch main holds
@@ -171,7 +144,7 @@ func (s *Source) resolve(rev string) (resolved, error) {
 func (s *Source) resolveRef(rev, name string) (resolved, error) {
 	h, ok := s.repo.ref(name)
 	if !ok {
-		return resolved{}, notFound(rev, gitfs.ErrRefNotFound)
+		return resolved{}, gitfs.RevisionNotFound(rev, gitfs.ErrRefNotFound)
 	}
 	branch := ""
 	if strings.HasPrefix(name, "refs/heads/") {
@@ -183,22 +156,9 @@ func (s *Source) resolveRef(rev, name string) (resolved, error) {
 func (s *Source) peel(rev string, h plumbing.Hash, branch string) (resolved, error) {
 	commit, tree, err := s.repo.store.Peel(h)
 	if err != nil {
-		return resolved{}, notFound(rev, err)
+		return resolved{}, gitfs.RevisionNotFound(rev, err)
 	}
 	return resolved{commit: commit, tree: tree, branch: branch}, nil
-}
-
-func notFound(rev string, err error) error {
-	if errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, gitfs.ErrNotCommit) ||
-		errors.Is(err, gitfs.ErrRefNotFound) || errors.Is(err, plumbing.ErrReferenceNotFound) || errors.Is(err, io.EOF) {
-		if rev == "" {
-			rev = "the default branch"
-		} else {
-			rev = fmt.Sprintf("%q", rev)
-		}
-		return fmt.Errorf("%w: %s: %v", source.ErrRevisionNotFound, rev, err)
-	}
-	return err
 }
 
 // Update applies req.Apply on top of a branch and commits the result, with
@@ -206,7 +166,7 @@ func notFound(rev string, err error) error {
 // set; source.ModeDirect moves the branch req.Revision names;
 // source.ModeBranch makes a change set from its head. Idempotency keys,
 // change-set owners, retries on a moved branch and dry runs behave as
-// there.
+// there, since both run the same write engine (internal/writes).
 func (s *Source) Update(ctx context.Context, req *source.UpdateRequest) (*source.UpdateResult, error) {
 	if req == nil || req.Apply == nil {
 		return nil, errors.New("memsource: update request without Apply")
@@ -214,144 +174,32 @@ func (s *Source) Update(ctx context.Context, req *source.UpdateRequest) (*source
 	if err := changeset.CheckRequest(req); err != nil {
 		return nil, fmt.Errorf("memsource: %w", err)
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	return s.eng.Update(ctx, refStore{s}, s.repo.store, req)
+}
+
+// refStore gives the write engine the branches of the source's Repo:
+// objects go into its memory storage as the commit is made, so moving a
+// branch is a compare-and-swap of the reference map.
+type refStore struct{ s *Source }
+
+var _ writes.RefStore = refStore{}
+
+func (rs refStore) Resolve(_ context.Context, rev string) (writes.Ref, error) {
+	var (
+		res resolved
+		err error
+	)
+	if name, ok := strings.CutPrefix(rev, "refs/heads/"); ok && gitfs.ValidRefName(rev) && name != "" {
+		res, err = rs.s.resolveRef(rev, rev)
+	} else {
+		res, err = rs.s.resolve(rev)
 	}
-	t, err := s.target(req)
 	if err != nil {
-		return nil, err
+		return writes.Ref{}, err
 	}
-	if req.DryRun {
-		result, _, err := s.attempt(ctx, t, req)
-		return result, err
-	}
-	if t.write != "" {
-		unlock, err := s.locks.Lock(ctx, t.write)
-		if err != nil {
-			return nil, err
-		}
-		defer unlock()
-	}
-	for attempt := 0; ; attempt++ {
-		result, applyErr, err := s.attempt(ctx, t, req)
-		if applyErr || !errors.Is(err, gitfs.ErrRefMoved) {
-			return result, err
-		}
-		if attempt >= s.cfg.maxRetries {
-			return nil, fmt.Errorf("%w: %s moved %d times while the change was being made; try again", source.ErrConflict, t.write, attempt+1)
-		}
-	}
+	return writes.Ref{Commit: res.commit, Tree: res.tree, Branch: res.branch}, nil
 }
 
-// target is where an update goes (see source/local).
-type target struct {
-	rev, base, write  string
-	create, changeSet bool
-}
-
-func (s *Source) target(req *source.UpdateRequest) (target, error) {
-	if cs := req.ChangeSet; cs != "" {
-		if !changeset.IsChangeSet(s.cfg.branchPrefix, cs) {
-			return target{}, fmt.Errorf("%w: %q is not a change-set branch (%s<id>)", source.ErrChangeSetNotFound, cs, s.cfg.branchPrefix)
-		}
-		name := "refs/heads/" + cs
-		t := target{rev: cs, base: name, write: name, changeSet: true}
-		if _, err := s.head(t); err != nil {
-			return target{}, err
-		}
-		return t, nil
-	}
-	res, err := s.resolve(req.Revision)
-	if err != nil {
-		return target{}, err
-	}
-	if res.branch == "" {
-		return target{}, fmt.Errorf("%w: %q names a tag or commit; only branches can be updated", source.ErrNotWritable, req.Revision)
-	}
-	t := target{rev: req.Revision, base: res.branch, write: res.branch}
-	if s.cfg.mode == source.ModeBranch {
-		t.create, t.write = true, ""
-		if req.IdempotencyKey != "" {
-			t.write = "refs/heads/" + changeset.KeyBranchName(s.cfg.branchPrefix, req.Requester, req.IdempotencyKey)
-		}
-	}
-	return t, nil
-}
-
-func (s *Source) head(t target) (resolved, error) {
-	res, err := s.resolveRef(t.rev, t.base)
-	if t.changeSet && errors.Is(err, source.ErrRevisionNotFound) {
-		return resolved{}, fmt.Errorf("%w: %q: no such branch", source.ErrChangeSetNotFound, t.rev)
-	}
-	return res, err
-}
-
-func (s *Source) attempt(ctx context.Context, t target, req *source.UpdateRequest) (_ *source.UpdateResult, applyErr bool, _ error) {
-	res, err := s.head(t)
-	if err != nil {
-		return nil, false, err
-	}
-	if result, err := s.replay(ctx, t, res.commit, req); result != nil || err != nil {
-		return result, false, err
-	}
-	committer := source.Signature{Name: s.cfg.authorName, Email: s.cfg.authorEmail, When: s.cfg.clock()}
-	p, applyErr, err := changeset.Prepare(ctx, s.repo.store,
-		changeset.Base{Revision: t.rev, Commit: res.commit, Tree: res.tree, NewChangeSet: t.create},
-		req, committer, nil)
-	if err != nil {
-		return nil, applyErr, err
-	}
-	result := p.Result
-	if result.Unchanged || req.DryRun {
-		if !t.create {
-			result.Branch = strings.TrimPrefix(t.write, "refs/heads/")
-		}
-		return result, false, nil
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, false, err
-	}
-	branch, err := s.move(t, res.commit, p.Commit)
-	if err != nil {
-		return nil, false, err
-	}
-	result.Branch = strings.TrimPrefix(branch, "refs/heads/")
-	result.Commit = p.Commit.String()
-	return result, false, nil
-}
-
-// maxNameAttempts bounds how many random change-set names an update tries.
-const maxNameAttempts = 8
-
-func (s *Source) move(t target, head, commit plumbing.Hash) (string, error) {
-	switch {
-	case !t.create:
-		return t.write, s.repo.cas(t.write, head, commit)
-	case t.write != "":
-		return t.write, s.repo.cas(t.write, plumbing.ZeroHash, commit)
-	}
-	for range maxNameAttempts {
-		name := "refs/heads/" + changeset.BranchName(s.cfg.branchPrefix, "")
-		if err := s.repo.cas(name, plumbing.ZeroHash, commit); !errors.Is(err, gitfs.ErrRefMoved) {
-			return name, err
-		}
-	}
-	return "", fmt.Errorf("%w: %d random change-set names in a row were taken", source.ErrConflict, maxNameAttempts)
-}
-
-func (s *Source) replay(ctx context.Context, t target, head plumbing.Hash, req *source.UpdateRequest) (*source.UpdateResult, error) {
-	if req.IdempotencyKey == "" || t.write == "" || req.DryRun {
-		return nil, nil
-	}
-	if t.create {
-		res, err := s.resolveRef(t.rev, t.write)
-		if errors.Is(err, source.ErrRevisionNotFound) {
-			return nil, nil // the key's change set is still to be made
-		}
-		if err != nil {
-			return nil, err
-		}
-		head = res.commit
-	}
-	return changeset.Lookup(ctx, s.repo.store, req, t.write, head, t.create)
+func (rs refStore) CompareAndSwap(_ context.Context, u writes.Swap) error {
+	return rs.s.repo.cas(u.Branch, u.Old, u.New)
 }

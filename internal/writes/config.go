@@ -68,3 +68,37 @@ func (c *Config) check() error {
 	}
 	return nil
 }
+
+// Option sets a field of a Config. The sources' public options are thin
+// wrappers of these, so that what each option does is written once.
+type Option func(*Config)
+
+// WithMode sets Config.Mode.
+func WithMode(m source.WriteMode) Option { return func(c *Config) { c.Mode = m } }
+
+// WithBranchPrefix sets Config.BranchPrefix.
+func WithBranchPrefix(prefix string) Option { return func(c *Config) { c.BranchPrefix = prefix } }
+
+// WithAuthor sets Config.AuthorName and Config.AuthorEmail.
+func WithAuthor(name, email string) Option {
+	return func(c *Config) { c.AuthorName, c.AuthorEmail = name, email }
+}
+
+// WithMaxRetries sets Config.MaxRetries.
+func WithMaxRetries(n int) Option { return func(c *Config) { c.MaxRetries = n } }
+
+// WithLogger sets Config.Logger; nil logs nothing.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *Config) {
+		if l == nil {
+			l = slog.New(slog.DiscardHandler)
+		}
+		c.Logger = l
+	}
+}
+
+// WithClock sets Config.Clock.
+func WithClock(now func() time.Time) Option { return func(c *Config) { c.Clock = now } }
+
+// WithSigner sets Config.Signer.
+func WithSigner(s source.Signer) Option { return func(c *Config) { c.Signer = s } }

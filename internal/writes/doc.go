@@ -8,6 +8,7 @@
 //	source/            the contract: Source, UpdateRequest, write modes, sentinel errors
 //	source/local/      adapters: open a repository, serve View, and give the engine a RefStore
 //	source/git/
+//	internal/memsource/ (in memory, for tests)
 //	internal/writes/   this package: target resolution, locking, retries,
 //	                   idempotent replay and the options every source shares
 //	internal/changeset/  stateless rules the engine applies: branch names, trailers,

@@ -230,3 +230,24 @@ func TestWritableCheckerInDirectModeOnly(t *testing.T) {
 		t.Fatalf("branch-mode update from a refused branch = %+v, %v; want a change set", res, err)
 	}
 }
+
+func TestOptions(t *testing.T) {
+	t.Parallel()
+	now := func() time.Time { return time.Unix(1, 0) }
+	cfg := writes.DefaultConfig()
+	for _, o := range []writes.Option{
+		writes.WithMode(source.ModeBranch), writes.WithBranchPrefix("p/"), writes.WithAuthor("a", "a@x"),
+		writes.WithMaxRetries(2), writes.WithLogger(nil), writes.WithClock(now),
+	} {
+		o(&cfg)
+	}
+	e, err := writes.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := e.Config()
+	if got.Mode != source.ModeBranch || got.BranchPrefix != "p/" || got.AuthorName != "a" || got.AuthorEmail != "a@x" ||
+		got.MaxRetries != 2 || got.Logger == nil || !got.Clock().Equal(now()) || got.Signer != nil {
+		t.Errorf("config = %+v", got)
+	}
+}

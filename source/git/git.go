@@ -38,7 +38,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -408,7 +407,7 @@ func (s *Source) resolve(st *refState, rev string) (resolved, error) {
 func (s *Source) peelAs(rev string, h plumbing.Hash, branch string) (resolved, error) {
 	p, err := s.peel(h)
 	if err != nil {
-		return resolved{}, notFound(rev, err)
+		return resolved{}, gitfs.RevisionNotFound(rev, err)
 	}
 	return resolved{peeled: p, branch: branch}, nil
 }
@@ -416,14 +415,6 @@ func (s *Source) peelAs(rev string, h plumbing.Hash, branch string) (resolved, e
 func (s *Source) peel(h plumbing.Hash) (peeled, error) {
 	commit, tree, err := s.store.Peel(h)
 	return peeled{commit: commit, tree: tree}, err
-}
-
-func notFound(rev string, err error) error {
-	if errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, gitfs.ErrNotCommit) ||
-		errors.Is(err, plumbing.ErrReferenceNotFound) || errors.Is(err, io.EOF) {
-		return fmt.Errorf("%w: %q: %v", source.ErrRevisionNotFound, rev, err)
-	}
-	return err
 }
 
 // Redact drops the credentials a URL may hold (https://user:token@host/...),

@@ -42,6 +42,11 @@ type config struct {
 	cacheFS billy.Filesystem
 }
 
+// engine turns an option of the write engine into one of the source.
+func engine(o writes.Option) Option {
+	return func(c *config) { o(&c.Config) }
+}
+
 func defaultConfig() config {
 	return config{
 		Config:        writes.DefaultConfig(),
@@ -88,38 +93,33 @@ func WithStrict(strict bool) Option {
 // WithWriteMode sets where updates' commits go. The default is
 // source.ModeDirect.
 func WithWriteMode(m source.WriteMode) Option {
-	return func(c *config) { c.Mode = m }
+	return engine(writes.WithMode(m))
 }
 
 // WithBranchPrefix sets the prefix of the branches ModeBranch makes. The
 // default is source.DefaultBranchPrefix ("cup/").
 func WithBranchPrefix(prefix string) Option {
-	return func(c *config) { c.BranchPrefix = prefix }
+	return engine(writes.WithBranchPrefix(prefix))
 }
 
 // WithAuthor sets the identity the source commits as: the committer of
 // every commit, and its author unless the request names one. The default
 // is "cup <cup@localhost>".
 func WithAuthor(name, email string) Option {
-	return func(c *config) { c.AuthorName, c.AuthorEmail = name, email }
+	return engine(writes.WithAuthor(name, email))
 }
 
 // WithMaxRetries sets how many times a direct update is applied again on a
 // newer head when the remote rejects the push because the branch moved,
 // before it fails with source.ErrConflict. The default is 5.
 func WithMaxRetries(n int) Option {
-	return func(c *config) { c.MaxRetries = n }
+	return engine(writes.WithMaxRetries(n))
 }
 
 // WithLogger sets the logger for fetches and retried updates. By default
 // nothing is logged.
 func WithLogger(l *slog.Logger) Option {
-	return func(c *config) {
-		if l == nil {
-			l = slog.New(slog.DiscardHandler)
-		}
-		c.Logger = l
-	}
+	return engine(writes.WithLogger(l))
 }
 
 // WithTreeCacheSize sets how many decoded tree entries the source keeps in
@@ -137,13 +137,13 @@ func WithBlobCacheSize(bytes int64) Option {
 
 // WithClock sets the clock that dates commits. The default is time.Now.
 func WithClock(now func() time.Time) Option {
-	return func(c *config) { c.Clock = now }
+	return engine(writes.WithClock(now))
 }
 
 // WithSigner signs every commit the source makes (see
 // internal/signing for OpenPGP keys). By default commits are not signed.
 func WithSigner(s source.Signer) Option {
-	return func(c *config) { c.Signer = s }
+	return engine(writes.WithSigner(s))
 }
 
 // WithMetrics registers the source's metrics with reg:

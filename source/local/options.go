@@ -22,6 +22,11 @@ type config struct {
 	blobCacheSize int64
 }
 
+// engine turns an option of the write engine into one of the source.
+func engine(o writes.Option) Option {
+	return func(c *config) { o(&c.Config) }
+}
+
 func defaultConfig() config {
 	return config{
 		Config:        writes.DefaultConfig(),
@@ -41,25 +46,20 @@ func WithBranch(name string) Option {
 // every commit, and its author unless the request names one. The default
 // is "cup <cup@localhost>".
 func WithAuthor(name, email string) Option {
-	return func(c *config) { c.AuthorName, c.AuthorEmail = name, email }
+	return engine(writes.WithAuthor(name, email))
 }
 
 // WithMaxRetries sets how many times an update is applied again on a newer
 // head when another writer moved the branch, before it fails with
 // source.ErrConflict. The default is 5.
 func WithMaxRetries(n int) Option {
-	return func(c *config) { c.MaxRetries = n }
+	return engine(writes.WithMaxRetries(n))
 }
 
 // WithLogger sets the logger for debugging events such as retried updates.
 // By default nothing is logged.
 func WithLogger(l *slog.Logger) Option {
-	return func(c *config) {
-		if l == nil {
-			l = slog.New(slog.DiscardHandler)
-		}
-		c.Logger = l
-	}
+	return engine(writes.WithLogger(l))
 }
 
 // WithTreeCacheSize sets how many decoded tree entries the source keeps in
@@ -79,14 +79,14 @@ func WithBlobCacheSize(bytes int64) Option {
 // WithClock sets the clock that dates commits, for reproducible commit ids
 // in tests. The default is time.Now.
 func WithClock(now func() time.Time) Option {
-	return func(c *config) { c.Clock = now }
+	return engine(writes.WithClock(now))
 }
 
 // WithWriteMode sets where updates commit: on their target branch
 // (source.ModeDirect) or on a new change-set branch made from its head
 // (source.ModeBranch); see Source.Update. The default is source.ModeDirect.
 func WithWriteMode(mode source.WriteMode) Option {
-	return func(c *config) { c.Mode = mode }
+	return engine(writes.WithMode(mode))
 }
 
 // WithBranchPrefix sets the prefix of the names of change-set branches:
@@ -95,11 +95,11 @@ func WithWriteMode(mode source.WriteMode) Option {
 // followed by an id must be a valid branch name. The default is
 // source.DefaultBranchPrefix ("cup/").
 func WithBranchPrefix(prefix string) Option {
-	return func(c *config) { c.BranchPrefix = prefix }
+	return engine(writes.WithBranchPrefix(prefix))
 }
 
 // WithSigner signs every commit the source makes (see
 // internal/signing for OpenPGP keys). By default commits are not signed.
 func WithSigner(s source.Signer) Option {
-	return func(c *config) { c.Signer = s }
+	return engine(writes.WithSigner(s))
 }

@@ -3,7 +3,6 @@ package local
 import (
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -33,7 +32,7 @@ func (s *Source) resolve(r *repo, rev string) (resolved, error) {
 	if h, ok := gitfs.ParseHash(rev); ok {
 		p, err := r.peel(h)
 		if err != nil {
-			return resolved{}, notFound(rev, err)
+			return resolved{}, gitfs.RevisionNotFound(rev, err)
 		}
 		return resolved{peeled: p}, nil
 	}
@@ -64,13 +63,13 @@ func (s *Source) resolveRef(r *repo, rev, name string) (resolved, error) {
 	h, last, err := r.refs.Resolve(name)
 	if err != nil {
 		if errors.Is(err, gitfs.ErrRefNotFound) {
-			return resolved{}, notFound(rev, err)
+			return resolved{}, gitfs.RevisionNotFound(rev, err)
 		}
 		return resolved{}, err
 	}
 	p, err := r.peel(h)
 	if err != nil {
-		return resolved{}, notFound(rev, err)
+		return resolved{}, gitfs.RevisionNotFound(rev, err)
 	}
 	res := resolved{peeled: p}
 	if strings.HasPrefix(last, "refs/heads/") {
@@ -108,20 +107,7 @@ func (s *Source) resolveOther(r *repo, rev string) (resolved, error) {
 	}
 	p, err := r.peel(h)
 	if err != nil {
-		return resolved{}, notFound(rev, err)
+		return resolved{}, gitfs.RevisionNotFound(rev, err)
 	}
 	return resolved{peeled: p}, nil
-}
-
-func notFound(rev string, err error) error {
-	if errors.Is(err, plumbing.ErrObjectNotFound) || errors.Is(err, gitfs.ErrNotCommit) ||
-		errors.Is(err, gitfs.ErrRefNotFound) || errors.Is(err, plumbing.ErrReferenceNotFound) || errors.Is(err, io.EOF) {
-		if rev == "" {
-			rev = "the default branch"
-		} else {
-			rev = fmt.Sprintf("%q", rev)
-		}
-		return fmt.Errorf("%w: %s: %v", source.ErrRevisionNotFound, rev, err)
-	}
-	return err
 }
