@@ -30,10 +30,10 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/cup-dev/cup/auth"
 	"github.com/cup-dev/cup/controller"
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
-	"github.com/cup-dev/cup/internal/auth"
 	"github.com/cup-dev/cup/internal/document"
 	"github.com/cup-dev/cup/source"
 )

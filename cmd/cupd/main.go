@@ -25,7 +25,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cup-dev/cup/internal/app"
-	"github.com/cup-dev/cup/internal/auth"
+	"github.com/cup-dev/cup/internal/auth/certs"
 	"github.com/cup-dev/cup/internal/auth/oidc"
 	"github.com/cup-dev/cup/server"
 )
@@ -384,7 +384,7 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 	var tlsConfig *tls.Config
 	switch {
 	case f.tlsCertFile != "" || f.tlsKeyFile != "":
-		if tlsConfig, err = auth.ServerTLS(auth.TLSConfig{
+		if tlsConfig, err = certs.ServerTLS(certs.TLSConfig{
 			CertFile: f.tlsCertFile, KeyFile: f.tlsKeyFile,
 			ClientCAFile: f.tlsClientCAFile, RequireClientCert: f.tlsRequireCert, Logger: logger,
 		}); err != nil {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cup-dev/cup/internal/auth"
+	"github.com/cup-dev/cup/auth"
 	"github.com/cup-dev/cup/internal/rbac"
 	"github.com/cup-dev/cup/internal/testlog"
 )
