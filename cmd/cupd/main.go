@@ -27,6 +27,7 @@ import (
 	"github.com/cup-dev/cup/internal/app"
 	"github.com/cup-dev/cup/internal/auth/certs"
 	"github.com/cup-dev/cup/internal/auth/oidc"
+	"github.com/cup-dev/cup/internal/registry"
 	"github.com/cup-dev/cup/server"
 )
 
@@ -159,7 +160,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.StringVar(&f.sshKey, "ssh-key", "", "remote repositories over SSH: private key file")
 	fl.StringVar(&f.sshPassphrase, "ssh-key-passphrase", "", "remote repositories over SSH: passphrase of --ssh-key (prefer CUPD_SSH_KEY_PASSPHRASE)")
 	fl.StringSliceVar(&f.knownHosts, "known-hosts", nil, "remote repositories over SSH: known_hosts files (default: ~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts)")
-	fl.StringVar(&f.scm, "scm", "", "open proposals on this host: github, gitlab or gitea (off when empty)")
+	fl.StringVar(&f.scm, "scm", "", "open proposals on this host: "+registry.SCMs.List("or")+" (off when empty)")
 	fl.StringVar(&f.scmURL, "scm-url", "", "the SCM's API base: GitHub Enterprise https://host/api/v3/, a self-hosted GitLab's or Gitea's web root (empty: github.com, gitlab.com)")
 	fl.StringVar(&f.scmRepository, "scm-repository", "", "owner/repo on GitHub or Gitea, the project path on GitLab (default: from the --repository URL)")
 	fl.StringVar(&f.scmTokenFile, "scm-token-file", "", "file holding the SCM token, read again when it changes (short-lived tokens)")

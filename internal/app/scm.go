@@ -13,17 +13,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cup-dev/cup/internal/proposals"
+	"github.com/cup-dev/cup/internal/registry"
 	"github.com/cup-dev/cup/scm"
-	"github.com/cup-dev/cup/scm/gitea"
-	"github.com/cup-dev/cup/scm/github"
-	"github.com/cup-dev/cup/scm/gitlab"
 	"github.com/cup-dev/cup/server"
 	gitsource "github.com/cup-dev/cup/source/git"
 )
 
 // SCM configures proposals on a source-code host.
 type SCM struct {
-	// Provider is "github", "gitlab" or "gitea"; empty turns proposals off.
+	// Provider names a provider in registry.SCMs: "github", "gitlab" or
+	// "gitea"; empty turns proposals off.
 	Provider string
 	// URL is the API's base URL: GitHub Enterprise's https://host/api/v3/,
 	// a self-hosted GitLab's or Gitea's web root. Empty for github.com and
@@ -54,6 +53,10 @@ type SCM struct {
 // newProvider builds the scm.Provider cfg names, with an HTTP client that
 // authenticates, waits out rate limits and exports its budget to reg.
 func newProvider(cfg SCM, repoURL string, reg prometheus.Registerer, logger *slog.Logger) (scm.Provider, error) {
+	factory, ok := registry.SCMs.Lookup(cfg.Provider)
+	if !ok {
+		return nil, fmt.Errorf("--scm %q: want %s", cfg.Provider, registry.SCMs.List("or"))
+	}
 	var token scm.TokenSource
 	switch {
 	case cfg.GitHubAppID != 0:
@@ -87,24 +90,7 @@ func newProvider(cfg SCM, repoURL string, reg prometheus.Registerer, logger *slo
 			return nil, fmt.Errorf("--scm-repository is needed: %s does not name owner/repo", gitsource.Redact(repoURL))
 		}
 	}
-	switch cfg.Provider {
-	case "github":
-		owner, name, ok := strings.Cut(repo, "/")
-		if !ok || strings.Contains(name, "/") {
-			return nil, fmt.Errorf("--scm-repository %q: want owner/repo", repo)
-		}
-		return github.New(github.Config{BaseURL: cfg.URL, Owner: owner, Repo: name, HTTPClient: client})
-	case "gitlab":
-		return gitlab.New(gitlab.Config{BaseURL: cfg.URL, Project: repo, HTTPClient: client})
-	case "gitea":
-		owner, name, ok := strings.Cut(repo, "/")
-		if !ok || strings.Contains(name, "/") {
-			return nil, fmt.Errorf("--scm-repository %q: want owner/repo", repo)
-		}
-		return gitea.New(gitea.Config{BaseURL: cfg.URL, Owner: owner, Repo: name, HTTPClient: client})
-	default:
-		return nil, fmt.Errorf("--scm %q: want github, gitlab or gitea", cfg.Provider)
-	}
+	return factory(registry.SCMConfig{BaseURL: cfg.URL, Repository: repo, HTTPClient: client})
 }
 
 // repoPath derives owner/repo from a repository URL: the path without a

@@ -26,14 +26,6 @@ const (
 	KindBinding = "Binding"
 )
 
-// Controller types known to the loader.
-const (
-	// ControllerTemplate maps resources to files with path templates.
-	ControllerTemplate = "template"
-	// ControllerWASM delegates to a WebAssembly module.
-	ControllerWASM = "wasm"
-)
-
 // Set is a loaded configuration. Its slices are sorted: definitions by group
 // and plural, controllers and bindings by name.
 type Set struct {
@@ -102,7 +94,9 @@ type Version struct {
 type Controller struct {
 	// Name is metadata.name, which bindings refer to.
 	Name string
-	// Type is ControllerTemplate or ControllerWASM.
+	// Type is spec.type, the name of a controller type in
+	// registry.Controllers (such as "template" or "wasm"): Load and Parse
+	// refuse others.
 	Type string
 	// Spec holds the type-specific settings (spec.spec) as a JSON object, or
 	// is nil when the file has none. The controller packages decode it.

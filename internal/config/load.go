@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/cup-dev/cup/internal/document"
+	"github.com/cup-dev/cup/internal/registry"
 )
 
 // Load reads the configuration below dir in fsys ("." for its root) and
@@ -575,12 +576,11 @@ func newController(doc *controllerDoc, loc Location) (*Controller, []string) {
 		msgs = append(msgs, msg)
 	}
 	c := &Controller{Name: doc.Metadata.Name, Type: doc.Spec.Type, Location: loc}
-	switch c.Type {
-	case ControllerTemplate, ControllerWASM:
-	case "":
-		msgs = append(msgs, fmt.Sprintf("spec.type is required (%s or %s)", ControllerTemplate, ControllerWASM))
-	default:
-		msgs = append(msgs, fmt.Sprintf("spec.type %q is not one of %s, %s", c.Type, ControllerTemplate, ControllerWASM))
+	switch {
+	case c.Type == "":
+		msgs = append(msgs, fmt.Sprintf("spec.type is required (%s)", registry.Controllers.List("or")))
+	case !registry.Controllers.Has(c.Type):
+		msgs = append(msgs, fmt.Sprintf("spec.type %q is not one of %s", c.Type, registry.Controllers.List("")))
 	}
 	if spec := bytes.TrimSpace(doc.Spec.Spec); len(spec) > 0 && !bytes.Equal(spec, []byte("null")) {
 		if spec[0] != '{' {
