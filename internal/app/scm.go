@@ -110,35 +110,18 @@ func repoPath(repo string) string {
 	return p
 }
 
-// proposalsAPI adapts a proposals.Manager to the server.
+// proposalsAPI serves the server's Proposals from a proposals.Manager.
+// Both speak scm.Tracked, so nothing is converted.
 type proposalsAPI struct{ m *proposals.Manager }
 
 var _ server.Proposals = proposalsAPI{}
 
 // ListProposals runs on every Get of a resource, so it allocates for the
-// matches only: the filter sees each proposal as a value that stays on
-// the stack.
-func (a proposalsAPI) ListProposals(_ context.Context, f server.ProposalFilter) ([]*server.ProposalInfo, error) {
-	var out []*server.ProposalInfo
-	for _, p := range a.m.List(func(p *proposals.Info) bool { pi := info(p); return f.Matches(&pi) }) {
-		pi := info(p)
-		out = append(out, &pi)
-	}
-	return out, nil
+// matches only.
+func (a proposalsAPI) ListProposals(_ context.Context, f server.ProposalFilter) ([]*scm.Tracked, error) {
+	return a.m.List(f.Matches), nil
 }
 
-func (a proposalsAPI) GetProposal(ctx context.Context, id string) (*server.ProposalInfo, error) {
-	p, err := a.m.Get(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	pi := info(p)
-	return &pi, nil
-}
-
-func info(p *proposals.Info) server.ProposalInfo {
-	return server.ProposalInfo{
-		ID: p.ID, URL: p.URL, Title: p.Title, Branch: p.Head, Base: p.Base, Provider: p.Provider,
-		State: p.State, Draft: p.Draft, Resources: p.Resources, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt,
-	}
+func (a proposalsAPI) GetProposal(ctx context.Context, id string) (*scm.Tracked, error) {
+	return a.m.Get(ctx, id)
 }
