@@ -52,7 +52,7 @@ func newGatedFixture(t *testing.T, g *gated, opts ...server.Option) *fixture {
 	t.Helper()
 	dir, types := demoRepository(t)
 	for _, ty := range types {
-		if ty.Names.Plural == "flags" && ty.Group == "flags.cup.dev" {
+		if ty.Plural == "flags" && ty.Group == "flags.cup.dev" {
 			g.Controller = ty.Controller
 			ty.Controller = g
 		}

@@ -350,7 +350,7 @@ func (h *proposalService) GetProposal(ctx context.Context, req *connect.Request[
 func checkGroup(t *Type) error {
 	if t.Group == reservedGroup {
 		return fmt.Errorf("server: type %s/%s/%s: the group %s is reserved for cup's own API (%s): choose another, such as a subdomain of it",
-			t.Group, t.Version, t.Names.Plural, reservedGroup, proposalsPath)
+			t.Group, t.Version, t.Plural, reservedGroup, proposalsPath)
 	}
 	return nil
 }

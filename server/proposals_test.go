@@ -507,7 +507,7 @@ func TestReservedGroup(t *testing.T) {
 	t.Cleanup(func() { _ = src.Close() })
 	_, types := demo(t)
 	typ := *types[0]
-	typ.Group, typ.Names.Plural = "cup.dev", "proposals"
+	typ.Group, typ.Plural = "cup.dev", "proposals"
 	_, err = server.New(src, []*server.Type{&typ})
 	if err == nil || !strings.Contains(err.Error(), "reserved") {
 		t.Fatalf("New with a type in cup.dev: %v, want it refused", err)

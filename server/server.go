@@ -36,19 +36,16 @@ import (
 	"github.com/cup-dev/cup/source"
 )
 
-// Names are the ways a type is named.
-type Names struct {
-	Kind       string
-	Singular   string
-	Plural     string
-	ShortNames []string
-}
-
 // Type is one served group/version/plural and the controller bound to it.
 type Type struct {
-	Group   string
-	Version string
-	Names   Names
+	// Type is the group, version, kind and plural, as controllers are
+	// given it: all four are required.
+	controller.Type
+	// Singular is the lowercase singular name, e.g. "flag"; ShortNames are
+	// abbreviations for the command line. Discovery shows them, and
+	// GetDefinition finds a type by them.
+	Singular   string
+	ShortNames []string
 	// Schema is the version's JSON Schema, shown by discovery.
 	Schema json.RawMessage
 	// SchemaTarget is "resource" when Schema describes the whole resource and
@@ -62,11 +59,11 @@ type Type struct {
 	Controller controller.Controller
 }
 
-func (t *Type) controllerType() controller.Type {
-	return controller.Type{Group: t.Group, Version: t.Version, Kind: t.Names.Kind, Plural: t.Names.Plural}
+// typeKey is what a request names a type by: a controller.Type without
+// its Kind, since paths and requests give the plural.
+func typeKey(group, version, plural string) controller.Type {
+	return controller.Type{Group: group, Version: version, Plural: plural}
 }
-
-type typeKey struct{ group, version, plural string }
 
 type config struct {
 	logger      *slog.Logger
@@ -105,7 +102,7 @@ func WithCacheBytes(n int64) Option { return func(c *config) { c.cacheBudget = n
 type Server struct {
 	cfg       config
 	src       source.Source
-	types     map[typeKey]*Type
+	types     map[controller.Type]*Type
 	defs      []*cupv1alpha1.ResourceDefinition
 	validator protovalidate.Validator
 	memo      *memo
@@ -149,23 +146,23 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg: cfg, src: src, types: make(map[typeKey]*Type), validator: v, memo: newMemo(cfg.cacheBudget),
+		cfg: cfg, src: src, types: make(map[controller.Type]*Type), validator: v, memo: newMemo(cfg.cacheBudget),
 		interner: newInterner(), writes: newWriteSlots(cfg.maxWrites), calls: calls,
 		bodies: newBodyBudget(cfg.maxInflight, cfg.maxBody),
 	}
 	for _, t := range types {
-		if t.Group == "" || t.Version == "" || t.Names.Plural == "" || t.Names.Kind == "" {
-			return nil, fmt.Errorf("server: type %s/%s/%s: group, version, kind and plural are required", t.Group, t.Version, t.Names.Plural)
+		if t.Group == "" || t.Version == "" || t.Plural == "" || t.Kind == "" {
+			return nil, fmt.Errorf("server: type %s/%s/%s: group, version, kind and plural are required", t.Group, t.Version, t.Plural)
 		}
 		if t.Controller == nil {
-			return nil, fmt.Errorf("server: type %s/%s/%s has no controller", t.Group, t.Version, t.Names.Plural)
+			return nil, fmt.Errorf("server: type %s/%s/%s has no controller", t.Group, t.Version, t.Plural)
 		}
 		if err := checkGroup(t); err != nil {
 			return nil, err
 		}
-		k := typeKey{t.Group, t.Version, t.Names.Plural}
+		k := typeKey(t.Group, t.Version, t.Plural)
 		if _, dup := s.types[k]; dup {
-			return nil, fmt.Errorf("server: type %s/%s/%s is served twice", t.Group, t.Version, t.Names.Plural)
+			return nil, fmt.Errorf("server: type %s/%s/%s is served twice", t.Group, t.Version, t.Plural)
 		}
 		s.types[k] = t
 	}
@@ -177,7 +174,7 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 
 // lookup finds the type a request names.
 func (s *Server) lookup(group, version, plural string) (*Type, error) {
-	if t, ok := s.types[typeKey{group, version, plural}]; ok {
+	if t, ok := s.types[typeKey(group, version, plural)]; ok {
 		return t, nil
 	}
 	return nil, connect.NewError(connect.CodeNotFound,
@@ -347,15 +344,15 @@ func (s *Server) interceptor() connect.Interceptor {
 func definitions(types []*Type) ([]*cupv1alpha1.ResourceDefinition, error) {
 	byName := map[string]*cupv1alpha1.ResourceDefinition{}
 	for _, t := range types {
-		name := t.Names.Plural + "." + t.Group
+		name := t.Plural + "." + t.Group
 		d, ok := byName[name]
 		if !ok {
 			d = &cupv1alpha1.ResourceDefinition{
 				Name:  name,
 				Group: t.Group,
 				Names: &cupv1alpha1.Names{
-					Kind: t.Names.Kind, Singular: t.Names.Singular, Plural: t.Names.Plural,
-					ShortNames: slices.Clone(t.Names.ShortNames),
+					Kind: t.Kind, Singular: t.Singular, Plural: t.Plural,
+					ShortNames: slices.Clone(t.ShortNames),
 				},
 			}
 			byName[name] = d

@@ -307,7 +307,7 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 	a.handler = withHosts(withOperations(srv.Handler(), a.remote, a.proposals, reg, opts.WebhookSecret, opts.Logger), opts.AllowedHosts)
 	if len(types) > 0 {
 		t := types[0]
-		a.example = fmt.Sprintf("/apis/%s/%s/namespaces/default/%s", t.Group, t.Version, t.Names.Plural)
+		a.example = fmt.Sprintf("/apis/%s/%s/namespaces/default/%s", t.Group, t.Version, t.Plural)
 	}
 	return a, nil
 }
@@ -596,11 +596,9 @@ func BuildTypes(ctx context.Context, set *config.Set, mods *Modules) ([]*server.
 				return nil, fmt.Errorf("%s: binding %q: definition %s has no version %q", b.Location, b.Name, d.Name, ref.Version)
 			}
 			types = append(types, &server.Type{
-				Group:   d.Group,
-				Version: v.Name,
-				Names: server.Names{
-					Kind: d.Names.Kind, Singular: d.Names.Singular, Plural: d.Names.Plural, ShortNames: d.Names.ShortNames,
-				},
+				Type:         controller.Type{Group: d.Group, Version: v.Name, Kind: d.Names.Kind, Plural: d.Names.Plural},
+				Singular:     d.Names.Singular,
+				ShortNames:   d.Names.ShortNames,
 				Schema:       v.Schema,
 				SchemaTarget: string(v.Target),
 				Validate:     validator(v),
@@ -609,7 +607,7 @@ func BuildTypes(ctx context.Context, set *config.Set, mods *Modules) ([]*server.
 		}
 	}
 	sort.Slice(types, func(i, j int) bool {
-		return path.Join(types[i].Group, types[i].Version, types[i].Names.Plural) < path.Join(types[j].Group, types[j].Version, types[j].Names.Plural)
+		return path.Join(types[i].Group, types[i].Version, types[i].Plural) < path.Join(types[j].Group, types[j].Version, types[j].Plural)
 	})
 	return types, nil
 }

@@ -6,6 +6,8 @@ import (
 	"sort"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/cup-dev/cup/controller"
 )
 
 // API versions accepted in configuration files.
@@ -112,20 +114,16 @@ type Binding struct {
 	// Controller is the name of the Controller serving the resources.
 	Controller string
 	// Resources are the bound types, in file order; there is at least one.
-	Resources []ResourceRef
+	// Each names a group, version and plural; Kind is empty (the
+	// definition gives it).
+	Resources []controller.Type
 	// Location is where the binding was loaded from.
 	Location Location
 }
 
-// ResourceRef names one version of a resource type.
-type ResourceRef struct {
-	Group   string
-	Version string
-	Plural  string
-}
-
-// String returns "<group>/<version>/<plural>", the form used in bindings.
-func (r ResourceRef) String() string { return r.Group + "/" + r.Version + "/" + r.Plural }
+// refString returns "<group>/<version>/<plural>", the form a binding
+// names a type in.
+func refString(r controller.Type) string { return r.Group + "/" + r.Version + "/" + r.Plural }
 
 // Definition returns the definition with the given group and plural.
 func (s *Set) Definition(group, plural string) (*Definition, bool) {
@@ -147,8 +145,10 @@ func (s *Set) Controller(name string) (*Controller, bool) {
 	return nil, false
 }
 
-// BindingFor returns the binding that binds ref.
-func (s *Set) BindingFor(ref ResourceRef) (*Binding, bool) {
+// BindingFor returns the binding that binds ref, a group, version and
+// plural (ref.Kind is ignored).
+func (s *Set) BindingFor(ref controller.Type) (*Binding, bool) {
+	ref.Kind = ""
 	for _, b := range s.Bindings {
 		for _, r := range b.Resources {
 			if r == ref {

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cup-dev/cup/controller"
 	"github.com/cup-dev/cup/internal/document"
 	"github.com/cup-dev/cup/internal/registry"
 )
@@ -614,7 +615,7 @@ func newBinding(doc *bindingDoc, loc Location) (*Binding, []string) {
 			msgs = append(msgs, fmt.Sprintf("spec.resources[%d]: %v", i, err))
 			// A placeholder keeps the indexes of the others right for
 			// checkRefs; the binding is not loaded.
-			ref = ResourceRef{}
+			ref = controller.Type{}
 		}
 		b.Resources = append(b.Resources, ref)
 	}
