@@ -358,7 +358,7 @@ func BenchmarkControllerCalls(b *testing.B) {
 		opts []server.Option
 	}{
 		{"bound=default", nil},
-		{"bound=none", []server.Option{server.WithMaxConcurrentControllerCalls(0)}},
+		{"bound=none", []server.Option{server.WithMaxConcurrentControllerCalls(-1)}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			ctrl := &countingController{release: make(chan struct{})}

@@ -91,12 +91,19 @@ type Option func(*config)
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
 // WithMaxRequestBytes bounds the size of a request body, on every protocol.
-// Larger requests fail with ResourceExhausted. Default: 4 MiB.
-func WithMaxRequestBytes(n int64) Option { return func(c *config) { c.maxBody = n } }
+// Larger requests fail with ResourceExhausted. Zero keeps the default,
+// [DefaultMaxRequestBytes]; less than zero makes New fail: there is no
+// unbounded size.
+func WithMaxRequestBytes(n int64) Option {
+	return func(c *config) { c.maxBody = orDefault(n, DefaultMaxRequestBytes) }
+}
 
 // WithCacheBytes bounds the memory used to memoise reads by commit, roughly,
-// in bytes. Default: 256 MiB.
-func WithCacheBytes(n int64) Option { return func(c *config) { c.cacheBudget = n } }
+// in bytes. Zero keeps the default, [DefaultCacheBytes]; less than zero
+// makes New fail: memory is always bounded.
+func WithCacheBytes(n int64) Option {
+	return func(c *config) { c.cacheBudget = orDefault(n, DefaultCacheBytes) }
+}
 
 // Server serves the API for one source. It is safe for concurrent use.
 type Server struct {
@@ -117,9 +124,9 @@ type Server struct {
 // in the group cup.dev, which cup's own routes use.
 func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 	cfg := config{
-		logger: slog.Default(), maxBody: 4 << 20, cacheBudget: 256 << 20,
-		maxListPage: 10000, requestTimeout: time.Minute, maxWrites: 32,
-		maxDepth: 64, maxResource: 8 << 20, maxInflight: 8 << 20,
+		logger: slog.Default(), maxBody: DefaultMaxRequestBytes, cacheBudget: DefaultCacheBytes,
+		maxListPage: DefaultMaxListPage, requestTimeout: DefaultRequestTimeout, maxWrites: DefaultMaxConcurrentWrites,
+		maxDepth: DefaultMaxJSONDepth, maxResource: DefaultMaxResourceBytes, maxInflight: DefaultMaxInflightRequestBytes,
 		maxCalls: DefaultMaxControllerCalls(), maxQueued: DefaultMaxQueuedControllerCalls,
 	}
 	for _, o := range opts {
@@ -130,6 +137,12 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 	}
 	if cfg.maxResource <= 0 {
 		return nil, fmt.Errorf("server: a resource size limit of %d bytes is not positive", cfg.maxResource)
+	}
+	if cfg.maxBody <= 0 {
+		return nil, fmt.Errorf("server: a request size limit of %d bytes is not positive", cfg.maxBody)
+	}
+	if cfg.cacheBudget <= 0 {
+		return nil, fmt.Errorf("server: a cache of %d bytes is not positive", cfg.cacheBudget)
 	}
 	if src == nil {
 		return nil, errors.New("server: nil source")
@@ -256,24 +269,27 @@ type httpConfig struct {
 }
 
 // WithIdleTimeout closes a keep-alive connection (HTTP/1.1 or HTTP/2) that
-// carried no request for d. Zero or less: never. Default: two minutes.
+// carried no request for d. Zero keeps the default, [DefaultIdleTimeout];
+// less than zero: never.
 func WithIdleTimeout(d time.Duration) HTTPOption {
-	return func(c *httpConfig) { c.idleTimeout = d }
+	return func(c *httpConfig) { c.idleTimeout = orDefault(d, DefaultIdleTimeout) }
 }
 
 // WithMaxHeaderBytes bounds the size of a request's line and headers (the
 // header list of an HTTP/2 request); larger requests get 431 Request
 // Header Fields Too Large. Go's server allows a little slack (4 KiB) over
-// n. Zero or less: Go's default, 1 MiB. Default: 64 KiB.
+// n. Zero keeps the default, [DefaultMaxHeaderBytes]; less than zero: Go's
+// own bound, 1 MiB (headers are never unbounded).
 func WithMaxHeaderBytes(n int) HTTPOption {
-	return func(c *httpConfig) { c.maxHeaderBytes = n }
+	return func(c *httpConfig) { c.maxHeaderBytes = orDefault(n, DefaultMaxHeaderBytes) }
 }
 
 // WithMaxConcurrentStreams bounds the requests one HTTP/2 connection may
 // have in flight at once; the client waits for a stream to end before it
-// opens another. Default: 100, the least RFC 9113 recommends.
+// opens another. Zero keeps the default, [DefaultMaxConcurrentStreams];
+// less than zero: Go's own default (streams are never unbounded).
 func WithMaxConcurrentStreams(n int) HTTPOption {
-	return func(c *httpConfig) { c.maxConcurrentStreams = n }
+	return func(c *httpConfig) { c.maxConcurrentStreams = orDefault(n, DefaultMaxConcurrentStreams) }
 }
 
 // headerTimeout bounds the time a client may take to send a request's line
@@ -287,7 +303,7 @@ const headerTimeout = 10 * time.Second
 // streaming calls: the Server's request timeout bounds each call's body
 // and answer instead (WithRequestTimeout).
 func NewHTTPServer(addr string, h http.Handler, opts ...HTTPOption) *http.Server {
-	cfg := httpConfig{idleTimeout: 2 * time.Minute, maxHeaderBytes: 64 << 10, maxConcurrentStreams: 100}
+	cfg := httpConfig{idleTimeout: DefaultIdleTimeout, maxHeaderBytes: DefaultMaxHeaderBytes, maxConcurrentStreams: DefaultMaxConcurrentStreams}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -299,6 +315,10 @@ func NewHTTPServer(addr string, h http.Handler, opts ...HTTPOption) *http.Server
 	if idle <= 0 {
 		idle = -1 // http.Server: no idle timeout
 	}
+	// Less than zero: http.Server's and HTTP2Config's own defaults, which
+	// they take for zero.
+	cfg.maxHeaderBytes = max(cfg.maxHeaderBytes, 0)
+	cfg.maxConcurrentStreams = max(cfg.maxConcurrentStreams, 0)
 	return &http.Server{
 		Addr: addr, Handler: h, Protocols: p,
 		ReadHeaderTimeout: headerTimeout,

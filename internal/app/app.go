@@ -51,23 +51,20 @@ type Options struct {
 	ConfigDir string
 	// Logger receives the server's logs. Nil uses slog.Default().
 	Logger *slog.Logger
-	// MaxRequestBytes and CacheBytes are passed to the server; zero keeps its defaults.
-	MaxRequestBytes int64
-	CacheBytes      int64
-	// MaxListPage, RequestTimeout and MaxConcurrentWrites are passed to the
-	// server; zero keeps its defaults, less than zero lifts the bound.
-	MaxListPage         int
-	RequestTimeout      time.Duration
-	MaxConcurrentWrites int
-	// MaxJSONDepth and MaxResourceBytes are passed to the server; zero keeps
-	// its defaults.
-	MaxJSONDepth     int
-	MaxResourceBytes int64
-	// MaxInflightRequestBytes is passed to the server; zero keeps its
-	// default, less than zero lifts the bound.
-	MaxInflightRequestBytes int64
-	// MaxConcurrentControllerCalls and MaxQueuedControllerCalls are passed
-	// to the server; zero keeps its defaults, less than zero lifts the bound.
+	// The limits below are passed to the server's options of the same
+	// names (server.WithMaxRequestBytes, …), whose rule they follow: zero
+	// keeps the server's default (server.DefaultMaxRequestBytes, …), less
+	// than zero lifts the bound where there can be none, and is refused
+	// where there cannot (MaxRequestBytes, CacheBytes, MaxJSONDepth,
+	// MaxResourceBytes).
+	MaxRequestBytes              int64
+	CacheBytes                   int64
+	MaxListPage                  int
+	RequestTimeout               time.Duration
+	MaxConcurrentWrites          int
+	MaxJSONDepth                 int
+	MaxResourceBytes             int64
+	MaxInflightRequestBytes      int64
 	MaxConcurrentControllerCalls int
 	MaxQueuedControllerCalls     int
 	// Remote configures the source when Repository is a URL.
@@ -87,7 +84,8 @@ type Options struct {
 	WebhookSecret string
 	// MaxConnections bounds the connections open at once on the listeners
 	// Listener wraps; past it new connections are closed at once. Zero
-	// keeps the default, 4096; less than zero lifts the bound.
+	// keeps the default, DefaultMaxConnections; less than zero lifts the
+	// bound.
 	MaxConnections int
 	// AllowedHosts are the names the Host header of a request may give
 	// (see LoopbackHosts for the form); others get 421 Misdirected
@@ -124,7 +122,9 @@ const DefaultWASMMemoryBytes = 512 << 20
 type Remote struct {
 	// CacheDir keeps objects on disk (reused on restart) instead of in memory.
 	CacheDir string
-	// FetchInterval is how often to fetch; zero or less fetches on webhook calls only.
+	// FetchInterval is how often to fetch; zero keeps
+	// gitsource.DefaultFetchInterval, less than zero fetches on webhook
+	// calls only.
 	FetchInterval time.Duration
 	// Strict makes start-up fail when the remote is unreachable, even with a warm cache.
 	Strict bool
@@ -250,36 +250,20 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 	}
 	var sopts []server.Option
 	sopts = append(sopts, server.WithLogger(opts.Logger))
-	if opts.MaxRequestBytes > 0 {
-		sopts = append(sopts, server.WithMaxRequestBytes(opts.MaxRequestBytes))
-	}
-	if opts.CacheBytes > 0 {
-		sopts = append(sopts, server.WithCacheBytes(opts.CacheBytes))
-	}
-	if opts.MaxListPage != 0 {
-		sopts = append(sopts, server.WithMaxListPage(opts.MaxListPage))
-	}
-	if opts.RequestTimeout != 0 {
-		sopts = append(sopts, server.WithRequestTimeout(opts.RequestTimeout))
-	}
-	if opts.MaxConcurrentWrites != 0 {
-		sopts = append(sopts, server.WithMaxConcurrentWrites(opts.MaxConcurrentWrites))
-	}
-	if opts.MaxJSONDepth != 0 {
-		sopts = append(sopts, server.WithMaxJSONDepth(opts.MaxJSONDepth))
-	}
-	if opts.MaxResourceBytes != 0 {
-		sopts = append(sopts, server.WithMaxResourceBytes(opts.MaxResourceBytes))
-	}
-	if opts.MaxInflightRequestBytes != 0 {
-		sopts = append(sopts, server.WithMaxInflightRequestBytes(opts.MaxInflightRequestBytes))
-	}
-	if opts.MaxConcurrentControllerCalls != 0 {
-		sopts = append(sopts, server.WithMaxConcurrentControllerCalls(opts.MaxConcurrentControllerCalls))
-	}
-	if opts.MaxQueuedControllerCalls != 0 {
-		sopts = append(sopts, server.WithMaxQueuedControllerCalls(opts.MaxQueuedControllerCalls))
-	}
+	// The server's options take zero for their defaults and less than
+	// zero for no bound, as Options does: the values pass through.
+	sopts = append(sopts,
+		server.WithMaxRequestBytes(opts.MaxRequestBytes),
+		server.WithCacheBytes(opts.CacheBytes),
+		server.WithMaxListPage(opts.MaxListPage),
+		server.WithRequestTimeout(opts.RequestTimeout),
+		server.WithMaxConcurrentWrites(opts.MaxConcurrentWrites),
+		server.WithMaxJSONDepth(opts.MaxJSONDepth),
+		server.WithMaxResourceBytes(opts.MaxResourceBytes),
+		server.WithMaxInflightRequestBytes(opts.MaxInflightRequestBytes),
+		server.WithMaxConcurrentControllerCalls(opts.MaxConcurrentControllerCalls),
+		server.WithMaxQueuedControllerCalls(opts.MaxQueuedControllerCalls),
+	)
 	sopts = append(sopts, server.WithMetrics(reg))
 	if a.proposals != nil {
 		sopts = append(sopts, server.WithProposals(proposalsAPI{a.proposals}))
@@ -626,8 +610,9 @@ func (a *App) Listener(ln net.Listener) net.Listener { return a.conns.Listen(ln)
 // that those make room for new ones at the limit.
 func (a *App) ConnState(c net.Conn, s http.ConnState) { a.conns.ConnState(c, s) }
 
-// defaultMaxConnections is Options.MaxConnections' default.
-const defaultMaxConnections = 4096
+// DefaultMaxConnections is Options.MaxConnections' default (and so that
+// of cupd --max-connections).
+const DefaultMaxConnections = 4096
 
 // newConnLimiter returns the limiter of opts.MaxConnections, with its
 // metrics registered in reg.
@@ -635,7 +620,7 @@ func newConnLimiter(opts Options, reg *prometheus.Registry) *connlimit.Limiter {
 	n := opts.MaxConnections
 	switch {
 	case n == 0:
-		n = defaultMaxConnections
+		n = DefaultMaxConnections
 	case n < 0:
 		n = 0
 	}

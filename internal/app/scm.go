@@ -44,9 +44,10 @@ type SCM struct {
 	// TemplateDir holds commit.tmpl, title.tmpl and body.tmpl overriding
 	// the defaults.
 	TemplateDir string
-	// RefreshInterval is how often the list of proposals is read again.
+	// RefreshInterval is how often the list of proposals is read again;
+	// zero keeps proposals.DefaultRefreshInterval.
 	RefreshInterval time.Duration
-	// Timeout bounds each call to the SCM; zero keeps scm's default.
+	// Timeout bounds each call to the SCM; zero keeps scm.DefaultTimeout.
 	Timeout time.Duration
 }
 

@@ -53,11 +53,15 @@ type Config struct {
 	// DefaultTemplates.
 	Templates *Templates
 	// RefreshInterval is how often Run reads the proposals from the SCM.
-	// Default 30 seconds.
+	// Zero or less keeps the default, DefaultRefreshInterval.
 	RefreshInterval time.Duration
 	// Logger receives refresh failures. Nil logs nothing.
 	Logger *slog.Logger
 }
+
+// DefaultRefreshInterval is the default of Config.RefreshInterval (and so
+// of cupd --proposals-refresh).
+const DefaultRefreshInterval = 30 * time.Second
 
 // Manager is a source.Source that proposes every change, and the record of
 // the proposals it opened. It is safe for concurrent use.
@@ -94,7 +98,7 @@ func New(cfg Config) (*Manager, error) {
 		cfg.Templates = DefaultTemplates()
 	}
 	if cfg.RefreshInterval <= 0 {
-		cfg.RefreshInterval = 30 * time.Second
+		cfg.RefreshInterval = DefaultRefreshInterval
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -42,11 +42,11 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		interval:      time.Minute,
+		interval:      DefaultFetchInterval,
 		mode:          source.ModeDirect,
 		prefix:        source.DefaultBranchPrefix,
-		authorName:    "cup",
-		authorEmail:   "cup@localhost",
+		authorName:    source.DefaultAuthorName,
+		authorEmail:   source.DefaultAuthorEmail,
 		maxRetries:    5,
 		logger:        slog.New(slog.DiscardHandler),
 		treeCacheSize: gitfs.DefaultTreeCacheSize,
@@ -75,11 +75,20 @@ func WithCacheDir(dir string) Option {
 	return func(c *config) { c.cacheDir = dir }
 }
 
-// WithFetchInterval sets how often Run fetches. Zero or less turns
-// polling off (fetches then happen on Fetch calls only). The default is
-// one minute.
+// DefaultFetchInterval is how often Run fetches unless WithFetchInterval
+// says otherwise: a minute.
+const DefaultFetchInterval = time.Minute
+
+// WithFetchInterval sets how often Run fetches. Zero keeps the default,
+// [DefaultFetchInterval]; less than zero turns polling off (fetches then
+// happen on Fetch calls only).
 func WithFetchInterval(d time.Duration) Option {
-	return func(c *config) { c.interval = d }
+	return func(c *config) {
+		if d == 0 {
+			d = DefaultFetchInterval
+		}
+		c.interval = d
+	}
 }
 
 // WithStrict makes Start fail when the remote cannot be reached, even if a
@@ -103,7 +112,8 @@ func WithBranchPrefix(prefix string) Option {
 
 // WithAuthor sets the identity the source commits as: the committer of
 // every commit, and its author unless the request names one. The default
-// is "cup <cup@localhost>".
+// is source.DefaultAuthorName and source.DefaultAuthorEmail, "cup
+// <cup@localhost>".
 func WithAuthor(name, email string) Option {
 	return func(c *config) { c.authorName, c.authorEmail = name, email }
 }

@@ -27,8 +27,8 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		authorName:    "cup",
-		authorEmail:   "cup@localhost",
+		authorName:    source.DefaultAuthorName,
+		authorEmail:   source.DefaultAuthorEmail,
 		maxRetries:    5,
 		logger:        slog.New(slog.DiscardHandler),
 		treeCacheSize: gitfs.DefaultTreeCacheSize,
@@ -48,7 +48,8 @@ func WithBranch(name string) Option {
 
 // WithAuthor sets the identity the source commits as: the committer of
 // every commit, and its author unless the request names one. The default
-// is "cup <cup@localhost>".
+// is source.DefaultAuthorName and source.DefaultAuthorEmail, "cup
+// <cup@localhost>".
 func WithAuthor(name, email string) Option {
 	return func(c *config) { c.authorName, c.authorEmail = name, email }
 }
