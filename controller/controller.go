@@ -13,7 +13,8 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"strings"
+
+	"github.com/cup-dev/cup/internal/writepath"
 )
 
 // Sentinel errors. Implementations wrap them (fmt.Errorf("...: %w", ErrNotFound))
@@ -82,40 +83,7 @@ type WriteFS interface {
 // for [fs.ValidPath], is not the root ".", holds no NUL byte and no
 // backslash, and has no element that is ".git" in any case (Git keeps its
 // own files there, and case-insensitive file systems read .GIT as .git).
-func CheckWritePath(name string) error {
-	switch {
-	case name == ".":
-		return errNamesRoot
-	case !fs.ValidPath(name):
-		return errNotValid
-	case strings.IndexByte(name, 0) >= 0:
-		return errNUL
-	case strings.IndexByte(name, '\\') >= 0:
-		return errBackslash
-	}
-	for elem := range strings.SplitSeq(name, "/") {
-		if strings.EqualFold(elem, ".git") {
-			return errDotGit
-		}
-	}
-	return nil
-}
-
-// The reasons CheckWritePath gives.
-var (
-	errNamesRoot = pathError("names the root directory")
-	errNotValid  = pathError("not a relative slash-separated path without empty, . or .. elements")
-	errNUL       = pathError("contains a NUL byte")
-	errBackslash = pathError("contains a backslash")
-	errDotGit    = pathError("has a .git element")
-)
-
-// pathError is why CheckWritePath refuses a path. It matches fs.ErrInvalid.
-type pathError string
-
-func (e pathError) Error() string { return string(e) }
-
-func (e pathError) Is(target error) bool { return target == fs.ErrInvalid }
+func CheckWritePath(name string) error { return writepath.Check(name) }
 
 // ContentIDFS is an optional ability of a read-only file system: naming a
 // file's content without reading it. Equal identifiers mean equal bytes; a

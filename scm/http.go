@@ -37,7 +37,8 @@ type HTTPOptions struct {
 	// http.DefaultTransport.
 	Transport http.RoundTripper
 	// Timeout bounds each attempt at a call (getting its token included),
-	// waiting for rate limits excluded. The default is 30 seconds.
+	// waiting for rate limits excluded. Zero (or less) keeps the default,
+	// DefaultTimeout: calls are always bounded.
 	Timeout time.Duration
 	// Logger receives rate-limit waits and the remaining budget (at debug
 	// when it changes, at warn below a tenth of the limit). Nil logs
@@ -64,9 +65,12 @@ type HTTPOptions struct {
 	Metrics *Metrics
 }
 
-// Defaults of HTTPOptions.
+// DefaultTimeout is the default of HTTPOptions.Timeout (and so of cupd
+// --scm-timeout).
+const DefaultTimeout = 30 * time.Second
+
+// Other defaults of HTTPOptions.
 const (
-	defaultTimeout    = 30 * time.Second
 	defaultMaxWait    = time.Minute
 	defaultMaxRetries = 3
 	gatewayRetryDelay = 250 * time.Millisecond
@@ -106,7 +110,7 @@ func NewHTTPClient(o HTTPOptions) *http.Client {
 		base = http.DefaultTransport.(*http.Transport).Clone()
 	}
 	if o.Timeout <= 0 {
-		o.Timeout = defaultTimeout
+		o.Timeout = DefaultTimeout
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/cup-dev/cup/source"
 )
 
 // Sentinel errors. Adapters wrap them so that callers can map them to API
@@ -97,6 +99,20 @@ type Proposal struct {
 	Labels     []string
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
+}
+
+// Tracked is a proposal cup opened, with what cup recorded of it: the one
+// shape of a proposal above the host adapters. The proposal write mode
+// keeps them, the server answers the ProposalService from them, and only
+// the API's message (cupv1alpha1.Proposal) differs.
+type Tracked struct {
+	Proposal
+	// Provider is the host kind's name ("github", "gitlab", "gitea"), as
+	// Provider.Name gives it.
+	Provider string
+	// Resources are the resources the proposal changes, as far as cup
+	// recorded them.
+	Resources []source.ResourceRef
 }
 
 // OpenRequest asks for a new proposal.

@@ -125,13 +125,18 @@ func TestNewRefusesBadLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range []server.Option{server.WithMaxJSONDepth(1), server.WithMaxJSONDepth(513), server.WithMaxResourceBytes(0)} {
+	for _, o := range []server.Option{server.WithMaxJSONDepth(1), server.WithMaxJSONDepth(513), server.WithMaxResourceBytes(-1), server.WithMaxRequestBytes(-1), server.WithCacheBytes(-1)} {
 		if _, err := server.New(ls, types, o); err == nil {
 			t.Errorf("New accepted a bad limit")
 		}
 	}
 	if _, err := server.New(ls, types, server.WithMaxJSONDepth(512)); err != nil {
 		t.Fatal(err)
+	}
+	// Zero keeps each default, for the limits that cannot be lifted too.
+	if _, err := server.New(ls, types, server.WithMaxJSONDepth(0), server.WithMaxResourceBytes(0),
+		server.WithMaxRequestBytes(0), server.WithCacheBytes(0)); err != nil {
+		t.Fatalf("New with zero limits = %v, want the defaults", err)
 	}
 }
 

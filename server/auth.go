@@ -9,8 +9,8 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/cup-dev/cup/auth"
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
-	"github.com/cup-dev/cup/internal/auth"
 )
 
 // WithAuthorization turns authentication and authorization on: every call

@@ -22,27 +22,25 @@ import (
 // longer; twice the cores leaves room for calls waiting on Git objects.
 func DefaultMaxControllerCalls() int { return max(4, 2*runtime.GOMAXPROCS(0)) }
 
-// DefaultMaxQueuedControllerCalls is the default bound of controller calls
-// waiting for one of the slots WithMaxConcurrentControllerCalls bounds. A
-// waiting call holds a goroutine and its request, a few KiB, and waits no
-// longer than its deadline (cupd --request-timeout).
-const DefaultMaxQueuedControllerCalls = 256
-
 // WithMaxConcurrentControllerCalls bounds the controller calls (the reads
 // the memo does not answer, and the reads and writes of puts and deletes)
 // the server runs at once. A call arriving while n run waits for one to
 // end, up to its deadline, in a queue WithMaxQueuedControllerCalls bounds.
-// Reads answered from the memo take no slot. Zero or less: no bound.
-// Default: [DefaultMaxControllerCalls].
-func WithMaxConcurrentControllerCalls(n int) Option { return func(c *config) { c.maxCalls = n } }
+// Reads answered from the memo take no slot. Zero keeps the default,
+// [DefaultMaxControllerCalls]; less than zero: no bound.
+func WithMaxConcurrentControllerCalls(n int) Option {
+	return func(c *config) { c.maxCalls = orDefault(n, DefaultMaxControllerCalls()) }
+}
 
 // WithMaxQueuedControllerCalls bounds the controller calls waiting for a
 // slot (see WithMaxConcurrentControllerCalls). A call arriving while n wait
 // fails at once with ResourceExhausted, which clients may retry after a
-// pause (HTTP 429 on the REST form). Zero or less: no bound (each call
-// still waits no longer than its deadline). Default:
-// [DefaultMaxQueuedControllerCalls].
-func WithMaxQueuedControllerCalls(n int) Option { return func(c *config) { c.maxQueued = n } }
+// pause (HTTP 429 on the REST form). Zero keeps the default,
+// [DefaultMaxQueuedControllerCalls]; less than zero: no bound (each call
+// still waits no longer than its deadline).
+func WithMaxQueuedControllerCalls(n int) Option {
+	return func(c *config) { c.maxQueued = orDefault(n, DefaultMaxQueuedControllerCalls) }
+}
 
 // WithMetrics registers the server's metrics with reg:
 //

@@ -143,7 +143,7 @@ func newCallsFixture(t *testing.T, opts ...server.Option) *callsFixture {
 	t.Helper()
 	f := &callsFixture{ctrl: &countingController{release: make(chan struct{})}, reg: prometheus.NewRegistry(), logs: new(syncBuffer)}
 	typ := &server.Type{
-		Group: "test.cup.dev", Version: "v1", Names: server.Names{Kind: "Widget", Singular: "widget", Plural: "widgets"},
+		Type: controller.Type{Group: "test.cup.dev", Version: "v1", Kind: "Widget", Plural: "widgets"}, Singular: "widget",
 		Controller: f.ctrl,
 	}
 	logger := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -358,13 +358,13 @@ func BenchmarkControllerCalls(b *testing.B) {
 		opts []server.Option
 	}{
 		{"bound=default", nil},
-		{"bound=none", []server.Option{server.WithMaxConcurrentControllerCalls(0)}},
+		{"bound=none", []server.Option{server.WithMaxConcurrentControllerCalls(-1)}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			ctrl := &countingController{release: make(chan struct{})}
 			close(ctrl.release)
 			typ := &server.Type{
-				Group: "test.cup.dev", Version: "v1", Names: server.Names{Kind: "Widget", Singular: "widget", Plural: "widgets"},
+				Type: controller.Type{Group: "test.cup.dev", Version: "v1", Kind: "Widget", Plural: "widgets"}, Singular: "widget",
 				Controller: ctrl,
 			}
 			srv, err := server.New(oneCommit{}, []*server.Type{typ}, append([]server.Option{server.WithLogger(slog.New(slog.DiscardHandler))}, bc.opts...)...)

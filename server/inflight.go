@@ -21,8 +21,11 @@ import (
 // memory that writes can take together, where --max-request-bytes bounds
 // one. A call whose body would pass the bound fails at once with
 // ResourceExhausted (HTTP 429), which clients may retry after a pause.
-// Zero or less: no bound. Default: 8 MiB, two bodies of the default --max-request-bytes.
-func WithMaxInflightRequestBytes(n int64) Option { return func(c *config) { c.maxInflight = n } }
+// Zero keeps the default, [DefaultMaxInflightRequestBytes]; less than zero:
+// no bound.
+func WithMaxInflightRequestBytes(n int64) Option {
+	return func(c *config) { c.maxInflight = orDefault(n, DefaultMaxInflightRequestBytes) }
+}
 
 // freeBodyBytes is how much of each body is not counted.
 const freeBodyBytes = 16 << 10

@@ -39,7 +39,7 @@ func TestListingsShareUnchangedEntries(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = src.Close() })
 	ctrl := newCountingController(t)
-	typ := &Type{Group: "t.cup.dev", Version: "v1", Names: Names{Kind: "Item", Singular: "item", Plural: "items"}, Controller: ctrl}
+	typ := &Type{Type: controller.Type{Group: "t.cup.dev", Version: "v1", Kind: "Item", Plural: "items"}, Singular: "item", Controller: ctrl}
 	s, err := New(src, []*Type{typ})
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +161,7 @@ func TestKeyedListingLeavesOutDuplicateNamesAndBadFiles(t *testing.T) {
 		}},
 		{Origin: "default/Bad_Name.json", Decode: item("Bad_Name")},
 	}}
-	typ := &Type{Group: "t.cup.dev", Version: "v1", Names: Names{Kind: "Item", Singular: "item", Plural: "items"}, Controller: ctrl}
+	typ := &Type{Type: controller.Type{Group: "t.cup.dev", Version: "v1", Kind: "Item", Plural: "items"}, Singular: "item", Controller: ctrl}
 	s, err := New(src, []*Type{typ})
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +244,7 @@ func TestGetDoesNotDependOnListing(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = src.Close() })
-	typ := &Type{Group: "t.cup.dev", Version: "v1", Names: Names{Kind: "Item", Singular: "item", Plural: "items"}, Controller: newCountingController(t)}
+	typ := &Type{Type: controller.Type{Group: "t.cup.dev", Version: "v1", Kind: "Item", Plural: "items"}, Singular: "item", Controller: newCountingController(t)}
 	s, err := New(src, []*Type{typ})
 	if err != nil {
 		t.Fatal(err)

@@ -14,35 +14,48 @@ import (
 // asking for more (page_size, or ?limit= on the REST form) fails with
 // InvalidArgument naming the field and n: asking again cannot help. A
 // list asking for no particular number gets pages of n with a next page
-// token. Zero or less: no bound but the proto's 100,000. Default: 10,000.
-func WithMaxListPage(n int) Option { return func(c *config) { c.maxListPage = n } }
+// token. Zero keeps the default, [DefaultMaxListPage]; less than zero: no
+// bound but the proto's 100,000.
+func WithMaxListPage(n int) Option {
+	return func(c *config) { c.maxListPage = orDefault(n, DefaultMaxListPage) }
+}
 
 // WithRequestTimeout bounds the time one call may take, reading and
 // writing alike; a call that takes longer fails with DeadlineExceeded
-// naming the limit. A client's own shorter deadline still applies. Zero or
-// less: no bound. Default: one minute.
-func WithRequestTimeout(d time.Duration) Option { return func(c *config) { c.requestTimeout = d } }
+// naming the limit. A client's own shorter deadline still applies. Zero
+// keeps the default, [DefaultRequestTimeout]; less than zero: no bound.
+func WithRequestTimeout(d time.Duration) Option {
+	return func(c *config) { c.requestTimeout = orDefault(d, DefaultRequestTimeout) }
+}
 
 // WithMaxConcurrentWrites bounds the writes (puts and deletes, dry runs
 // included) the server works on at once. A write arriving while n are in
 // progress fails at once with ResourceExhausted, which clients may retry
-// after a pause (HTTP 429 on the REST form). Zero or less: no bound.
-// Default: 32.
-func WithMaxConcurrentWrites(n int) Option { return func(c *config) { c.maxWrites = n } }
+// after a pause (HTTP 429 on the REST form). Zero keeps the default,
+// [DefaultMaxConcurrentWrites]; less than zero: no bound.
+func WithMaxConcurrentWrites(n int) Option {
+	return func(c *config) { c.maxWrites = orDefault(n, DefaultMaxConcurrentWrites) }
+}
 
 // WithMaxJSONDepth bounds how deeply a request's resource may nest objects
 // and arrays, counting the resource itself as depth 1 (so its spec as 2).
 // A deeper resource fails with InvalidArgument before anything else is
-// done with it. It must be between 2 and document.MaxDepth (512), the
-// limit on what cup reads from repositories. Default: 64, as Kubernetes'
-// guard on JSON bodies.
-func WithMaxJSONDepth(n int) Option { return func(c *config) { c.maxDepth = n } }
+// done with it. Zero keeps the default, [DefaultMaxJSONDepth]; otherwise
+// n must be between 2 and document.MaxDepth (512), the limit on what cup
+// reads from repositories, or New fails: there is no unbounded depth.
+func WithMaxJSONDepth(n int) Option {
+	return func(c *config) { c.maxDepth = orDefault(n, DefaultMaxJSONDepth) }
+}
 
 // WithMaxResourceBytes bounds the size of the file form of a resource a
 // write may store: its JSON with indentation, which a deeply nested spec
 // makes many times larger than the request. A larger one fails with
-// InvalidArgument before it is encoded. Default: 8 MiB.
-func WithMaxResourceBytes(n int64) Option { return func(c *config) { c.maxResource = n } }
+// InvalidArgument before it is encoded. Zero keeps the default,
+// [DefaultMaxResourceBytes]; less than zero makes New fail: there is no
+// unbounded size.
+func WithMaxResourceBytes(n int64) Option {
+	return func(c *config) { c.maxResource = orDefault(n, DefaultMaxResourceBytes) }
+}
 
 // timeoutError is the cause of a call's context ending at the server's
 // request timeout.

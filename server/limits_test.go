@@ -53,7 +53,7 @@ func newGatedFixture(t *testing.T, g *gated, opts ...server.Option) *fixture {
 	return newFixture(t,
 		servertest.WithTypes(func(_ testing.TB, types []*server.Type) []*server.Type {
 			for _, ty := range types {
-				if ty.Names.Plural == "flags" && ty.Group == "flags.cup.dev" {
+				if ty.Plural == "flags" && ty.Group == "flags.cup.dev" {
 					g.Controller = ty.Controller
 					ty.Controller = g
 				}

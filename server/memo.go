@@ -136,7 +136,7 @@ func (k memoKey) typeName() string {
 	if k.typ == nil {
 		return "?"
 	}
-	return k.typ.Names.Plural + "." + k.typ.Group
+	return k.typ.Plural + "." + k.typ.Group
 }
 
 // add stores v under k, counting size bytes and k's own against the budget.

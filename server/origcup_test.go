@@ -126,7 +126,7 @@ func TestControllerFailingOnMissingResources(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = src.Close() })
-	typ := &Type{Group: "flipt.io", Version: "v1alpha1", Names: Names{Kind: "Flag", Singular: "flag", Plural: "flags"}, Controller: originalController{}}
+	typ := &Type{Type: controller.Type{Group: "flipt.io", Version: "v1alpha1", Kind: "Flag", Plural: "flags"}, Singular: "flag", Controller: originalController{}}
 	s, err := New(src, []*Type{typ})
 	if err != nil {
 		t.Fatal(err)

@@ -52,7 +52,7 @@ func checkListedName(t *Type, name string) error {
 	}
 	return fmt.Errorf("holds %s %q, which is not a valid name (at most 253 lower-case letters, digits, '-' and '.', "+
 		"starting and ending with a letter or digit): it cannot be read by that name; rename the resource and its file",
-		t.Names.Kind, name)
+		t.Kind, name)
 }
 
 // validName reports whether name matches

@@ -11,9 +11,9 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/cup-dev/cup/auth"
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
-	"github.com/cup-dev/cup/internal/auth"
 	"github.com/cup-dev/cup/scm"
 	"github.com/cup-dev/cup/source"
 )
@@ -26,14 +26,15 @@ import (
 // package scm, which the server maps to API codes; a context that ends
 // first gives its own error. ListProposals is called on every Get of a
 // resource over Connect, gRPC and gRPC-Web, so it should answer from memory
-// rather than ask the SCM each time.
+// rather than ask the SCM each time. The server does not modify the
+// proposals they return.
 type Proposals interface {
 	// ListProposals returns the proposals f selects, newest first.
-	ListProposals(ctx context.Context, f ProposalFilter) ([]*ProposalInfo, error)
+	ListProposals(ctx context.Context, f ProposalFilter) ([]*scm.Tracked, error)
 	// GetProposal returns the proposal with the given id (its number on
 	// the host, e.g. "42"). An id that names no proposal cup opened fails
 	// with an error wrapping scm.ErrNotFound.
-	GetProposal(ctx context.Context, id string) (*ProposalInfo, error)
+	GetProposal(ctx context.Context, id string) (*scm.Tracked, error)
 }
 
 // ProposalFilter selects proposals. Its zero value selects every one.
@@ -48,7 +49,7 @@ type ProposalFilter struct {
 // Matches reports whether f selects p: p is in f.State (or f.State is
 // scm.StateUnspecified) and, when f names any of group, plural, namespace or
 // name, one of p.Resources agrees with each of them.
-func (f ProposalFilter) Matches(p *ProposalInfo) bool {
+func (f ProposalFilter) Matches(p *scm.Tracked) bool {
 	if f.State != scm.StateUnspecified && p.State != f.State {
 		return false
 	}
@@ -62,24 +63,6 @@ func (f ProposalFilter) Matches(p *ProposalInfo) bool {
 		}
 	}
 	return false
-}
-
-// ProposalInfo describes one proposal cup opened.
-type ProposalInfo struct {
-	// ID is the proposal's number on its host ("42"); URL its web page.
-	ID, URL string
-	Title   string
-	// Branch is the branch with the changes (a change set), Base the branch
-	// they are proposed for.
-	Branch, Base string
-	// Provider names the host kind: "github", "gitlab" or "gitea".
-	Provider string
-	State    scm.State
-	Draft    bool
-	// Resources are the resources the proposal changes, as far as cup
-	// recorded them.
-	Resources            []source.ResourceRef
-	CreatedAt, UpdatedAt time.Time
 }
 
 // WithProposals makes the server answer the ProposalService from p and list
@@ -225,7 +208,7 @@ func (s *Server) targetBranch(w *writeTarget) string {
 	return ""
 }
 
-func proposalProtos(infos []*ProposalInfo) []*cupv1alpha1.Proposal {
+func proposalProtos(infos []*scm.Tracked) []*cupv1alpha1.Proposal {
 	out := make([]*cupv1alpha1.Proposal, 0, len(infos))
 	for _, info := range infos {
 		out = append(out, proposalProto(info))
@@ -233,10 +216,10 @@ func proposalProtos(infos []*ProposalInfo) []*cupv1alpha1.Proposal {
 	return out
 }
 
-func proposalProto(p *ProposalInfo) *cupv1alpha1.Proposal {
+func proposalProto(p *scm.Tracked) *cupv1alpha1.Proposal {
 	out := &cupv1alpha1.Proposal{
 		Id: p.ID, Url: p.URL, Title: p.Title, State: proposalState(p.State),
-		Branch: p.Branch, Base: p.Base, Draft: p.Draft, Provider: p.Provider,
+		Branch: p.Head, Base: p.Base, Draft: p.Draft, Provider: p.Provider,
 	}
 	if len(p.Resources) > 0 {
 		out.Resources = make([]*cupv1alpha1.ResourceRef, 0, len(p.Resources))
@@ -367,7 +350,7 @@ func (h *proposalService) GetProposal(ctx context.Context, req *connect.Request[
 func checkGroup(t *Type) error {
 	if t.Group == reservedGroup {
 		return fmt.Errorf("server: type %s/%s/%s: the group %s is reserved for cup's own API (%s): choose another, such as a subdomain of it",
-			t.Group, t.Version, t.Names.Plural, reservedGroup, proposalsPath)
+			t.Group, t.Version, t.Plural, reservedGroup, proposalsPath)
 	}
 	return nil
 }

@@ -23,15 +23,15 @@ import (
 
 // fakeProposals is a server.Proposals holding a fixed list, newest first.
 type fakeProposals struct {
-	list []*server.ProposalInfo
+	list []*scm.Tracked
 	err  error // returned by ListProposals when set
 }
 
-func (f *fakeProposals) ListProposals(ctx context.Context, filter server.ProposalFilter) ([]*server.ProposalInfo, error) {
+func (f *fakeProposals) ListProposals(ctx context.Context, filter server.ProposalFilter) ([]*scm.Tracked, error) {
 	if f.err != nil {
 		return nil, f.err
 	}
-	var out []*server.ProposalInfo
+	var out []*scm.Tracked
 	for _, p := range f.list {
 		if filter.Matches(p) {
 			out = append(out, p)
@@ -40,7 +40,7 @@ func (f *fakeProposals) ListProposals(ctx context.Context, filter server.Proposa
 	return out, ctx.Err()
 }
 
-func (f *fakeProposals) GetProposal(_ context.Context, id string) (*server.ProposalInfo, error) {
+func (f *fakeProposals) GetProposal(_ context.Context, id string) (*scm.Tracked, error) {
 	for _, p := range f.list {
 		if p.ID == id {
 			return p, nil
@@ -60,18 +60,21 @@ var proposalTime = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 // demoProposals: 12 (open) changes default/new-checkout, 11 (merged)
 // default/dark-mode, 10 (open, a draft) a service and staging/new-checkout.
 func demoProposals() *fakeProposals {
-	p := func(id string, st scm.State, rs ...source.ResourceRef) *server.ProposalInfo {
-		return &server.ProposalInfo{
-			ID: id, URL: "https://git.example.com/demo/pulls/" + id, Title: "Change " + id,
-			Branch: "cup/change-" + id, Base: "main", Provider: "gitea", State: st, Resources: rs,
-			CreatedAt: proposalTime, UpdatedAt: proposalTime.Add(time.Hour),
+	p := func(id string, st scm.State, rs ...source.ResourceRef) *scm.Tracked {
+		return &scm.Tracked{
+			Proposal: scm.Proposal{
+				ID: id, URL: "https://git.example.com/demo/pulls/" + id, Title: "Change " + id,
+				Head: "cup/change-" + id, Base: "main", State: st,
+				CreatedAt: proposalTime, UpdatedAt: proposalTime.Add(time.Hour),
+			},
+			Provider: "gitea", Resources: rs,
 		}
 	}
 	draft := p("10", scm.StateOpen,
 		source.ResourceRef{Group: "apps.cup.dev", Version: "v1alpha1", Kind: "Service", Plural: "services", Namespace: "default", Name: "api"},
 		flagResource("staging", "new-checkout"))
 	draft.Draft = true
-	return &fakeProposals{list: []*server.ProposalInfo{
+	return &fakeProposals{list: []*scm.Tracked{
 		p("12", scm.StateOpen, flagResource("default", "new-checkout")),
 		p("11", scm.StateMerged, flagResource("default", "dark-mode")),
 		draft,
@@ -454,7 +457,7 @@ func TestReservedGroup(t *testing.T) {
 	}
 	types := demoTypes(t)
 	typ := *types[0]
-	typ.Group, typ.Names.Plural = "cup.dev", "proposals"
+	typ.Group, typ.Plural = "cup.dev", "proposals"
 	_, err = server.New(src, []*server.Type{&typ})
 	if err == nil || !strings.Contains(err.Error(), "reserved") {
 		t.Fatalf("New with a type in cup.dev: %v, want it refused", err)

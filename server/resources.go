@@ -30,10 +30,10 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/cup-dev/cup/auth"
 	"github.com/cup-dev/cup/controller"
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
-	"github.com/cup-dev/cup/internal/auth"
 	"github.com/cup-dev/cup/internal/document"
 	"github.com/cup-dev/cup/source"
 )
@@ -363,7 +363,7 @@ func (s *Server) getEntry(ctx context.Context, t *Type, snap *source.Snapshot, n
 	k := memoKey{commit: snap.Commit, typ: t, namespace: namespace, name: name}
 	v, err := s.memo.do(ctx, k, func() (any, int64, error) {
 		r, err := callController(ctx, s, func() (*controller.Resource, error) {
-			return t.Controller.Get(ctx, &controller.GetRequest{FS: snap.FS, Type: t.controllerType(), Namespace: namespace, Name: name})
+			return t.Controller.Get(ctx, &controller.GetRequest{FS: snap.FS, Type: t.Type, Namespace: namespace, Name: name})
 		})
 		if errors.Is(err, controller.ErrNotFound) {
 			return (*entry)(nil), 0, nil // remembered: it is not there; the key's size is counted
@@ -389,7 +389,7 @@ func (s *Server) getEntry(ctx context.Context, t *Type, snap *source.Snapshot, n
 
 func notFound(t *Type, namespace, name string) error {
 	return connect.NewError(connect.CodeNotFound,
-		fmt.Errorf("%s %q not found in namespace %q", t.Names.Singular, name, namespace))
+		fmt.Errorf("%s %q not found in namespace %q", t.Singular, name, namespace))
 }
 
 // listEntries reads every resource of t in namespace at snap, memoised.
@@ -419,7 +419,7 @@ func (s *Server) listEntries(ctx context.Context, t *Type, snap *source.Snapshot
 func (s *Server) listDecoded(ctx context.Context, t *Type, snap *source.Snapshot, namespace string) (*listing, error) {
 	var problems []controller.Problem
 	rs, err := callController(ctx, s, func() ([]*controller.Resource, error) {
-		req := &controller.ListRequest{FS: snap.FS, Type: t.controllerType(), Namespace: namespace}
+		req := &controller.ListRequest{FS: snap.FS, Type: t.Type, Namespace: namespace}
 		if pl, ok := t.Controller.(controller.ProblemLister); ok {
 			rs, ps, err := pl.ListProblems(ctx, req)
 			problems = ps
@@ -458,7 +458,7 @@ func (s *Server) listDecoded(ctx context.Context, t *Type, snap *source.Snapshot
 // other controller is a KeyedLister).
 func (s *Server) listKeyed(ctx context.Context, kl controller.KeyedLister, t *Type, snap *source.Snapshot, namespace string) (*listing, error) {
 	found, err := callController(ctx, s, func() ([]controller.Listed, error) {
-		return kl.ListKeyed(ctx, &controller.ListRequest{FS: snap.FS, Type: t.controllerType(), Namespace: namespace})
+		return kl.ListKeyed(ctx, &controller.ListRequest{FS: snap.FS, Type: t.Type, Namespace: namespace})
 	})
 	if err != nil {
 		return nil, err
@@ -543,7 +543,7 @@ func (s *Server) listKeyed(ctx context.Context, kl controller.KeyedLister, t *Ty
 		}
 		if other != "" {
 			problems = append(problems, problem{path: it.origin,
-				reason: fmt.Sprintf("holds %s %q, which %s holds too", t.Names.Kind, it.ie.name, other)})
+				reason: fmt.Sprintf("holds %s %q, which %s holds too", t.Kind, it.ie.name, other)})
 			continue
 		}
 		l.add(it.ie)
@@ -798,7 +798,7 @@ func (w *writeTarget) fingerprint() (string, error) {
 	var n [8]byte
 	fields := [][]byte{
 		[]byte("cup.write.v1"), []byte(op),
-		[]byte(w.t.Group), []byte(w.t.Version), []byte(w.t.Names.Plural), []byte(w.namespace), []byte(w.name),
+		[]byte(w.t.Group), []byte(w.t.Version), []byte(w.t.Plural), []byte(w.namespace), []byte(w.name),
 		[]byte(w.revision), []byte(w.changeSet), []byte(w.precondition), []byte(w.message), body,
 	}
 	if w.requester != "" {
@@ -882,8 +882,8 @@ func (s *Server) del(ctx context.Context, req *cupv1alpha1.DeleteRequest) (*cupv
 func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteResult, error) {
 	msg := w.message
 	if msg == "" {
-		msg = fmt.Sprintf("%s %s %s/%s\n\n%s/%s %s", w.defaultVerb, w.t.Names.Kind, w.namespace, w.name,
-			w.t.Group, w.t.Version, w.t.Names.Plural)
+		msg = fmt.Sprintf("%s %s %s/%s\n\n%s/%s %s", w.defaultVerb, w.t.Kind, w.namespace, w.name,
+			w.t.Group, w.t.Version, w.t.Plural)
 	}
 	// Everything that costs in proportion to the resource happens under a
 	// write slot, so --max-concurrent-writes bounds it.
@@ -910,7 +910,7 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 		DryRun:         w.dryRun,
 		Requester:      w.requester,
 		Resources: []source.ResourceRef{{
-			Group: w.t.Group, Version: w.t.Version, Kind: w.t.Names.Kind, Plural: w.t.Names.Plural,
+			Group: w.t.Group, Version: w.t.Version, Kind: w.t.Kind, Plural: w.t.Plural,
 			Namespace: w.namespace, Name: w.name,
 		}},
 		Apply: func(ctx context.Context, base *source.Snapshot, fs source.Writer) error {
@@ -925,7 +925,7 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 				if w.precondition != "" {
 					return connect.NewError(connect.CodeAborted, fmt.Errorf(
 						"precondition failed: %s %q does not exist, but resource_version %q was required",
-						w.t.Names.Singular, w.name, w.precondition))
+						w.t.Singular, w.name, w.precondition))
 				}
 			case errors.Is(err, controller.ErrFailed) && w.precondition == "":
 				// Controllers written for the original Cup fail (exit 1,
@@ -934,7 +934,7 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 				// resource: it goes on as if it were absent, and a delete
 				// that changes nothing answers NotFound.
 				s.cfg.logger.DebugContext(ctx, "writing without the current resource: the controller failed to get it",
-					"kind", w.t.Names.Kind, "namespace", w.namespace, "name", w.name, "error", err)
+					"kind", w.t.Kind, "namespace", w.namespace, "name", w.name, "error", err)
 				unread = &changeCounter{Writer: fs}
 				fs = unread
 			default:
@@ -943,7 +943,7 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 			if cur != nil && w.precondition != "" && cur.resourceVersion() != w.precondition {
 				return connect.NewError(connect.CodeAborted, fmt.Errorf(
 					"precondition failed: %s %q has resource_version %q, not %q: read it again and retry",
-					w.t.Names.Singular, w.name, cur.resourceVersion(), w.precondition))
+					w.t.Singular, w.name, cur.resourceVersion(), w.precondition))
 			}
 			// Each controller call takes a slot of its own and gives it
 			// back before the next: holding one while waiting for another
@@ -951,7 +951,7 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 			if w.resourceForWrite == nil {
 				err := callControllerErr(ctx, s, func() error {
 					return w.t.Controller.Delete(ctx, &controller.DeleteRequest{
-						FS: fs, Type: w.t.controllerType(), Namespace: w.namespace, Name: w.name,
+						FS: fs, Type: w.t.Type, Namespace: w.namespace, Name: w.name,
 					})
 				})
 				if err == nil && unread != nil && unread.changes == 0 {
@@ -960,7 +960,7 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 				return err
 			}
 			if err := callControllerErr(ctx, s, func() error {
-				return w.t.Controller.Put(ctx, &controller.PutRequest{FS: fs, Type: w.t.controllerType(), Resource: w.resourceForWrite.Clone()})
+				return w.t.Controller.Put(ctx, &controller.PutRequest{FS: fs, Type: w.t.Type, Resource: w.resourceForWrite.Clone()})
 			}); err != nil {
 				return err
 			}
@@ -968,7 +968,7 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 			// with other spellings (YAML, escapes, numbers), and so with
 			// another resourceVersion: answer with what a Get will return.
 			stored, err := callController(ctx, s, func() (*controller.Resource, error) {
-				return w.t.Controller.Get(ctx, &controller.GetRequest{FS: fs, Type: w.t.controllerType(), Namespace: w.namespace, Name: w.name})
+				return w.t.Controller.Get(ctx, &controller.GetRequest{FS: fs, Type: w.t.Type, Namespace: w.namespace, Name: w.name})
 			})
 			if err != nil {
 				return fmt.Errorf("reading back what the controller wrote: %w", err)
@@ -1000,7 +1000,7 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 	for _, c := range res.Changes {
 		diff := c.Diff
 		if private && diff != "" {
-			diff = fmt.Sprintf("diff of %s omitted: the %s controller may keep other resources in it, which a diff would show to callers who may not read them\n", c.Path, w.t.Names.Kind)
+			diff = fmt.Sprintf("diff of %s omitted: the %s controller may keep other resources in it, which a diff would show to callers who may not read them\n", c.Path, w.t.Kind)
 		}
 		out.Changes = append(out.Changes, &cupv1alpha1.FileChange{Path: c.Path, Operation: fileOp(c.Op), Diff: diff})
 	}
@@ -1080,7 +1080,7 @@ func (s *Server) checkResource(t *Type, req *cupv1alpha1.PutRequest, rawSpec jso
 		}
 	}
 	mismatch("resource.api_version", in.GetApiVersion(), apiVersion, "group/version")
-	mismatch("resource.kind", in.GetKind(), t.Names.Kind, "kind")
+	mismatch("resource.kind", in.GetKind(), t.Kind, "kind")
 	mismatch("resource.metadata.namespace", in.GetMetadata().GetNamespace(), req.Namespace, "namespace")
 	mismatch("resource.metadata.name", in.GetMetadata().GetName(), req.Name, "name")
 	if len(vs) > 0 {
@@ -1088,7 +1088,7 @@ func (s *Server) checkResource(t *Type, req *cupv1alpha1.PutRequest, rawSpec jso
 	}
 	r := &controller.Resource{
 		APIVersion: apiVersion,
-		Kind:       t.Names.Kind,
+		Kind:       t.Kind,
 		Metadata: controller.Metadata{
 			Namespace:   req.Namespace,
 			Name:        req.Name,

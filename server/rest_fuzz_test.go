@@ -79,11 +79,11 @@ func newFuzzRepo(f *testing.F) *fuzzRepo {
 	}
 	g := &guardedSource{Source: src}
 	s, err := server.New(g, []*server.Type{
-		{Group: "fuzz.cup.dev", Version: "v1", Names: server.Names{Kind: "Item", Singular: "item", Plural: "items"}, Controller: ctrl},
-		{Group: "fuzz.cup.dev", Version: "v1", Names: server.Names{Kind: "Widget", Singular: "widget", Plural: "widgets"}, Controller: ctrl,
+		{Type: controller.Type{Group: "fuzz.cup.dev", Version: "v1", Kind: "Item", Plural: "items"}, Singular: "item", Controller: ctrl},
+		{Type: controller.Type{Group: "fuzz.cup.dev", Version: "v1", Kind: "Widget", Plural: "widgets"}, Singular: "widget", Controller: ctrl,
 			Schema: json.RawMessage(`{"type": "object", "properties": {"enabled": {"type": "boolean"}}}`), SchemaTarget: "spec",
 			Validate: validateWidget},
-		{Group: "fuzz.cup.dev", Version: "v1", Names: server.Names{Kind: "Note", Singular: "note", Plural: "notes"}, Controller: yamlCtrl},
+		{Type: controller.Type{Group: "fuzz.cup.dev", Version: "v1", Kind: "Note", Plural: "notes"}, Singular: "note", Controller: yamlCtrl},
 	}, server.WithLogger(slog.New(slog.DiscardHandler)), server.WithMaxRequestBytes(64<<10))
 	if err != nil {
 		f.Fatal(err)

@@ -28,27 +28,24 @@ import (
 	"connectrpc.com/grpcreflect"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/cup-dev/cup/auth"
 	"github.com/cup-dev/cup/controller"
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
-	"github.com/cup-dev/cup/internal/auth"
 	"github.com/cup-dev/cup/internal/document"
 	"github.com/cup-dev/cup/source"
 )
 
-// Names are the ways a type is named.
-type Names struct {
-	Kind       string
-	Singular   string
-	Plural     string
-	ShortNames []string
-}
-
 // Type is one served group/version/plural and the controller bound to it.
 type Type struct {
-	Group   string
-	Version string
-	Names   Names
+	// Type is the group, version, kind and plural, as controllers are
+	// given it: all four are required.
+	controller.Type
+	// Singular is the lowercase singular name, e.g. "flag"; ShortNames are
+	// abbreviations for the command line. Discovery shows them, and
+	// GetDefinition finds a type by them.
+	Singular   string
+	ShortNames []string
 	// Schema is the version's JSON Schema, shown by discovery.
 	Schema json.RawMessage
 	// SchemaTarget is "resource" when Schema describes the whole resource and
@@ -62,11 +59,11 @@ type Type struct {
 	Controller controller.Controller
 }
 
-func (t *Type) controllerType() controller.Type {
-	return controller.Type{Group: t.Group, Version: t.Version, Kind: t.Names.Kind, Plural: t.Names.Plural}
+// typeKey is what a request names a type by: a controller.Type without
+// its Kind, since paths and requests give the plural.
+func typeKey(group, version, plural string) controller.Type {
+	return controller.Type{Group: group, Version: version, Plural: plural}
 }
-
-type typeKey struct{ group, version, plural string }
 
 type config struct {
 	logger      *slog.Logger
@@ -94,18 +91,25 @@ type Option func(*config)
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
 // WithMaxRequestBytes bounds the size of a request body, on every protocol.
-// Larger requests fail with ResourceExhausted. Default: 4 MiB.
-func WithMaxRequestBytes(n int64) Option { return func(c *config) { c.maxBody = n } }
+// Larger requests fail with ResourceExhausted. Zero keeps the default,
+// [DefaultMaxRequestBytes]; less than zero makes New fail: there is no
+// unbounded size.
+func WithMaxRequestBytes(n int64) Option {
+	return func(c *config) { c.maxBody = orDefault(n, DefaultMaxRequestBytes) }
+}
 
 // WithCacheBytes bounds the memory used to memoise reads by commit, roughly,
-// in bytes. Default: 256 MiB.
-func WithCacheBytes(n int64) Option { return func(c *config) { c.cacheBudget = n } }
+// in bytes. Zero keeps the default, [DefaultCacheBytes]; less than zero
+// makes New fail: memory is always bounded.
+func WithCacheBytes(n int64) Option {
+	return func(c *config) { c.cacheBudget = orDefault(n, DefaultCacheBytes) }
+}
 
 // Server serves the API for one source. It is safe for concurrent use.
 type Server struct {
 	cfg       config
 	src       source.Source
-	types     map[typeKey]*Type
+	types     map[controller.Type]*Type
 	defs      []*cupv1alpha1.ResourceDefinition
 	validator protovalidate.Validator
 	memo      *memo
@@ -120,9 +124,9 @@ type Server struct {
 // in the group cup.dev, which cup's own routes use.
 func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 	cfg := config{
-		logger: slog.Default(), maxBody: 4 << 20, cacheBudget: 256 << 20,
-		maxListPage: 10000, requestTimeout: time.Minute, maxWrites: 32,
-		maxDepth: 64, maxResource: 8 << 20, maxInflight: 8 << 20,
+		logger: slog.Default(), maxBody: DefaultMaxRequestBytes, cacheBudget: DefaultCacheBytes,
+		maxListPage: DefaultMaxListPage, requestTimeout: DefaultRequestTimeout, maxWrites: DefaultMaxConcurrentWrites,
+		maxDepth: DefaultMaxJSONDepth, maxResource: DefaultMaxResourceBytes, maxInflight: DefaultMaxInflightRequestBytes,
 		maxCalls: DefaultMaxControllerCalls(), maxQueued: DefaultMaxQueuedControllerCalls,
 	}
 	for _, o := range opts {
@@ -133,6 +137,12 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 	}
 	if cfg.maxResource <= 0 {
 		return nil, fmt.Errorf("server: a resource size limit of %d bytes is not positive", cfg.maxResource)
+	}
+	if cfg.maxBody <= 0 {
+		return nil, fmt.Errorf("server: a request size limit of %d bytes is not positive", cfg.maxBody)
+	}
+	if cfg.cacheBudget <= 0 {
+		return nil, fmt.Errorf("server: a cache of %d bytes is not positive", cfg.cacheBudget)
 	}
 	if src == nil {
 		return nil, errors.New("server: nil source")
@@ -149,23 +159,23 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg: cfg, src: src, types: make(map[typeKey]*Type), validator: v, memo: newMemo(cfg.cacheBudget),
+		cfg: cfg, src: src, types: make(map[controller.Type]*Type), validator: v, memo: newMemo(cfg.cacheBudget),
 		interner: newInterner(), writes: newWriteSlots(cfg.maxWrites), calls: calls,
 		bodies: newBodyBudget(cfg.maxInflight, cfg.maxBody),
 	}
 	for _, t := range types {
-		if t.Group == "" || t.Version == "" || t.Names.Plural == "" || t.Names.Kind == "" {
-			return nil, fmt.Errorf("server: type %s/%s/%s: group, version, kind and plural are required", t.Group, t.Version, t.Names.Plural)
+		if t.Group == "" || t.Version == "" || t.Plural == "" || t.Kind == "" {
+			return nil, fmt.Errorf("server: type %s/%s/%s: group, version, kind and plural are required", t.Group, t.Version, t.Plural)
 		}
 		if t.Controller == nil {
-			return nil, fmt.Errorf("server: type %s/%s/%s has no controller", t.Group, t.Version, t.Names.Plural)
+			return nil, fmt.Errorf("server: type %s/%s/%s has no controller", t.Group, t.Version, t.Plural)
 		}
 		if err := checkGroup(t); err != nil {
 			return nil, err
 		}
-		k := typeKey{t.Group, t.Version, t.Names.Plural}
+		k := typeKey(t.Group, t.Version, t.Plural)
 		if _, dup := s.types[k]; dup {
-			return nil, fmt.Errorf("server: type %s/%s/%s is served twice", t.Group, t.Version, t.Names.Plural)
+			return nil, fmt.Errorf("server: type %s/%s/%s is served twice", t.Group, t.Version, t.Plural)
 		}
 		s.types[k] = t
 	}
@@ -177,7 +187,7 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 
 // lookup finds the type a request names.
 func (s *Server) lookup(group, version, plural string) (*Type, error) {
-	if t, ok := s.types[typeKey{group, version, plural}]; ok {
+	if t, ok := s.types[typeKey(group, version, plural)]; ok {
 		return t, nil
 	}
 	return nil, connect.NewError(connect.CodeNotFound,
@@ -259,24 +269,27 @@ type httpConfig struct {
 }
 
 // WithIdleTimeout closes a keep-alive connection (HTTP/1.1 or HTTP/2) that
-// carried no request for d. Zero or less: never. Default: two minutes.
+// carried no request for d. Zero keeps the default, [DefaultIdleTimeout];
+// less than zero: never.
 func WithIdleTimeout(d time.Duration) HTTPOption {
-	return func(c *httpConfig) { c.idleTimeout = d }
+	return func(c *httpConfig) { c.idleTimeout = orDefault(d, DefaultIdleTimeout) }
 }
 
 // WithMaxHeaderBytes bounds the size of a request's line and headers (the
 // header list of an HTTP/2 request); larger requests get 431 Request
 // Header Fields Too Large. Go's server allows a little slack (4 KiB) over
-// n. Zero or less: Go's default, 1 MiB. Default: 64 KiB.
+// n. Zero keeps the default, [DefaultMaxHeaderBytes]; less than zero: Go's
+// own bound, 1 MiB (headers are never unbounded).
 func WithMaxHeaderBytes(n int) HTTPOption {
-	return func(c *httpConfig) { c.maxHeaderBytes = n }
+	return func(c *httpConfig) { c.maxHeaderBytes = orDefault(n, DefaultMaxHeaderBytes) }
 }
 
 // WithMaxConcurrentStreams bounds the requests one HTTP/2 connection may
 // have in flight at once; the client waits for a stream to end before it
-// opens another. Default: 100, the least RFC 9113 recommends.
+// opens another. Zero keeps the default, [DefaultMaxConcurrentStreams];
+// less than zero: Go's own default (streams are never unbounded).
 func WithMaxConcurrentStreams(n int) HTTPOption {
-	return func(c *httpConfig) { c.maxConcurrentStreams = n }
+	return func(c *httpConfig) { c.maxConcurrentStreams = orDefault(n, DefaultMaxConcurrentStreams) }
 }
 
 // headerTimeout bounds the time a client may take to send a request's line
@@ -290,7 +303,7 @@ const headerTimeout = 10 * time.Second
 // streaming calls: the Server's request timeout bounds each call's body
 // and answer instead (WithRequestTimeout).
 func NewHTTPServer(addr string, h http.Handler, opts ...HTTPOption) *http.Server {
-	cfg := httpConfig{idleTimeout: 2 * time.Minute, maxHeaderBytes: 64 << 10, maxConcurrentStreams: 100}
+	cfg := httpConfig{idleTimeout: DefaultIdleTimeout, maxHeaderBytes: DefaultMaxHeaderBytes, maxConcurrentStreams: DefaultMaxConcurrentStreams}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -302,6 +315,10 @@ func NewHTTPServer(addr string, h http.Handler, opts ...HTTPOption) *http.Server
 	if idle <= 0 {
 		idle = -1 // http.Server: no idle timeout
 	}
+	// Less than zero: http.Server's and HTTP2Config's own defaults, which
+	// they take for zero.
+	cfg.maxHeaderBytes = max(cfg.maxHeaderBytes, 0)
+	cfg.maxConcurrentStreams = max(cfg.maxConcurrentStreams, 0)
 	return &http.Server{
 		Addr: addr, Handler: h, Protocols: p,
 		ReadHeaderTimeout: headerTimeout,
@@ -347,15 +364,15 @@ func (s *Server) interceptor() connect.Interceptor {
 func definitions(types []*Type) ([]*cupv1alpha1.ResourceDefinition, error) {
 	byName := map[string]*cupv1alpha1.ResourceDefinition{}
 	for _, t := range types {
-		name := t.Names.Plural + "." + t.Group
+		name := t.Plural + "." + t.Group
 		d, ok := byName[name]
 		if !ok {
 			d = &cupv1alpha1.ResourceDefinition{
 				Name:  name,
 				Group: t.Group,
 				Names: &cupv1alpha1.Names{
-					Kind: t.Names.Kind, Singular: t.Names.Singular, Plural: t.Names.Plural,
-					ShortNames: slices.Clone(t.Names.ShortNames),
+					Kind: t.Kind, Singular: t.Singular, Plural: t.Plural,
+					ShortNames: slices.Clone(t.ShortNames),
 				},
 			}
 			byName[name] = d

@@ -97,6 +97,13 @@ func ParseWriteMode(s string) (WriteMode, error) {
 // source is configured otherwise.
 const DefaultBranchPrefix = "cup/"
 
+// DefaultAuthorName and DefaultAuthorEmail are the identity a source
+// commits as unless it is configured otherwise: "cup <cup@localhost>".
+const (
+	DefaultAuthorName  = "cup"
+	DefaultAuthorEmail = "cup@localhost"
+)
+
 // Commit message trailers with which updates record who asked for them
 // (UpdateRequest.Requester), who owns the change set they add to, and
 // their idempotency key and request fingerprint, so that a repeated

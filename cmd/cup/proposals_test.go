@@ -23,7 +23,7 @@ func newProposingServer(t *testing.T) string {
 	fake.LinkRepository(dir)
 	url := newServer(t, func(o *app.Options) {
 		o.Repository = srv.URL(gittest.Demo)
-		o.Remote = app.Remote{User: "alice", Token: "s3cret"}
+		o.Remote = app.Remote{User: "alice", Token: "s3cret", FetchInterval: -1}
 		o.SCM = app.SCM{Provider: "github", URL: fake.URL(), Repository: "acme/config", TokenEnv: scmTokenEnv}
 	})
 	return url

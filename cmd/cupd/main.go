@@ -25,9 +25,14 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cup-dev/cup/internal/app"
-	"github.com/cup-dev/cup/internal/auth"
+	"github.com/cup-dev/cup/internal/auth/certs"
 	"github.com/cup-dev/cup/internal/auth/oidc"
+	"github.com/cup-dev/cup/internal/proposals"
+	"github.com/cup-dev/cup/internal/registry"
+	"github.com/cup-dev/cup/scm"
 	"github.com/cup-dev/cup/server"
+	"github.com/cup-dev/cup/source"
+	gitsource "github.com/cup-dev/cup/source/git"
 )
 
 func main() {
@@ -129,29 +134,29 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.StringVar(&f.configDir, "config", "", "directory of ResourceDefinition, Controller and APIBinding files; the repository's .cup/ folder is read too")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
-	fl.Int64Var(&f.maxRequestBytes, "max-request-bytes", 4<<20, "largest request body accepted, in bytes")
-	fl.Int64Var(&f.cacheBytes, "cache-bytes", 256<<20, "memory for resources memoised by commit, in bytes")
-	fl.IntVar(&f.maxListPage, "max-list-page", 10000, "most resources one list answer holds; larger pages are refused, unbounded lists get pages of this size (0: no bound)")
-	fl.DurationVar(&f.requestTimeout, "request-timeout", time.Minute, "longest time one call may take (0: no bound)")
-	fl.IntVar(&f.maxWrites, "max-concurrent-writes", 32, "most writes worked on at once; more are refused with RESOURCE_EXHAUSTED (HTTP 429) (0: no bound)")
-	fl.IntVar(&f.maxJSONDepth, "max-json-depth", 64, "deepest nesting of objects and arrays a request's resource may have, the resource itself counting as 1 (2 to 512)")
-	fl.Int64Var(&f.maxResource, "max-resource-bytes", 8<<20, "largest file form (indented JSON) of a resource a write may store, in bytes")
-	fl.Int64Var(&f.maxInflight, "max-inflight-request-bytes", 8<<20, "most bytes of request bodies held at once, all calls together; a call past it is refused with RESOURCE_EXHAUSTED (HTTP 429) (0: no bound)")
+	fl.Int64Var(&f.maxRequestBytes, "max-request-bytes", server.DefaultMaxRequestBytes, "largest request body accepted, in bytes (0: the default)")
+	fl.Int64Var(&f.cacheBytes, "cache-bytes", server.DefaultCacheBytes, "memory for resources memoised by commit, in bytes (0: the default)")
+	fl.IntVar(&f.maxListPage, "max-list-page", server.DefaultMaxListPage, "most resources one list answer holds; larger pages are refused, unbounded lists get pages of this size (0: no bound)")
+	fl.DurationVar(&f.requestTimeout, "request-timeout", server.DefaultRequestTimeout, "longest time one call may take (0: no bound)")
+	fl.IntVar(&f.maxWrites, "max-concurrent-writes", server.DefaultMaxConcurrentWrites, "most writes worked on at once; more are refused with RESOURCE_EXHAUSTED (HTTP 429) (0: no bound)")
+	fl.IntVar(&f.maxJSONDepth, "max-json-depth", server.DefaultMaxJSONDepth, "deepest nesting of objects and arrays a request's resource may have, the resource itself counting as 1 (2 to 512; 0: the default)")
+	fl.Int64Var(&f.maxResource, "max-resource-bytes", server.DefaultMaxResourceBytes, "largest file form (indented JSON) of a resource a write may store, in bytes (0: the default)")
+	fl.Int64Var(&f.maxInflight, "max-inflight-request-bytes", server.DefaultMaxInflightRequestBytes, "most bytes of request bodies held at once, all calls together; a call past it is refused with RESOURCE_EXHAUSTED (HTTP 429) (0: no bound)")
 	fl.IntVar(&f.maxCalls, "max-concurrent-controller-calls", server.DefaultMaxControllerCalls(), "most controller calls (reads the cache does not answer, and the reads and writes of puts and deletes) run at once; more wait in a queue (default: twice GOMAXPROCS, at least 4) (0: no bound)")
 	fl.IntVar(&f.maxQueuedCalls, "max-queued-controller-calls", server.DefaultMaxQueuedControllerCalls, "most controller calls waiting for --max-concurrent-controller-calls, each until its deadline; more are refused with RESOURCE_EXHAUSTED (HTTP 429) (0: no bound)")
 	fl.Int64Var(&f.wasmMemoryBytes, "wasm-memory-bytes", app.DefaultWASMMemoryBytes, "memory for the WASM controller instances running at once, in bytes: each counts its memoryLimitPages, and calls wait for room (0: no bound)")
-	fl.IntVar(&f.maxConnections, "max-connections", defaultMaxConnections, "most client connections open at once; more are closed at once (lowered to fit the open-file limit; 0: no bound)")
-	fl.DurationVar(&f.idleTimeout, "idle-timeout", 2*time.Minute, "close a keep-alive connection after this long without a request (0: never)")
-	fl.IntVar(&f.maxHeaderBytes, "max-header-bytes", 64<<10, "largest request line and headers accepted, in bytes; larger get 431")
+	fl.IntVar(&f.maxConnections, "max-connections", app.DefaultMaxConnections, "most client connections open at once; more are closed at once (lowered to fit the open-file limit; 0: no bound)")
+	fl.DurationVar(&f.idleTimeout, "idle-timeout", server.DefaultIdleTimeout, "close a keep-alive connection after this long without a request (0: never)")
+	fl.IntVar(&f.maxHeaderBytes, "max-header-bytes", server.DefaultMaxHeaderBytes, "largest request line and headers accepted, in bytes; larger get 431 (0: Go's bound, 1 MiB)")
 	fl.StringSliceVar(&f.allowedHosts, "allowed-hosts", nil, "host names requests may name in their Host header besides localhost, *.localhost, 127.0.0.1 and [::1] (\"*.example.com\" for subdomains, \"*\" for any); checked when set, and always when --address is a loopback address (a guard against DNS rebinding)")
 	fl.StringVar(&f.debugAddress, "debug-address", "", "host:port for /debug/pprof (off when empty; never expose it publicly)")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to let calls in flight finish on SIGINT or SIGTERM")
 	fl.StringVar(&f.writeMode, "write-mode", "", "where writes go: direct (commit on the branch), branch (a new branch cup/<id> per write: a change set) or proposal (a change set and its pull/merge request); default proposal with --scm, else direct")
-	fl.StringVar(&f.branchPrefix, "branch-prefix", "cup/", "prefix of the branches --write-mode=branch creates")
-	fl.StringVar(&f.authorName, "author-name", "cup", "name commits are made under")
-	fl.StringVar(&f.authorEmail, "author-email", "cup@localhost", "email commits are made under")
+	fl.StringVar(&f.branchPrefix, "branch-prefix", source.DefaultBranchPrefix, "prefix of the branches --write-mode=branch creates")
+	fl.StringVar(&f.authorName, "author-name", source.DefaultAuthorName, "name commits are made under")
+	fl.StringVar(&f.authorEmail, "author-email", source.DefaultAuthorEmail, "email commits are made under")
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "remote repositories: keep objects in this directory (reused on restart) instead of in memory")
-	fl.DurationVar(&f.fetchInterval, "fetch-interval", time.Minute, "remote repositories: how often to fetch (0 fetches only on POST /hooks/fetch)")
+	fl.DurationVar(&f.fetchInterval, "fetch-interval", gitsource.DefaultFetchInterval, "remote repositories: how often to fetch (0 fetches only on POST /hooks/fetch)")
 	fl.BoolVar(&f.strict, "strict", false, "remote repositories: fail start-up when the remote is unreachable, even with a warm --cache-dir")
 	fl.StringVar(&f.gitUser, "git-user", "", "remote repositories over HTTP(S): user name sent with the token (default \"git\"); over SSH: the SSH user")
 	fl.StringVar(&f.gitToken, "git-token", "", "remote repositories over HTTP(S): access token or password (prefer CUPD_GIT_TOKEN or --git-token-file: flags show in process listings)")
@@ -159,7 +164,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.StringVar(&f.sshKey, "ssh-key", "", "remote repositories over SSH: private key file")
 	fl.StringVar(&f.sshPassphrase, "ssh-key-passphrase", "", "remote repositories over SSH: passphrase of --ssh-key (prefer CUPD_SSH_KEY_PASSPHRASE)")
 	fl.StringSliceVar(&f.knownHosts, "known-hosts", nil, "remote repositories over SSH: known_hosts files (default: ~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts)")
-	fl.StringVar(&f.scm, "scm", "", "open proposals on this host: github, gitlab or gitea (off when empty)")
+	fl.StringVar(&f.scm, "scm", "", "open proposals on this host: "+registry.SCMs.List("or")+" (off when empty)")
 	fl.StringVar(&f.scmURL, "scm-url", "", "the SCM's API base: GitHub Enterprise https://host/api/v3/, a self-hosted GitLab's or Gitea's web root (empty: github.com, gitlab.com)")
 	fl.StringVar(&f.scmRepository, "scm-repository", "", "owner/repo on GitHub or Gitea, the project path on GitLab (default: from the --repository URL)")
 	fl.StringVar(&f.scmTokenFile, "scm-token-file", "", "file holding the SCM token, read again when it changes (short-lived tokens)")
@@ -170,8 +175,8 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.StringSliceVar(&f.proposalLabels, "proposal-labels", nil, "labels to add to every proposal")
 	fl.BoolVar(&f.proposalDraft, "proposal-draft", false, "open proposals as drafts")
 	fl.StringVar(&f.templateDir, "templates", "", "directory with commit.tmpl, title.tmpl and body.tmpl overriding the default commit message and proposal texts")
-	fl.DurationVar(&f.proposalsRefresh, "proposals-refresh", 30*time.Second, "how often to read the state of proposals from the SCM (POST /hooks/scm reads it at once)")
-	fl.DurationVar(&f.scmTimeout, "scm-timeout", 30*time.Second, "how long one call to the SCM may take (waits for its rate limit excepted)")
+	fl.DurationVar(&f.proposalsRefresh, "proposals-refresh", proposals.DefaultRefreshInterval, "how often to read the state of proposals from the SCM (POST /hooks/scm reads it at once)")
+	fl.DurationVar(&f.scmTimeout, "scm-timeout", scm.DefaultTimeout, "how long one call to the SCM may take (waits for its rate limit excepted)")
 	fl.StringVar(&f.wasmCacheDir, "wasm-cache-dir", "", "keep compiled WASM controllers in this directory, so that a restart does not compile them again (default: in memory)")
 	fl.StringVar(&f.signingKeyFile, "signing-key-file", "", "armored OpenPGP private key to sign commits with")
 	fl.StringVar(&f.signingPassphrase, "signing-key-passphrase", "", "passphrase of --signing-key-file (prefer CUPD_SIGNING_KEY_PASSPHRASE)")
@@ -181,11 +186,11 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.StringVar(&f.oidc.IssuerURL, "oidc-issuer-url", "", "accept JWT bearer tokens from this OpenID Connect issuer (needs --policy and --oidc-audience)")
 	fl.StringVar(&f.oidc.Audience, "oidc-audience", "", "the aud claim tokens must carry")
 	fl.StringVar(&f.oidc.JWKSURL, "oidc-jwks-url", "", "the issuer's key set (default: from its discovery document)")
-	fl.StringVar(&f.oidc.UserClaim, "oidc-user-claim", "sub", "claim naming the user")
-	fl.StringVar(&f.oidc.GroupsClaim, "oidc-groups-claim", "groups", "claim listing the user's groups")
+	fl.StringVar(&f.oidc.UserClaim, "oidc-user-claim", oidc.DefaultUserClaim, "claim naming the user")
+	fl.StringVar(&f.oidc.GroupsClaim, "oidc-groups-claim", oidc.DefaultGroupsClaim, "claim listing the user's groups")
 	fl.StringVar(&f.oidc.UserPrefix, "oidc-user-prefix", "", "prefix added to user names from tokens, e.g. oidc:")
 	fl.StringVar(&f.oidc.GroupPrefix, "oidc-group-prefix", "", "prefix added to group names from tokens")
-	fl.DurationVar(&f.oidc.ClockSkew, "oidc-clock-skew", time.Minute, "leeway on the tokens' exp, nbf and iat")
+	fl.DurationVar(&f.oidc.ClockSkew, "oidc-clock-skew", oidc.DefaultClockSkew, "leeway on the tokens' exp, nbf and iat")
 	fl.StringVar(&f.oidc.CAFile, "oidc-ca-file", "", "PEM bundle to trust when reaching the issuer (default: the system's roots)")
 	fl.StringVar(&f.tlsCertFile, "tls-cert-file", "", "serve HTTPS with this certificate (PEM; read again when it changes)")
 	fl.StringVar(&f.tlsKeyFile, "tls-key-file", "", "the private key of --tls-cert-file")
@@ -294,17 +299,14 @@ func originalFlagError(_ *cobra.Command, err error) error {
 	return err
 }
 
-// unbounded turns a flag's 0 ("no bound") into app.Options' -1, whose 0
-// keeps the server's default.
+// unbounded turns a flag's 0 ("no bound", "never") into the -1 of
+// app.Options and the server's options, whose 0 keeps the default.
 func unbounded[T int | int64 | time.Duration](v T) T {
 	if v == 0 {
 		return -1
 	}
 	return v
 }
-
-// defaultMaxConnections is --max-connections' default.
-const defaultMaxConnections = 4096
 
 // reservedFiles are the open files kept for cupd's own use (repository
 // files, Git and SCM connections, the log) when --max-connections is
@@ -384,7 +386,7 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 	var tlsConfig *tls.Config
 	switch {
 	case f.tlsCertFile != "" || f.tlsKeyFile != "":
-		if tlsConfig, err = auth.ServerTLS(auth.TLSConfig{
+		if tlsConfig, err = certs.ServerTLS(certs.TLSConfig{
 			CertFile: f.tlsCertFile, KeyFile: f.tlsKeyFile,
 			ClientCAFile: f.tlsClientCAFile, RequireClientCert: f.tlsRequireCert, Logger: logger,
 		}); err != nil {
@@ -436,7 +438,7 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 		SigningKeyPassphrase: f.signingPassphrase,
 		Remote: app.Remote{
 			CacheDir:         f.cacheDir,
-			FetchInterval:    f.fetchInterval,
+			FetchInterval:    unbounded(f.fetchInterval),
 			Strict:           f.strict,
 			User:             f.gitUser,
 			Token:            token,
@@ -462,7 +464,7 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 		return fmt.Errorf("--address: %w", err)
 	}
 	ln = a.Listener(ln)
-	srv := server.NewHTTPServer(f.address, a.Handler(), server.WithIdleTimeout(f.idleTimeout), server.WithMaxHeaderBytes(f.maxHeaderBytes))
+	srv := server.NewHTTPServer(f.address, a.Handler(), server.WithIdleTimeout(unbounded(f.idleTimeout)), server.WithMaxHeaderBytes(unbounded(f.maxHeaderBytes)))
 	srv.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
 	srv.ConnState = a.ConnState
 	url := "http://" + ln.Addr().String()

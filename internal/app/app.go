@@ -24,13 +24,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/cup-dev/cup/controller"
-	"github.com/cup-dev/cup/controller/template"
 	"github.com/cup-dev/cup/controller/wasm"
 	"github.com/cup-dev/cup/examples"
 	"github.com/cup-dev/cup/internal/config"
 	"github.com/cup-dev/cup/internal/connlimit"
 	"github.com/cup-dev/cup/internal/gitrepo"
+	_ "github.com/cup-dev/cup/internal/kinds" // the built-in controller types and SCM providers
 	"github.com/cup-dev/cup/internal/proposals"
+	"github.com/cup-dev/cup/internal/registry"
 	"github.com/cup-dev/cup/internal/signing"
 	"github.com/cup-dev/cup/server"
 	"github.com/cup-dev/cup/source"
@@ -50,23 +51,20 @@ type Options struct {
 	ConfigDir string
 	// Logger receives the server's logs. Nil uses slog.Default().
 	Logger *slog.Logger
-	// MaxRequestBytes and CacheBytes are passed to the server; zero keeps its defaults.
-	MaxRequestBytes int64
-	CacheBytes      int64
-	// MaxListPage, RequestTimeout and MaxConcurrentWrites are passed to the
-	// server; zero keeps its defaults, less than zero lifts the bound.
-	MaxListPage         int
-	RequestTimeout      time.Duration
-	MaxConcurrentWrites int
-	// MaxJSONDepth and MaxResourceBytes are passed to the server; zero keeps
-	// its defaults.
-	MaxJSONDepth     int
-	MaxResourceBytes int64
-	// MaxInflightRequestBytes is passed to the server; zero keeps its
-	// default, less than zero lifts the bound.
-	MaxInflightRequestBytes int64
-	// MaxConcurrentControllerCalls and MaxQueuedControllerCalls are passed
-	// to the server; zero keeps its defaults, less than zero lifts the bound.
+	// The limits below are passed to the server's options of the same
+	// names (server.WithMaxRequestBytes, …), whose rule they follow: zero
+	// keeps the server's default (server.DefaultMaxRequestBytes, …), less
+	// than zero lifts the bound where there can be none, and is refused
+	// where there cannot (MaxRequestBytes, CacheBytes, MaxJSONDepth,
+	// MaxResourceBytes).
+	MaxRequestBytes              int64
+	CacheBytes                   int64
+	MaxListPage                  int
+	RequestTimeout               time.Duration
+	MaxConcurrentWrites          int
+	MaxJSONDepth                 int
+	MaxResourceBytes             int64
+	MaxInflightRequestBytes      int64
 	MaxConcurrentControllerCalls int
 	MaxQueuedControllerCalls     int
 	// Remote configures the source when Repository is a URL.
@@ -86,7 +84,8 @@ type Options struct {
 	WebhookSecret string
 	// MaxConnections bounds the connections open at once on the listeners
 	// Listener wraps; past it new connections are closed at once. Zero
-	// keeps the default, 4096; less than zero lifts the bound.
+	// keeps the default, DefaultMaxConnections; less than zero lifts the
+	// bound.
 	MaxConnections int
 	// AllowedHosts are the names the Host header of a request may give
 	// (see LoopbackHosts for the form); others get 421 Misdirected
@@ -123,7 +122,9 @@ const DefaultWASMMemoryBytes = 512 << 20
 type Remote struct {
 	// CacheDir keeps objects on disk (reused on restart) instead of in memory.
 	CacheDir string
-	// FetchInterval is how often to fetch; zero or less fetches on webhook calls only.
+	// FetchInterval is how often to fetch; zero keeps
+	// gitsource.DefaultFetchInterval, less than zero fetches on webhook
+	// calls only.
 	FetchInterval time.Duration
 	// Strict makes start-up fail when the remote is unreachable, even with a warm cache.
 	Strict bool
@@ -243,42 +244,26 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		}
 		rt = a.wasm
 	}
-	types, err := BuildTypes(ctx, set, &Modules{Runtime: rt, Bytes: modules})
+	types, err := BuildTypes(ctx, set, &Modules{Runtime: rt, Files: modules})
 	if err != nil {
 		return nil, err
 	}
 	var sopts []server.Option
 	sopts = append(sopts, server.WithLogger(opts.Logger))
-	if opts.MaxRequestBytes > 0 {
-		sopts = append(sopts, server.WithMaxRequestBytes(opts.MaxRequestBytes))
-	}
-	if opts.CacheBytes > 0 {
-		sopts = append(sopts, server.WithCacheBytes(opts.CacheBytes))
-	}
-	if opts.MaxListPage != 0 {
-		sopts = append(sopts, server.WithMaxListPage(opts.MaxListPage))
-	}
-	if opts.RequestTimeout != 0 {
-		sopts = append(sopts, server.WithRequestTimeout(opts.RequestTimeout))
-	}
-	if opts.MaxConcurrentWrites != 0 {
-		sopts = append(sopts, server.WithMaxConcurrentWrites(opts.MaxConcurrentWrites))
-	}
-	if opts.MaxJSONDepth != 0 {
-		sopts = append(sopts, server.WithMaxJSONDepth(opts.MaxJSONDepth))
-	}
-	if opts.MaxResourceBytes != 0 {
-		sopts = append(sopts, server.WithMaxResourceBytes(opts.MaxResourceBytes))
-	}
-	if opts.MaxInflightRequestBytes != 0 {
-		sopts = append(sopts, server.WithMaxInflightRequestBytes(opts.MaxInflightRequestBytes))
-	}
-	if opts.MaxConcurrentControllerCalls != 0 {
-		sopts = append(sopts, server.WithMaxConcurrentControllerCalls(opts.MaxConcurrentControllerCalls))
-	}
-	if opts.MaxQueuedControllerCalls != 0 {
-		sopts = append(sopts, server.WithMaxQueuedControllerCalls(opts.MaxQueuedControllerCalls))
-	}
+	// The server's options take zero for their defaults and less than
+	// zero for no bound, as Options does: the values pass through.
+	sopts = append(sopts,
+		server.WithMaxRequestBytes(opts.MaxRequestBytes),
+		server.WithCacheBytes(opts.CacheBytes),
+		server.WithMaxListPage(opts.MaxListPage),
+		server.WithRequestTimeout(opts.RequestTimeout),
+		server.WithMaxConcurrentWrites(opts.MaxConcurrentWrites),
+		server.WithMaxJSONDepth(opts.MaxJSONDepth),
+		server.WithMaxResourceBytes(opts.MaxResourceBytes),
+		server.WithMaxInflightRequestBytes(opts.MaxInflightRequestBytes),
+		server.WithMaxConcurrentControllerCalls(opts.MaxConcurrentControllerCalls),
+		server.WithMaxQueuedControllerCalls(opts.MaxQueuedControllerCalls),
+	)
 	sopts = append(sopts, server.WithMetrics(reg))
 	if a.proposals != nil {
 		sopts = append(sopts, server.WithProposals(proposalsAPI{a.proposals}))
@@ -306,7 +291,7 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 	a.handler = withHosts(withOperations(srv.Handler(), a.remote, a.proposals, reg, opts.WebhookSecret, opts.Logger), opts.AllowedHosts)
 	if len(types) > 0 {
 		t := types[0]
-		a.example = fmt.Sprintf("/apis/%s/%s/namespaces/default/%s", t.Group, t.Version, t.Names.Plural)
+		a.example = fmt.Sprintf("/apis/%s/%s/namespaces/default/%s", t.Group, t.Version, t.Plural)
 	}
 	return a, nil
 }
@@ -393,7 +378,7 @@ func writeMode(opts Options) (source.WriteMode, bool, error) {
 	switch m := opts.WriteMode; {
 	case m == "proposal" || m == "" && opts.SCM.Provider != "":
 		if opts.SCM.Provider == "" {
-			return 0, false, errors.New("--write-mode=proposal needs --scm (github, gitlab or gitea)")
+			return 0, false, fmt.Errorf("--write-mode=proposal needs --scm (%s)", registry.SCMs.List("or"))
 		}
 		return source.ModeBranch, true, nil
 	case m == "":
@@ -462,12 +447,12 @@ func (a *App) buildDemo(ctx context.Context, log *slog.Logger) error {
 // controllers, by controller name: a module's path is relative to the
 // file declaring its controller, in the repository's commit for .cup/ and
 // on disk for the configuration directory.
-func loadConfig(ctx context.Context, src source.Source, dir string) (*config.Set, map[string][]byte, error) {
+func loadConfig(ctx context.Context, src source.Source, dir string) (*config.Set, map[string]map[string][]byte, error) {
 	snap, err := src.View(ctx, "")
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading the default branch: %w", err)
 	}
-	modules := map[string][]byte{}
+	modules := map[string]map[string][]byte{}
 	set := &config.Set{}
 	if _, err := fs.Stat(snap.FS, configFolder); err == nil {
 		if set, err = config.Parse(snap.FS, configFolder); err != nil {
@@ -502,52 +487,61 @@ func loadConfig(ctx context.Context, src source.Source, dir string) (*config.Set
 	return set, modules, nil
 }
 
-// maxModuleBytes bounds the size of a WASM module file.
+// maxModuleBytes bounds the size of a file a controller needs (a WASM
+// module).
 const maxModuleBytes = 256 << 20
 
-// readModules reads into modules the module of each WASM controller of
-// set, from fsys, where the set was loaded from.
-func readModules(set *config.Set, fsys fs.FS, modules map[string][]byte) error {
+// readModules reads into modules the files each controller of set needs
+// (the module of a WASM controller), as its kind in registry.Controllers
+// names them, from fsys, where the set was loaded from.
+func readModules(set *config.Set, fsys fs.FS, modules map[string]map[string][]byte) error {
 	for _, c := range set.Controllers {
-		if c.Type != config.ControllerWASM {
+		kind, ok := registry.Controllers.Lookup(c.Type)
+		if !ok || kind.Files == nil {
 			continue
 		}
-		spec, err := wasm.ParseSpec(c.Spec)
+		files, err := kind.Files(c.Spec)
 		if err != nil {
 			return fmt.Errorf("%s: controller %q: %w", c.Location, c.Name, err)
 		}
-		if strings.HasPrefix(spec.Path, "/") {
-			// path.Join would quietly make it relative, and the error
-			// would name a file nobody wrote.
-			return fmt.Errorf("%s: controller %q: module path %q is absolute: give it relative to the folder of %s, inside the configuration's tree",
-				c.Location, c.Name, spec.Path, path.Base(c.Location.File))
+		for _, f := range files {
+			if strings.HasPrefix(f.Path, "/") {
+				// path.Join would quietly make it relative, and the error
+				// would name a file nobody wrote.
+				return fmt.Errorf("%s: controller %q: %s path %q is absolute: give it relative to the folder of %s, inside the configuration's tree",
+					c.Location, c.Name, f.What, f.Path, path.Base(c.Location.File))
+			}
+			p := path.Join(path.Dir(c.Location.File), f.Path)
+			if !fs.ValidPath(p) {
+				return fmt.Errorf("%s: controller %q: %s path %q leaves the configuration's tree", c.Location, c.Name, f.What, f.Path)
+			}
+			fi, err := fs.Stat(fsys, p)
+			if err == nil && fi.Size() > maxModuleBytes {
+				err = fmt.Errorf("%d bytes, more than %d", fi.Size(), maxModuleBytes)
+			}
+			var b []byte
+			if err == nil {
+				b, err = fs.ReadFile(fsys, p)
+			}
+			if err != nil {
+				return fmt.Errorf("%s: controller %q: reading %s %s: %w", c.Location, c.Name, f.What, p, err)
+			}
+			if modules[c.Name] == nil {
+				modules[c.Name] = map[string][]byte{}
+			}
+			modules[c.Name][f.Path] = b
 		}
-		p := path.Join(path.Dir(c.Location.File), spec.Path)
-		if !fs.ValidPath(p) {
-			return fmt.Errorf("%s: controller %q: module path %q leaves the configuration's tree", c.Location, c.Name, spec.Path)
-		}
-		fi, err := fs.Stat(fsys, p)
-		if err == nil && fi.Size() > maxModuleBytes {
-			err = fmt.Errorf("%d bytes, more than %d", fi.Size(), maxModuleBytes)
-		}
-		var b []byte
-		if err == nil {
-			b, err = fs.ReadFile(fsys, p)
-		}
-		if err != nil {
-			return fmt.Errorf("%s: controller %q: reading module %s: %w", c.Location, c.Name, p, err)
-		}
-		modules[c.Name] = b
 	}
 	return nil
 }
 
-// Modules are the WASM modules of a configuration and the runtime that runs
-// them.
+// Modules are the files the controllers of a configuration need (WASM
+// modules) and the runtime that runs WASM modules.
 type Modules struct {
 	Runtime *wasm.Runtime
-	// Bytes holds each WASM controller's module, by controller name.
-	Bytes map[string][]byte
+	// Files holds the files each controller's kind named, by controller
+	// name and then by the path the controller's spec gives.
+	Files map[string]map[string][]byte
 }
 
 // LoadTypes reads the configuration in directory dir of fsys (and the
@@ -558,49 +552,32 @@ func LoadTypes(ctx context.Context, fsys fs.FS, dir string, rt *wasm.Runtime) ([
 	if err != nil {
 		return nil, err
 	}
-	modules := map[string][]byte{}
+	modules := map[string]map[string][]byte{}
 	if err := readModules(set, fsys, modules); err != nil {
 		return nil, err
 	}
-	return BuildTypes(ctx, set, &Modules{Runtime: rt, Bytes: modules})
+	return BuildTypes(ctx, set, &Modules{Runtime: rt, Files: modules})
 }
 
 // BuildTypes builds the served types of a configuration: a controller per
-// Controller resource (WASM modules are compiled now, with mods), a type
+// Controller resource, by the factory its type registered in
+// registry.Controllers (WASM modules are compiled now, with mods), a type
 // per bound definition version.
 func BuildTypes(ctx context.Context, set *config.Set, mods *Modules) ([]*server.Type, error) {
+	if mods == nil {
+		mods = &Modules{}
+	}
 	ctrls := map[string]controller.Controller{}
 	for _, c := range set.Controllers {
-		switch c.Type {
-		case "template":
-			spec, err := template.ParseSpec(c.Spec)
-			if err != nil {
-				return nil, fmt.Errorf("%s: controller %q: %w", c.Location, c.Name, err)
-			}
-			// No decode cache: the server lists through ListKeyed and keeps
-			// decoded resources by content itself, so a second copy would
-			// only cost memory.
-			tc, err := template.New(spec, template.WithCacheSize(0))
-			if err != nil {
-				return nil, fmt.Errorf("%s: controller %q: %w", c.Location, c.Name, err)
-			}
-			ctrls[c.Name] = tc
-		case config.ControllerWASM:
-			if mods == nil || mods.Runtime == nil || mods.Bytes[c.Name] == nil {
-				return nil, fmt.Errorf("%s: controller %q: no WASM module loaded", c.Location, c.Name)
-			}
-			spec, err := wasm.ParseSpec(c.Spec)
-			if err != nil {
-				return nil, fmt.Errorf("%s: controller %q: %w", c.Location, c.Name, err)
-			}
-			wc, err := wasm.New(ctx, mods.Runtime, c.Name, mods.Bytes[c.Name], spec)
-			if err != nil {
-				return nil, fmt.Errorf("%s: controller %q: %w", c.Location, c.Name, err)
-			}
-			ctrls[c.Name] = wc
-		default:
+		kind, ok := registry.Controllers.Lookup(c.Type)
+		if !ok {
 			return nil, fmt.Errorf("%s: controller %q: type %q is not supported by this build", c.Location, c.Name, c.Type)
 		}
+		ctrl, err := kind.New(ctx, registry.ControllerConfig{Name: c.Name, Spec: c.Spec, Files: mods.Files[c.Name], WASM: mods.Runtime})
+		if err != nil {
+			return nil, fmt.Errorf("%s: controller %q: %w", c.Location, c.Name, err)
+		}
+		ctrls[c.Name] = ctrl
 	}
 	defs := map[string]*config.Definition{}
 	for _, d := range set.Definitions {
@@ -618,11 +595,9 @@ func BuildTypes(ctx context.Context, set *config.Set, mods *Modules) ([]*server.
 				return nil, fmt.Errorf("%s: binding %q: definition %s has no version %q", b.Location, b.Name, d.Name, ref.Version)
 			}
 			types = append(types, &server.Type{
-				Group:   d.Group,
-				Version: v.Name,
-				Names: server.Names{
-					Kind: d.Names.Kind, Singular: d.Names.Singular, Plural: d.Names.Plural, ShortNames: d.Names.ShortNames,
-				},
+				Type:         controller.Type{Group: d.Group, Version: v.Name, Kind: d.Names.Kind, Plural: d.Names.Plural},
+				Singular:     d.Names.Singular,
+				ShortNames:   d.Names.ShortNames,
 				Schema:       v.Schema,
 				SchemaTarget: string(v.Target),
 				Validate:     validator(v),
@@ -631,7 +606,7 @@ func BuildTypes(ctx context.Context, set *config.Set, mods *Modules) ([]*server.
 		}
 	}
 	sort.Slice(types, func(i, j int) bool {
-		return path.Join(types[i].Group, types[i].Version, types[i].Names.Plural) < path.Join(types[j].Group, types[j].Version, types[j].Names.Plural)
+		return path.Join(types[i].Group, types[i].Version, types[i].Plural) < path.Join(types[j].Group, types[j].Version, types[j].Plural)
 	})
 	return types, nil
 }
@@ -650,8 +625,9 @@ func (a *App) Listener(ln net.Listener) net.Listener { return a.conns.Listen(ln)
 // that those make room for new ones at the limit.
 func (a *App) ConnState(c net.Conn, s http.ConnState) { a.conns.ConnState(c, s) }
 
-// defaultMaxConnections is Options.MaxConnections' default.
-const defaultMaxConnections = 4096
+// DefaultMaxConnections is Options.MaxConnections' default (and so that
+// of cupd --max-connections).
+const DefaultMaxConnections = 4096
 
 // newConnLimiter returns the limiter of opts.MaxConnections, with its
 // metrics registered in reg.
@@ -659,7 +635,7 @@ func newConnLimiter(opts Options, reg *prometheus.Registry) *connlimit.Limiter {
 	n := opts.MaxConnections
 	switch {
 	case n == 0:
-		n = defaultMaxConnections
+		n = DefaultMaxConnections
 	case n < 0:
 		n = 0
 	}

@@ -8,7 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cup-dev/cup/internal/auth"
+	"github.com/cup-dev/cup/auth"
+	"github.com/cup-dev/cup/internal/auth/certs"
 	"github.com/cup-dev/cup/internal/auth/oidc"
 	"github.com/cup-dev/cup/internal/auth/tokens"
 	"github.com/cup-dev/cup/internal/rbac"
@@ -84,7 +85,7 @@ func newAccess(c Auth, logger *slog.Logger) (*access, error) {
 		a.authn = append(a.authn, a.oidc)
 	}
 	if c.ClientCertificates {
-		a.authn = append(a.authn, auth.ClientCertificates{})
+		a.authn = append(a.authn, certs.ClientCertificates{})
 	}
 	return a, nil
 }

@@ -13,17 +13,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cup-dev/cup/internal/proposals"
+	"github.com/cup-dev/cup/internal/registry"
 	"github.com/cup-dev/cup/scm"
-	"github.com/cup-dev/cup/scm/gitea"
-	"github.com/cup-dev/cup/scm/github"
-	"github.com/cup-dev/cup/scm/gitlab"
 	"github.com/cup-dev/cup/server"
 	gitsource "github.com/cup-dev/cup/source/git"
 )
 
 // SCM configures proposals on a source-code host.
 type SCM struct {
-	// Provider is "github", "gitlab" or "gitea"; empty turns proposals off.
+	// Provider names a provider in registry.SCMs: "github", "gitlab" or
+	// "gitea"; empty turns proposals off.
 	Provider string
 	// URL is the API's base URL: GitHub Enterprise's https://host/api/v3/,
 	// a self-hosted GitLab's or Gitea's web root. Empty for github.com and
@@ -45,15 +44,20 @@ type SCM struct {
 	// TemplateDir holds commit.tmpl, title.tmpl and body.tmpl overriding
 	// the defaults.
 	TemplateDir string
-	// RefreshInterval is how often the list of proposals is read again.
+	// RefreshInterval is how often the list of proposals is read again;
+	// zero keeps proposals.DefaultRefreshInterval.
 	RefreshInterval time.Duration
-	// Timeout bounds each call to the SCM; zero keeps scm's default.
+	// Timeout bounds each call to the SCM; zero keeps scm.DefaultTimeout.
 	Timeout time.Duration
 }
 
 // newProvider builds the scm.Provider cfg names, with an HTTP client that
 // authenticates, waits out rate limits and exports its budget to reg.
 func newProvider(cfg SCM, repoURL string, reg prometheus.Registerer, logger *slog.Logger) (scm.Provider, error) {
+	factory, ok := registry.SCMs.Lookup(cfg.Provider)
+	if !ok {
+		return nil, fmt.Errorf("--scm %q: want %s", cfg.Provider, registry.SCMs.List("or"))
+	}
 	var token scm.TokenSource
 	switch {
 	case cfg.GitHubAppID != 0:
@@ -87,24 +91,7 @@ func newProvider(cfg SCM, repoURL string, reg prometheus.Registerer, logger *slo
 			return nil, fmt.Errorf("--scm-repository is needed: %s does not name owner/repo", gitsource.Redact(repoURL))
 		}
 	}
-	switch cfg.Provider {
-	case "github":
-		owner, name, ok := strings.Cut(repo, "/")
-		if !ok || strings.Contains(name, "/") {
-			return nil, fmt.Errorf("--scm-repository %q: want owner/repo", repo)
-		}
-		return github.New(github.Config{BaseURL: cfg.URL, Owner: owner, Repo: name, HTTPClient: client})
-	case "gitlab":
-		return gitlab.New(gitlab.Config{BaseURL: cfg.URL, Project: repo, HTTPClient: client})
-	case "gitea":
-		owner, name, ok := strings.Cut(repo, "/")
-		if !ok || strings.Contains(name, "/") {
-			return nil, fmt.Errorf("--scm-repository %q: want owner/repo", repo)
-		}
-		return gitea.New(gitea.Config{BaseURL: cfg.URL, Owner: owner, Repo: name, HTTPClient: client})
-	default:
-		return nil, fmt.Errorf("--scm %q: want github, gitlab or gitea", cfg.Provider)
-	}
+	return factory(registry.SCMConfig{BaseURL: cfg.URL, Repository: repo, HTTPClient: client})
 }
 
 // repoPath derives owner/repo from a repository URL: the path without a
@@ -124,35 +111,18 @@ func repoPath(repo string) string {
 	return p
 }
 
-// proposalsAPI adapts a proposals.Manager to the server.
+// proposalsAPI serves the server's Proposals from a proposals.Manager.
+// Both speak scm.Tracked, so nothing is converted.
 type proposalsAPI struct{ m *proposals.Manager }
 
 var _ server.Proposals = proposalsAPI{}
 
 // ListProposals runs on every Get of a resource, so it allocates for the
-// matches only: the filter sees each proposal as a value that stays on
-// the stack.
-func (a proposalsAPI) ListProposals(_ context.Context, f server.ProposalFilter) ([]*server.ProposalInfo, error) {
-	var out []*server.ProposalInfo
-	for _, p := range a.m.List(func(p *proposals.Info) bool { pi := info(p); return f.Matches(&pi) }) {
-		pi := info(p)
-		out = append(out, &pi)
-	}
-	return out, nil
+// matches only.
+func (a proposalsAPI) ListProposals(_ context.Context, f server.ProposalFilter) ([]*scm.Tracked, error) {
+	return a.m.List(f.Matches), nil
 }
 
-func (a proposalsAPI) GetProposal(ctx context.Context, id string) (*server.ProposalInfo, error) {
-	p, err := a.m.Get(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	pi := info(p)
-	return &pi, nil
-}
-
-func info(p *proposals.Info) server.ProposalInfo {
-	return server.ProposalInfo{
-		ID: p.ID, URL: p.URL, Title: p.Title, Branch: p.Head, Base: p.Base, Provider: p.Provider,
-		State: p.State, Draft: p.Draft, Resources: p.Resources, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt,
-	}
+func (a proposalsAPI) GetProposal(ctx context.Context, id string) (*scm.Tracked, error) {
+	return a.m.Get(ctx, id)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/cup-dev/cup/controller"
 	"github.com/cup-dev/cup/internal/document"
 )
 
@@ -31,12 +32,12 @@ func checkName(name string) string {
 }
 
 // parseResourceRef parses "<group>/<version>/<plural>".
-func parseResourceRef(s string) (ResourceRef, error) {
+func parseResourceRef(s string) (controller.Type, error) {
 	parts := strings.Split(s, "/")
 	if len(parts) != 3 {
-		return ResourceRef{}, fmt.Errorf("%q is not <group>/<version>/<plural>", s)
+		return controller.Type{}, fmt.Errorf("%q is not <group>/<version>/<plural>", s)
 	}
-	r := ResourceRef{Group: parts[0], Version: parts[1], Plural: parts[2]}
+	r := controller.Type{Group: parts[0], Version: parts[1], Plural: parts[2]}
 	switch {
 	case !document.IsDNSSubdomain(r.Group):
 		return r, fmt.Errorf("%q: group %q is not a DNS subdomain", s, r.Group)
@@ -106,14 +107,14 @@ func (s *Set) checkUnique(ps *problems) {
 // not load but whose references are worth checking. References to resources in skip,
 // which failed to load and have been reported already, are not reported.
 func (s *Set) checkRefs(ps *problems, extra []*Binding, skip *broken) {
-	bound := map[ResourceRef]*Binding{}
+	bound := map[controller.Type]*Binding{}
 	all := append(append([]*Binding(nil), s.Bindings...), extra...)
 	for _, b := range byLocation(all, func(b *Binding) Location { return b.Location }) {
 		if _, ok := s.Controller(b.Controller); !ok && b.Controller != "" && !skip.controller(b.Controller) {
 			ps.add(b.Location, "%s %q: spec.controller: unknown %s %q", KindAPIBinding, b.Name, KindController, b.Controller)
 		}
 		for i, ref := range b.Resources {
-			if ref == (ResourceRef{}) {
+			if ref == (controller.Type{}) {
 				continue // did not parse, reported already
 			}
 			field := fmt.Sprintf("spec.resources[%d]", i)
@@ -140,7 +141,7 @@ func (s *Set) checkRefs(ps *problems, extra []*Binding, skip *broken) {
 				if first == b {
 					where = "earlier in the same binding"
 				}
-				ps.add(b.Location, "%s %q: %s: %s is already bound %s", KindAPIBinding, b.Name, field, ref, where)
+				ps.add(b.Location, "%s %q: %s: %s is already bound %s", KindAPIBinding, b.Name, field, refString(ref), where)
 				continue
 			}
 			bound[ref] = b

@@ -6,6 +6,8 @@ import (
 	"sort"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/cup-dev/cup/controller"
 )
 
 // API versions accepted in configuration files.
@@ -24,14 +26,6 @@ const (
 	KindAPIBinding         = "APIBinding"
 	// KindBinding is the original Cup's name for APIBinding, accepted as an alias.
 	KindBinding = "Binding"
-)
-
-// Controller types known to the loader.
-const (
-	// ControllerTemplate maps resources to files with path templates.
-	ControllerTemplate = "template"
-	// ControllerWASM delegates to a WebAssembly module.
-	ControllerWASM = "wasm"
 )
 
 // Set is a loaded configuration. Its slices are sorted: definitions by group
@@ -102,7 +96,9 @@ type Version struct {
 type Controller struct {
 	// Name is metadata.name, which bindings refer to.
 	Name string
-	// Type is ControllerTemplate or ControllerWASM.
+	// Type is spec.type, the name of a controller type in
+	// registry.Controllers (such as "template" or "wasm"): Load and Parse
+	// refuse others.
 	Type string
 	// Spec holds the type-specific settings (spec.spec) as a JSON object, or
 	// is nil when the file has none. The controller packages decode it.
@@ -118,20 +114,16 @@ type Binding struct {
 	// Controller is the name of the Controller serving the resources.
 	Controller string
 	// Resources are the bound types, in file order; there is at least one.
-	Resources []ResourceRef
+	// Each names a group, version and plural; Kind is empty (the
+	// definition gives it).
+	Resources []controller.Type
 	// Location is where the binding was loaded from.
 	Location Location
 }
 
-// ResourceRef names one version of a resource type.
-type ResourceRef struct {
-	Group   string
-	Version string
-	Plural  string
-}
-
-// String returns "<group>/<version>/<plural>", the form used in bindings.
-func (r ResourceRef) String() string { return r.Group + "/" + r.Version + "/" + r.Plural }
+// refString returns "<group>/<version>/<plural>", the form a binding
+// names a type in.
+func refString(r controller.Type) string { return r.Group + "/" + r.Version + "/" + r.Plural }
 
 // Definition returns the definition with the given group and plural.
 func (s *Set) Definition(group, plural string) (*Definition, bool) {
@@ -153,8 +145,10 @@ func (s *Set) Controller(name string) (*Controller, bool) {
 	return nil, false
 }
 
-// BindingFor returns the binding that binds ref.
-func (s *Set) BindingFor(ref ResourceRef) (*Binding, bool) {
+// BindingFor returns the binding that binds ref, a group, version and
+// plural (ref.Kind is ignored).
+func (s *Set) BindingFor(ref controller.Type) (*Binding, bool) {
+	ref.Kind = ""
 	for _, b := range s.Bindings {
 		for _, r := range b.Resources {
 			if r == ref {

@@ -73,8 +73,10 @@
 //	  spec:                       # optional object; its fields belong to the controller type
 //	    path: flipt.wasm
 //
-// The loader checks only that spec.type is known and spec.spec is an object;
-// the controller packages decode spec.spec ([Controller.Spec]).
+// The loader checks only that spec.type is known, by asking
+// registry.Controllers (the built-in types register in internal/kinds), and
+// that spec.spec is an object; the controller packages decode spec.spec
+// ([Controller.Spec]).
 //
 // APIBinding (kind Binding is accepted as an alias, as in the original Cup):
 //

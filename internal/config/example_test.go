@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing/fstest"
 
+	"github.com/cup-dev/cup/controller"
 	"github.com/cup-dev/cup/internal/config"
 )
 
@@ -44,10 +45,10 @@ spec:
 		fmt.Println(err)
 		return
 	}
-	ref := config.ResourceRef{Group: "flipt.io", Version: "v1", Plural: "flags"}
+	ref := controller.Type{Group: "flipt.io", Version: "v1", Plural: "flags"}
 	binding, _ := set.BindingFor(ref)
-	controller, _ := set.Controller(binding.Controller)
-	fmt.Printf("%s is served by %s controller %q with %s (%s)\n", ref, controller.Type, controller.Name, controller.Spec, binding.Location)
+	ctrl, _ := set.Controller(binding.Controller)
+	fmt.Printf("%s/%s/%s is served by %s controller %q with %s (%s)\n", ref.Group, ref.Version, ref.Plural, ctrl.Type, ctrl.Name, ctrl.Spec, binding.Location)
 
 	definition, _ := set.Definition(ref.Group, ref.Plural)
 	version, _ := definition.Version(ref.Version)

@@ -16,7 +16,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cup-dev/cup/controller"
 	"github.com/cup-dev/cup/internal/document"
+	"github.com/cup-dev/cup/internal/registry"
 )
 
 // Load reads the configuration below dir in fsys ("." for its root) and
@@ -575,12 +577,11 @@ func newController(doc *controllerDoc, loc Location) (*Controller, []string) {
 		msgs = append(msgs, msg)
 	}
 	c := &Controller{Name: doc.Metadata.Name, Type: doc.Spec.Type, Location: loc}
-	switch c.Type {
-	case ControllerTemplate, ControllerWASM:
-	case "":
-		msgs = append(msgs, fmt.Sprintf("spec.type is required (%s or %s)", ControllerTemplate, ControllerWASM))
-	default:
-		msgs = append(msgs, fmt.Sprintf("spec.type %q is not one of %s, %s", c.Type, ControllerTemplate, ControllerWASM))
+	switch {
+	case c.Type == "":
+		msgs = append(msgs, fmt.Sprintf("spec.type is required (%s)", registry.Controllers.List("or")))
+	case !registry.Controllers.Has(c.Type):
+		msgs = append(msgs, fmt.Sprintf("spec.type %q is not one of %s", c.Type, registry.Controllers.List("")))
 	}
 	if spec := bytes.TrimSpace(doc.Spec.Spec); len(spec) > 0 && !bytes.Equal(spec, []byte("null")) {
 		if spec[0] != '{' {
@@ -614,7 +615,7 @@ func newBinding(doc *bindingDoc, loc Location) (*Binding, []string) {
 			msgs = append(msgs, fmt.Sprintf("spec.resources[%d]: %v", i, err))
 			// A placeholder keeps the indexes of the others right for
 			// checkRefs; the binding is not loaded.
-			ref = ResourceRef{}
+			ref = controller.Type{}
 		}
 		b.Resources = append(b.Resources, ref)
 	}

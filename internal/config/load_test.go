@@ -10,6 +10,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/cup-dev/cup/controller"
 	"github.com/cup-dev/cup/internal/config"
 )
 
@@ -28,7 +29,11 @@ func summary(s *config.Set) string {
 		fmt.Fprintf(&b, "controller %s type=%s spec=%s at %s\n", c.Name, c.Type, c.Spec, c.Location)
 	}
 	for _, bd := range s.Bindings {
-		fmt.Fprintf(&b, "binding %s controller=%s resources=%v at %s\n", bd.Name, bd.Controller, bd.Resources, bd.Location)
+		refs := make([]string, len(bd.Resources))
+		for i, r := range bd.Resources {
+			refs[i] = r.Group + "/" + r.Version + "/" + r.Plural
+		}
+		fmt.Fprintf(&b, "binding %s controller=%s resources=%v at %s\n", bd.Name, bd.Controller, refs, bd.Location)
 	}
 	return b.String()
 }
@@ -493,7 +498,7 @@ func TestSetLookups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := config.ResourceRef{Group: "flags.cup.dev", Version: "v1beta1", Plural: "flags"}
+	ref := controller.Type{Group: "flags.cup.dev", Version: "v1beta1", Plural: "flags"}
 	tests := []struct {
 		name string
 		got  func() (string, bool)
@@ -506,7 +511,7 @@ func TestSetLookups(t *testing.T) {
 		{"controller missing", func() (string, bool) { c, ok := s.Controller("x"); return name(c), ok }, "", false},
 		{"binding", func() (string, bool) { b, ok := s.BindingFor(ref); return name(b), ok }, "flags", true},
 		{"binding missing", func() (string, bool) {
-			b, ok := s.BindingFor(config.ResourceRef{Group: "flags.cup.dev", Version: "v1beta1", Plural: "segments"})
+			b, ok := s.BindingFor(controller.Type{Group: "flags.cup.dev", Version: "v1beta1", Plural: "segments"})
 			return name(b), ok
 		}, "", false},
 		{"version", func() (string, bool) {
@@ -514,7 +519,6 @@ func TestSetLookups(t *testing.T) {
 			v, ok := d.Version("v1beta1")
 			return name(v), ok
 		}, "v1beta1", true},
-		{"ref string", func() (string, bool) { return ref.String(), true }, "flags.cup.dev/v1beta1/flags", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
-	"github.com/cup-dev/cup/controller"
+	"github.com/cup-dev/cup/internal/writepath"
 	"github.com/cup-dev/cup/source"
 )
 
@@ -501,9 +501,10 @@ func (e *invalidPathError) Is(target error) bool {
 }
 
 // checkPath says why name is not a path a write may name (see
-// controller.CheckWritePath, the one statement of the rule), or "".
+// writepath.Check, the one statement of the rule, which
+// controller.CheckWritePath states too), or "".
 func checkPath(name string) string {
-	if err := controller.CheckWritePath(name); err != nil {
+	if err := writepath.Check(name); err != nil {
 		return err.Error()
 	}
 	return ""

@@ -53,20 +53,15 @@ type Config struct {
 	// DefaultTemplates.
 	Templates *Templates
 	// RefreshInterval is how often Run reads the proposals from the SCM.
-	// Default 30 seconds.
+	// Zero or less keeps the default, DefaultRefreshInterval.
 	RefreshInterval time.Duration
 	// Logger receives refresh failures. Nil logs nothing.
 	Logger *slog.Logger
 }
 
-// Info is what the Manager knows of a proposal.
-type Info struct {
-	scm.Proposal
-	// Resources are the resources the proposal changes.
-	Resources []source.ResourceRef
-	// Provider is the SCM's name ("github", "gitlab", "gitea").
-	Provider string
-}
+// DefaultRefreshInterval is the default of Config.RefreshInterval (and so
+// of cupd --proposals-refresh).
+const DefaultRefreshInterval = 30 * time.Second
 
 // Manager is a source.Source that proposes every change, and the record of
 // the proposals it opened. It is safe for concurrent use.
@@ -74,7 +69,7 @@ type Manager struct {
 	cfg Config
 
 	mu      sync.Mutex
-	list    []*Info               // cup's proposals, newest first
+	list    []*scm.Tracked        // cup's proposals, newest first
 	pending map[string]pendingSet // pushed branches whose proposal could not be opened
 
 	refreshMu sync.Mutex
@@ -103,7 +98,7 @@ func New(cfg Config) (*Manager, error) {
 		cfg.Templates = DefaultTemplates()
 	}
 	if cfg.RefreshInterval <= 0 {
-		cfg.RefreshInterval = 30 * time.Second
+		cfg.RefreshInterval = DefaultRefreshInterval
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -177,7 +172,7 @@ func templateData(req *source.UpdateRequest, base string) *TemplateData {
 
 // propose finds the open proposal of branch, bringing its description up
 // to date, or opens one for data.Base.
-func (m *Manager) propose(ctx context.Context, branch string, req *source.UpdateRequest, data *TemplateData) (*Info, error) {
+func (m *Manager) propose(ctx context.Context, branch string, req *source.UpdateRequest, data *TemplateData) (*scm.Tracked, error) {
 	// One lookup of this branch's proposal: the cost of a write does not
 	// grow with the proposals the repository holds. A change set keeps the
 	// base its proposal was opened for, which a later write into it need
@@ -249,7 +244,7 @@ func (m *Manager) identical(ctx context.Context, req *source.UpdateRequest) (*so
 	}
 	type candidate struct {
 		branch, base string
-		prop         *Info
+		prop         *scm.Tracked
 	}
 	var cands []candidate
 	m.mu.Lock()
@@ -304,12 +299,12 @@ func touchesAll(have, want []source.ResourceRef) bool {
 }
 
 // info is what the Manager knows of p.
-func (m *Manager) info(p *scm.Proposal) *Info {
-	return &Info{Proposal: *p, Resources: resourcesOf(p.Body), Provider: m.cfg.Provider.Name()}
+func (m *Manager) info(p *scm.Proposal) *scm.Tracked {
+	return &scm.Tracked{Proposal: *p, Resources: resourcesOf(p.Body), Provider: m.cfg.Provider.Name()}
 }
 
 // remember records p in the list, replacing an older copy.
-func (m *Manager) remember(p *scm.Proposal) *Info {
+func (m *Manager) remember(p *scm.Proposal) *scm.Tracked {
 	info := m.info(p)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -319,7 +314,7 @@ func (m *Manager) remember(p *scm.Proposal) *Info {
 			return info
 		}
 	}
-	m.list = append([]*Info{info}, m.list...)
+	m.list = append([]*scm.Tracked{info}, m.list...)
 	return info
 }
 
@@ -348,7 +343,7 @@ func (m *Manager) Refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	list := make([]*Info, len(ps))
+	list := make([]*scm.Tracked, len(ps))
 	for i, p := range ps {
 		list[i] = m.info(p)
 	}
@@ -366,7 +361,7 @@ func (m *Manager) RefreshProposal(ctx context.Context, id string) error {
 	switch {
 	case errors.Is(err, scm.ErrNotFound):
 		m.mu.Lock()
-		m.list = slices.DeleteFunc(m.list, func(have *Info) bool { return have.ID == id })
+		m.list = slices.DeleteFunc(m.list, func(have *scm.Tracked) bool { return have.ID == id })
 		m.mu.Unlock()
 		return nil
 	case err != nil:
@@ -379,11 +374,12 @@ func (m *Manager) RefreshProposal(ctx context.Context, id string) error {
 }
 
 // List returns the proposals keep selects from the last list read, newest
-// first; a nil keep selects all.
-func (m *Manager) List(keep func(*Info) bool) []*Info {
+// first; a nil keep selects all. The proposals are shared, never changed
+// once listed: callers must not modify them.
+func (m *Manager) List(keep func(*scm.Tracked) bool) []*scm.Tracked {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []*Info
+	var out []*scm.Tracked
 	for _, p := range m.list {
 		if keep == nil || keep(p) {
 			out = append(out, p)
@@ -395,7 +391,7 @@ func (m *Manager) List(keep func(*Info) bool) []*Info {
 // Get returns a proposal, read from the SCM so that its state is current,
 // and falls back on the last list when the SCM cannot be reached. A
 // proposal that is not cup's is reported as scm.ErrNotFound.
-func (m *Manager) Get(ctx context.Context, id string) (*Info, error) {
+func (m *Manager) Get(ctx context.Context, id string) (*scm.Tracked, error) {
 	p, err := m.cfg.Provider.Get(ctx, id)
 	if err == nil {
 		if !strings.HasPrefix(p.Head, m.cfg.BranchPrefix) {

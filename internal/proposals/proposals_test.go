@@ -371,8 +371,8 @@ func TestLoadTemplates(t *testing.T) {
 
 // where selects the proposals in state (any, for scm.StateUnspecified)
 // that change the resource named name (any, for "").
-func where(state scm.State, name string) func(*proposals.Info) bool {
-	return func(p *proposals.Info) bool {
+func where(state scm.State, name string) func(*scm.Tracked) bool {
+	return func(p *scm.Tracked) bool {
 		if state != scm.StateUnspecified && p.State != state {
 			return false
 		}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cup-dev/cup/internal/auth"
+	"github.com/cup-dev/cup/auth"
 )
 
 // benchPolicy has 206 roles and bindings: in each of 100 namespaces a Role

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cup-dev/cup/internal/auth"
+	"github.com/cup-dev/cup/auth"
 	"github.com/cup-dev/cup/internal/rbac"
 )
 

@@ -3,7 +3,7 @@ package rbac_test
 import (
 	"fmt"
 
-	"github.com/cup-dev/cup/internal/auth"
+	"github.com/cup-dev/cup/auth"
 	"github.com/cup-dev/cup/internal/rbac"
 )
 

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/cup-dev/cup/internal/auth"
+	"github.com/cup-dev/cup/auth"
 	"github.com/cup-dev/cup/internal/filewatch"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cup-dev/cup/internal/auth"
+	"github.com/cup-dev/cup/auth"
 	"github.com/cup-dev/cup/internal/rbac"
 )
 

@@ -1,7 +1,7 @@
 package rbac
 
 import (
-	"github.com/cup-dev/cup/internal/auth"
+	"github.com/cup-dev/cup/auth"
 )
 
 // GroupAuthenticated is the group every identity belongs to, whatever its

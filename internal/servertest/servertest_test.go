@@ -58,7 +58,7 @@ func TestOptions(t *testing.T) {
 	s := servertest.Start(t,
 		servertest.WithFiles(map[string][]byte{"flags/default/dark-mode.yaml": nil}),
 		servertest.WithTypes(func(_ testing.TB, types []*server.Type) []*server.Type {
-			return slices.DeleteFunc(types, func(ty *server.Type) bool { return ty.Names.Plural == "services" })
+			return slices.DeleteFunc(types, func(ty *server.Type) bool { return ty.Plural == "services" })
 		}),
 		servertest.WithServerOptions(server.WithMaxListPage(1)))
 	r := s.Do(t, "GET", "/apis/flags.cup.dev/v1alpha1/namespaces/default/flags?limit=1", "")

@@ -40,8 +40,8 @@ func DefaultConfig() Config {
 	return Config{
 		Mode:         source.ModeDirect,
 		BranchPrefix: source.DefaultBranchPrefix,
-		AuthorName:   "cup",
-		AuthorEmail:  "cup@localhost",
+		AuthorName:   source.DefaultAuthorName,
+		AuthorEmail:  source.DefaultAuthorEmail,
 		MaxRetries:   5,
 		Logger:       slog.New(slog.DiscardHandler),
 		Clock:        time.Now,

@@ -76,7 +76,7 @@ func benchUpdate(b *testing.B, rt *timedTransport, layout string, n int) {
 	if _, err := gitrepo.Init(srv.Path("r.git"), "main", files, "initial\n"); err != nil {
 		b.Fatal(err)
 	}
-	src, err := git.Open(srv.URL("r.git"), git.WithFetchInterval(0))
+	src, err := git.Open(srv.URL("r.git"), git.WithFetchInterval(-1))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func TestConformance(t *testing.T) {
 				opts = append([]git.Option{
 					git.WithAuth(git.BasicAuth("alice", "s3cret")),
 					git.WithLogger(testLogger(t)),
-					git.WithFetchInterval(0),
+					git.WithFetchInterval(-1),
 				}, opts...)
 				if cache {
 					opts = append(opts, git.WithCacheDir(t.TempDir()))

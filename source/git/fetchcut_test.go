@@ -87,7 +87,7 @@ func TestFetchCutMidPack(t *testing.T) {
 			src, err := git.Open(proxy.srv.URL+"/"+repoName, append([]git.Option{
 				git.WithAuth(git.BasicAuth(user, password)),
 				git.WithLogger(testLogger(t)),
-				git.WithFetchInterval(0),
+				git.WithFetchInterval(-1),
 			}, opts...)...)
 			if err != nil {
 				t.Fatal(err)

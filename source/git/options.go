@@ -50,7 +50,7 @@ func engine(o writes.Option) Option {
 func defaultConfig() config {
 	return config{
 		Config:        writes.DefaultConfig(),
-		interval:      time.Minute,
+		interval:      DefaultFetchInterval,
 		treeCacheSize: gitfs.DefaultTreeCacheSize,
 		blobCacheSize: gitfs.DefaultBlobCacheSize,
 	}
@@ -76,11 +76,20 @@ func WithCacheDir(dir string) Option {
 	return func(c *config) { c.cacheDir = dir }
 }
 
-// WithFetchInterval sets how often Run fetches. Zero or less turns
-// polling off (fetches then happen on Fetch calls only). The default is
-// one minute.
+// DefaultFetchInterval is how often Run fetches unless WithFetchInterval
+// says otherwise: a minute.
+const DefaultFetchInterval = time.Minute
+
+// WithFetchInterval sets how often Run fetches. Zero keeps the default,
+// [DefaultFetchInterval]; less than zero turns polling off (fetches then
+// happen on Fetch calls only).
 func WithFetchInterval(d time.Duration) Option {
-	return func(c *config) { c.interval = d }
+	return func(c *config) {
+		if d == 0 {
+			d = DefaultFetchInterval
+		}
+		c.interval = d
+	}
 }
 
 // WithStrict makes Start fail when the remote cannot be reached, even if a
@@ -104,7 +113,8 @@ func WithBranchPrefix(prefix string) Option {
 
 // WithAuthor sets the identity the source commits as: the committer of
 // every commit, and its author unless the request names one. The default
-// is "cup <cup@localhost>".
+// is source.DefaultAuthorName and source.DefaultAuthorEmail, "cup
+// <cup@localhost>".
 func WithAuthor(name, email string) Option {
 	return engine(writes.WithAuthor(name, email))
 }

@@ -50,7 +50,7 @@ func (r *remote) open(t *testing.T, opts ...git.Option) *git.Source {
 	src, err := git.Open(r.url, append([]git.Option{
 		git.WithAuth(git.BasicAuth(user, password)),
 		git.WithLogger(testLogger(t)),
-		git.WithFetchInterval(0),
+		git.WithFetchInterval(-1),
 	}, opts...)...)
 	if err != nil {
 		t.Fatal(err)

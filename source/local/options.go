@@ -44,7 +44,8 @@ func WithBranch(name string) Option {
 
 // WithAuthor sets the identity the source commits as: the committer of
 // every commit, and its author unless the request names one. The default
-// is "cup <cup@localhost>".
+// is source.DefaultAuthorName and source.DefaultAuthorEmail, "cup
+// <cup@localhost>".
 func WithAuthor(name, email string) Option {
 	return engine(writes.WithAuthor(name, email))
 }

@@ -23,7 +23,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
-	"github.com/cup-dev/cup/internal/auth"
+	"github.com/cup-dev/cup/auth"
 	"github.com/cup-dev/cup/internal/auth/authtest"
 	"github.com/cup-dev/cup/internal/auth/oidc"
 )

@@ -38,7 +38,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/cup-dev/cup/internal/auth"
+	"github.com/cup-dev/cup/auth"
 	"github.com/cup-dev/cup/internal/filewatch"
 )
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cup-dev/cup/internal/auth"
+	"github.com/cup-dev/cup/auth"
 	"github.com/cup-dev/cup/internal/auth/tokens"
 	"github.com/cup-dev/cup/internal/testlog"
 )

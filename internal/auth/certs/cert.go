@@ -1,8 +1,10 @@
-package auth
+package certs
 
 import (
 	"net/http"
 	"slices"
+
+	"github.com/cup-dev/cup/auth"
 )
 
 // ClientCertificates authenticates callers by the TLS client certificate
@@ -13,21 +15,21 @@ import (
 //
 // A request without a verified client certificate (plain HTTP, no
 // certificate, or a server that does not verify them) fails with
-// [ErrNoCredentials]; one whose certificate has no common name fails with
-// [ErrUnauthenticated]. The zero value is ready to use.
+// [auth.ErrNoCredentials]; one whose certificate has no common name fails with
+// [auth.ErrUnauthenticated]. The zero value is ready to use.
 type ClientCertificates struct{}
 
-var _ Authenticator = ClientCertificates{}
+var _ auth.Authenticator = ClientCertificates{}
 
-// Authenticate implements Authenticator.
-func (ClientCertificates) Authenticate(r *http.Request) (*Identity, error) {
+// Authenticate implements auth.Authenticator.
+func (ClientCertificates) Authenticate(r *http.Request) (*auth.Identity, error) {
 	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
-		return nil, NoCredentialsf("no verified client certificate")
+		return nil, auth.NoCredentialsf("no verified client certificate")
 	}
 	leaf := r.TLS.VerifiedChains[0][0]
 	if leaf.Subject.CommonName == "" {
-		return nil, Unauthenticatedf("the client certificate's subject has no common name to name the user")
+		return nil, auth.Unauthenticatedf("the client certificate's subject has no common name to name the user")
 	}
 	groups := slices.DeleteFunc(slices.Clone(leaf.Subject.Organization), func(g string) bool { return g == "" })
-	return &Identity{User: leaf.Subject.CommonName, Groups: groups, Method: MethodCertificate}, nil
+	return &auth.Identity{User: leaf.Subject.CommonName, Groups: groups, Method: auth.MethodCertificate}, nil
 }

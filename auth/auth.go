@@ -6,10 +6,13 @@
 // server consults both on every API call when a policy is configured, and
 // neither when it is not (the embedded demo).
 //
-// Implementations: the subpackages tokens (static bearer tokens from a file
-// of hashes), oidc (JWTs checked against an issuer's keys) and the client
-// certificate authenticator here ([ClientCertificates]); internal/rbac
-// implements [Authorizer] with Kubernetes-style roles and bindings.
+// This package is the contract only, public so that a program embedding
+// the server (package server) can bring its own authenticator and
+// authorizer. cupd's implementations are internal: internal/auth/tokens
+// (static bearer tokens from a file of hashes), internal/auth/oidc (JWTs
+// checked against an issuer's keys) and internal/auth/certs (verified TLS
+// client certificates); internal/rbac implements [Authorizer] with
+// Kubernetes-style roles and bindings.
 package auth
 
 import (

@@ -1,4 +1,4 @@
-package auth
+package certs
 
 import (
 	"crypto/tls"

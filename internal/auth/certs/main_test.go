@@ -1,4 +1,4 @@
-package auth_test
+package certs_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package auth_test
+package certs_test
 
 import (
 	"crypto/tls"
@@ -21,8 +21,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/cup-dev/cup/internal/auth"
+	"github.com/cup-dev/cup/auth"
 	"github.com/cup-dev/cup/internal/auth/authtest"
+	"github.com/cup-dev/cup/internal/auth/certs"
 	"github.com/cup-dev/cup/internal/testlog"
 )
 
@@ -51,10 +52,10 @@ func writeFile(t *testing.T, path string, data []byte) {
 
 // serverFiles writes a CA's certificate and a server certificate signed by
 // it, and returns the TLSConfig naming them.
-func serverFiles(t *testing.T, ca *authtest.CA, serial int64) auth.TLSConfig {
+func serverFiles(t *testing.T, ca *authtest.CA, serial int64) certs.TLSConfig {
 	t.Helper()
 	dir := t.TempDir()
-	cfg := auth.TLSConfig{
+	cfg := certs.TLSConfig{
 		CertFile:     filepath.Join(dir, "server.crt"),
 		KeyFile:      filepath.Join(dir, "server.key"),
 		ClientCAFile: filepath.Join(dir, "ca.crt"),
@@ -68,9 +69,9 @@ func serverFiles(t *testing.T, ca *authtest.CA, serial int64) auth.TLSConfig {
 
 // serve serves HTTPS on 127.0.0.1 with cfg; each request answers with the
 // identity ClientCertificates finds, as JSON, or 401 and the error.
-func serve(t *testing.T, cfg auth.TLSConfig) string {
+func serve(t *testing.T, cfg certs.TLSConfig) string {
 	t.Helper()
-	tc, err := auth.ServerTLS(cfg)
+	tc, err := certs.ServerTLS(cfg)
 	if err != nil {
 		t.Fatalf("ServerTLS: %v", err)
 	}
@@ -80,7 +81,7 @@ func serve(t *testing.T, cfg auth.TLSConfig) string {
 	}
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			id, err := auth.ClientCertificates{}.Authenticate(r)
+			id, err := certs.ClientCertificates{}.Authenticate(r)
 			if err != nil {
 				w.WriteHeader(http.StatusUnauthorized)
 				kind := "other"
@@ -190,14 +191,14 @@ func TestClientCertificates(t *testing.T) {
 func TestClientCertificatesWithoutTLS(t *testing.T) {
 	t.Parallel()
 	r := httptest.NewRequest("GET", "/", nil)
-	if _, err := (auth.ClientCertificates{}).Authenticate(r); !errors.Is(err, auth.ErrNoCredentials) {
+	if _, err := (certs.ClientCertificates{}).Authenticate(r); !errors.Is(err, auth.ErrNoCredentials) {
 		t.Errorf("plain HTTP: error = %v, want ErrNoCredentials", err)
 	}
 	// A certificate the server did not verify does not count.
 	ca := authtest.NewCA(t, "ca")
 	alice := ca.Client(t, pkix.Name{CommonName: "alice"}).Certificate
 	r.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{alice.Leaf}}
-	if _, err := (auth.ClientCertificates{}).Authenticate(r); !errors.Is(err, auth.ErrNoCredentials) {
+	if _, err := (certs.ClientCertificates{}).Authenticate(r); !errors.Is(err, auth.ErrNoCredentials) {
 		t.Errorf("unverified certificate: error = %v, want ErrNoCredentials", err)
 	}
 }
@@ -209,24 +210,24 @@ func TestServerTLSConfig(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "missing.pem")
 	tests := []struct {
 		name       string
-		cfg        auth.TLSConfig
+		cfg        certs.TLSConfig
 		wantAuth   tls.ClientAuthType
 		wantErrMsg string
 	}{
-		{name: "server only", cfg: auth.TLSConfig{CertFile: files.CertFile, KeyFile: files.KeyFile}, wantAuth: tls.NoClientCert},
+		{name: "server only", cfg: certs.TLSConfig{CertFile: files.CertFile, KeyFile: files.KeyFile}, wantAuth: tls.NoClientCert},
 		{name: "optional client certificates", cfg: files, wantAuth: tls.VerifyClientCertIfGiven},
-		{name: "required client certificates", cfg: auth.TLSConfig{CertFile: files.CertFile, KeyFile: files.KeyFile, ClientCAFile: files.ClientCAFile, RequireClientCert: true}, wantAuth: tls.RequireAndVerifyClientCert},
-		{name: "no key file", cfg: auth.TLSConfig{CertFile: files.CertFile}, wantErrMsg: "key file"},
-		{name: "required without CA", cfg: auth.TLSConfig{CertFile: files.CertFile, KeyFile: files.KeyFile, RequireClientCert: true}, wantErrMsg: "client CA file"},
-		{name: "missing certificate", cfg: auth.TLSConfig{CertFile: missing, KeyFile: files.KeyFile}, wantErrMsg: "certificate file"},
-		{name: "key does not match", cfg: auth.TLSConfig{CertFile: files.CertFile, KeyFile: files.ClientCAFile}, wantErrMsg: "loading"},
-		{name: "missing client CA", cfg: auth.TLSConfig{CertFile: files.CertFile, KeyFile: files.KeyFile, ClientCAFile: missing}, wantErrMsg: "client CA file"},
-		{name: "client CA not PEM", cfg: auth.TLSConfig{CertFile: files.CertFile, KeyFile: files.KeyFile, ClientCAFile: files.KeyFile}, wantErrMsg: "no PEM certificates"},
+		{name: "required client certificates", cfg: certs.TLSConfig{CertFile: files.CertFile, KeyFile: files.KeyFile, ClientCAFile: files.ClientCAFile, RequireClientCert: true}, wantAuth: tls.RequireAndVerifyClientCert},
+		{name: "no key file", cfg: certs.TLSConfig{CertFile: files.CertFile}, wantErrMsg: "key file"},
+		{name: "required without CA", cfg: certs.TLSConfig{CertFile: files.CertFile, KeyFile: files.KeyFile, RequireClientCert: true}, wantErrMsg: "client CA file"},
+		{name: "missing certificate", cfg: certs.TLSConfig{CertFile: missing, KeyFile: files.KeyFile}, wantErrMsg: "certificate file"},
+		{name: "key does not match", cfg: certs.TLSConfig{CertFile: files.CertFile, KeyFile: files.ClientCAFile}, wantErrMsg: "loading"},
+		{name: "missing client CA", cfg: certs.TLSConfig{CertFile: files.CertFile, KeyFile: files.KeyFile, ClientCAFile: missing}, wantErrMsg: "client CA file"},
+		{name: "client CA not PEM", cfg: certs.TLSConfig{CertFile: files.CertFile, KeyFile: files.KeyFile, ClientCAFile: files.KeyFile}, wantErrMsg: "no PEM certificates"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, err := auth.ServerTLS(tt.cfg)
+			c, err := certs.ServerTLS(tt.cfg)
 			if tt.wantErrMsg != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErrMsg) {
 					t.Errorf("ServerTLS() error = %v, want it to say %q", err, tt.wantErrMsg)
@@ -296,7 +297,7 @@ func TestServerCertificateReload(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var logs testlog.Buffer
 		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-		tc, err := auth.ServerTLS(cfg)
+		tc, err := certs.ServerTLS(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
