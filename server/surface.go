@@ -267,7 +267,8 @@ var indexPage = template.Must(template.New("index").Parse(`<!doctype html>
 // port is bound from the first moment: /healthz answers ok, /readyz 503
 // and gRPC health checks NOT_SERVING, GET /version the build, and every
 // other request 503 Service Unavailable (Unavailable in the Connect,
-// gRPC and gRPC-Web protocols) with Retry-After. Of opts, WithCORS
+// gRPC and gRPC-Web protocols) with Retry-After. Every answer closes its
+// connection. Of opts, WithCORS
 // applies; it fails when WithCORS names an origin it cannot use.
 func NewStartingHandler(opts ...Option) (http.Handler, error) {
 	var cfg config
@@ -301,5 +302,12 @@ func NewStartingHandler(opts ...Option) (http.Handler, error) {
 			Message string `json:"message"`
 		}{connect.CodeUnavailable.String(), msg})
 	})
-	return corsHandler(mux, cfg.surface.corsOrigins), nil
+	h := corsHandler(mux, cfg.surface.corsOrigins)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Every answer closes its connection (HTTP/2: a graceful
+		// GOAWAY), so that none made while starting outlives start-up:
+		// what serves next may count and limit connections.
+		w.Header().Set("Connection", "close")
+		h.ServeHTTP(w, r)
+	}), nil
 }
