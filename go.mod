@@ -7,6 +7,8 @@ require (
 	buf.build/go/protovalidate v1.4.0
 	code.gitea.io/sdk/gitea v0.25.1
 	connectrpc.com/connect v1.21.1
+	connectrpc.com/cors v0.1.0
+	connectrpc.com/grpchealth v1.5.0
 	connectrpc.com/grpcreflect v1.3.1
 	github.com/ProtonMail/go-crypto v1.1.6
 	github.com/aymanbagabas/go-udiff v0.4.1
@@ -19,6 +21,7 @@ require (
 	github.com/pjbgf/sha1cd v0.7.0
 	github.com/prometheus/client_golang v1.23.2
 	github.com/prometheus/client_model v0.6.2
+	github.com/rs/cors v1.11.1
 	github.com/santhosh-tekuri/jsonschema/v5 v5.3.1
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10

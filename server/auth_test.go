@@ -444,10 +444,14 @@ func TestUnauthenticated(t *testing.T) {
 	if _, err := rs.Get(t.Context(), req); err != nil {
 		t.Fatalf("Get with a valid JWT: %v", err)
 	}
-	for _, path := range []string{"/healthz", "/readyz"} {
+	for _, path := range []string{"/healthz", "/readyz", "/version"} {
 		if r := f.do(t, "GET", path, ""); r.status != http.StatusOK {
 			t.Errorf("GET %s without credentials = %d %s", path, r.status, r.body)
 		}
+	}
+	// The index names the served types: it needs credentials as /apis does.
+	if r := f.do(t, "GET", "/", ""); r.status != http.StatusUnauthorized {
+		t.Errorf("GET / without credentials = %d %s, want 401", r.status, r.body)
 	}
 }
 

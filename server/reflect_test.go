@@ -23,10 +23,13 @@ func TestReflection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []protoreflect.FullName{"cup.v1alpha1.ResourceService", "cup.v1alpha1.DiscoveryService", "cup.v1alpha1.ProposalService"} {
+	for _, want := range []protoreflect.FullName{"cup.v1alpha1.ResourceService", "cup.v1alpha1.DiscoveryService", "cup.v1alpha1.ProposalService", "grpc.health.v1.Health"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("services %v lack %s", names, want)
 		}
+	}
+	if _, err := stream.FileContainingSymbol("grpc.health.v1.Health"); err != nil {
+		t.Errorf("describe grpc.health.v1.Health: %v", err)
 	}
 	files, err := stream.FileContainingSymbol("cup.v1alpha1.ResourceService")
 	if err != nil {

@@ -25,6 +25,7 @@ import (
 
 	"buf.build/go/protovalidate"
 	"connectrpc.com/connect"
+	"connectrpc.com/grpchealth"
 	"connectrpc.com/grpcreflect"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -82,6 +83,7 @@ type config struct {
 	maxCalls       int
 	maxQueued      int
 	metrics        prometheus.Registerer
+	surface        surfaceConfig
 }
 
 // Option configures a Server.
@@ -147,6 +149,9 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 	if src == nil {
 		return nil, errors.New("server: nil source")
 	}
+	if err := checkOrigins(cfg.surface.corsOrigins); err != nil {
+		return nil, err
+	}
 	if cfg.authz != nil && cfg.authn == nil {
 		return nil, errors.New("server: authorization needs an authenticator: without one every call would be refused")
 	}
@@ -196,9 +201,11 @@ func (s *Server) lookup(group, version, plural string) (*Type, error) {
 
 // Handler returns the HTTP handler serving every protocol on one port:
 // Connect, gRPC and gRPC-Web for every service, gRPC reflection, the REST
-// form under /apis, and /healthz and /readyz. Serve it with HTTP/1.1 and h2c
+// form under /apis, gRPC health checking, an index at GET /, the build at
+// GET /version, and /healthz and /readyz. Serve it with HTTP/1.1 and h2c
 // enabled (see NewHTTPServer). With WithAuthorization, everything but
-// /healthz and /readyz needs credentials.
+// /healthz, /readyz, /version and health checks needs credentials. With
+// WithCORS, it answers browsers on the origins named.
 func (s *Server) Handler() http.Handler {
 	api := http.NewServeMux()
 	opts := []connect.HandlerOption{
@@ -217,12 +224,15 @@ func (s *Server) Handler() http.Handler {
 		cupv1alpha1connect.ResourceServiceName,
 		cupv1alpha1connect.DiscoveryServiceName,
 		cupv1alpha1connect.ProposalServiceName,
+		grpchealth.HealthV1ServiceName,
 	)
 	api.Handle(grpcreflect.NewHandlerV1(reflector))
 	api.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
 	s.routeREST(api)
+	s.routeSurface(api)
 
 	mux := http.NewServeMux()
+	routePublic(mux, health{s})
 	mux.Handle("/", s.withTimeout(s.authenticate(s.bodies.wrap(s.recoverREST(api)))))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -237,7 +247,7 @@ func (s *Server) Handler() http.Handler {
 		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	return mux
+	return corsHandler(mux, s.cfg.surface.corsOrigins)
 }
 
 // recoverREST answers a panic in h (the REST form; Connect's handlers

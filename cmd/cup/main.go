@@ -141,6 +141,7 @@ or against --certificate-authority alone when it is given.`,
 		c.newExplainCommand(),
 		c.newProposalsCommand(),
 		c.newConfigCommand(),
+		c.newVersionCommand(),
 	)
 	return root
 }

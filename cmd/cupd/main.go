@@ -30,6 +30,7 @@ import (
 	"github.com/cup-dev/cup/internal/proposals"
 	"github.com/cup-dev/cup/internal/registry"
 	"github.com/cup-dev/cup/scm"
+	"github.com/cup-dev/cup/internal/buildinfo"
 	"github.com/cup-dev/cup/server"
 	"github.com/cup-dev/cup/source"
 	gitsource "github.com/cup-dev/cup/source/git"
@@ -71,6 +72,7 @@ type serveFlags struct {
 	idleTimeout     time.Duration
 	maxHeaderBytes  int
 	allowedHosts    []string
+	corsOrigins     []string
 
 	writeMode     string
 	branchPrefix  string
@@ -149,6 +151,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", server.DefaultIdleTimeout, "close a keep-alive connection after this long without a request (0: never)")
 	fl.IntVar(&f.maxHeaderBytes, "max-header-bytes", server.DefaultMaxHeaderBytes, "largest request line and headers accepted, in bytes; larger get 431 (0: Go's bound, 1 MiB)")
 	fl.StringSliceVar(&f.allowedHosts, "allowed-hosts", nil, "host names requests may name in their Host header besides localhost, *.localhost, 127.0.0.1 and [::1] (\"*.example.com\" for subdomains, \"*\" for any); checked when set, and always when --address is a loopback address (a guard against DNS rebinding)")
+	fl.StringSliceVar(&f.corsOrigins, "cors-allowed-origins", nil, "origins (scheme://host[:port], one * wildcard allowed) whose web pages may call cupd from a browser, over Connect, gRPC-Web and REST; \"*\" allows any page the user opens, so use it only with --policy (off when empty)")
 	fl.StringVar(&f.debugAddress, "debug-address", "", "host:port for /debug/pprof (off when empty; never expose it publicly)")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to let calls in flight finish on SIGINT or SIGTERM")
 	fl.StringVar(&f.writeMode, "write-mode", "", "where writes go: direct (commit on the branch), branch (a new branch cup/<id> per write: a change set) or proposal (a change set and its pull/merge request); default proposal with --scm, else direct")
@@ -206,6 +209,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
 		RunE:          serve.RunE,
+		Version:       buildinfo.Read().String(),
 	}
 	root.Flags().AddFlagSet(fl)
 	root.SetFlagErrorFunc(originalFlagError)
@@ -400,6 +404,37 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 		return err
 	}
 	maxConns := fitOpenFileLimit(f.maxConnections, logger)
+
+	// Bind the port first, so that a busy port is reported at once and
+	// probes get answers (not ready yet) during the slow part of start-up.
+	ln, err := net.Listen("tcp", f.address)
+	if err != nil {
+		return fmt.Errorf("--address: %w", err)
+	}
+	starting, err := server.NewStartingHandler(server.WithCORS(f.corsOrigins))
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("--cors-allowed-origins: %w", err)
+	}
+	g := newGate(ln, starting)
+	srv := server.NewHTTPServer(f.address, g, server.WithIdleTimeout(unbounded(f.idleTimeout)), server.WithMaxHeaderBytes(unbounded(f.maxHeaderBytes)))
+	srv.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
+	srv.ConnState = g.ConnState
+	url := "http://" + ln.Addr().String()
+	if tlsConfig != nil {
+		srv.TLSConfig = tlsConfig
+		url = "https://" + ln.Addr().String()
+	}
+	errc := make(chan error, 1)
+	go func() {
+		if tlsConfig != nil {
+			errc <- srv.ServeTLS(g.listener(), "", "")
+			return
+		}
+		errc <- srv.Serve(g.listener())
+	}()
+	logger.Info("listening; not ready until start-up ends", "address", url)
+
 	a, err := app.Open(ctx, app.Options{
 		Repository:                   f.repository,
 		Branch:                       f.branch,
@@ -423,6 +458,7 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 		WebhookSecret:                f.webhookSecret,
 		MaxConnections:               unbounded(maxConns),
 		AllowedHosts:                 hosts,
+		CORSAllowedOrigins:           f.corsOrigins,
 		SCM: app.SCM{
 			Provider: f.scm, URL: f.scmURL, Repository: f.scmRepository,
 			TokenFile: f.scmTokenFile, TokenEnv: f.scmTokenEnv,
@@ -448,9 +484,12 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 		},
 	})
 	if err != nil {
+		_ = srv.Close()
+		<-errc
 		return err
 	}
 	defer a.Close()
+	defer srv.Close() // before a.Close: the handler uses what a holds
 	runCtx, stopRun := context.WithCancel(ctx)
 	ran := make(chan struct{})
 	go func() {
@@ -458,20 +497,7 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 		_ = a.Run(runCtx)
 	}()
 	defer func() { stopRun(); <-ran }()
-
-	ln, err := net.Listen("tcp", f.address)
-	if err != nil {
-		return fmt.Errorf("--address: %w", err)
-	}
-	ln = a.Listener(ln)
-	srv := server.NewHTTPServer(f.address, a.Handler(), server.WithIdleTimeout(unbounded(f.idleTimeout)), server.WithMaxHeaderBytes(unbounded(f.maxHeaderBytes)))
-	srv.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
-	srv.ConnState = a.ConnState
-	url := "http://" + ln.Addr().String()
-	if tlsConfig != nil {
-		srv.TLSConfig = tlsConfig
-		url = "https://" + ln.Addr().String()
-	}
+	g.open(a.Handler(), a.Listener, a.ConnState)
 
 	logger.Info("serving", "address", url, "repository", a.Repository(), "branch", a.Branch(), "demo", a.Demo())
 	if a.Demo() {
@@ -505,14 +531,6 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 		logger.Info("debug endpoints", "address", "http://"+dln.Addr().String()+"/debug/pprof/")
 	}
 
-	errc := make(chan error, 1)
-	go func() {
-		if tlsConfig != nil {
-			errc <- srv.ServeTLS(ln, "", "")
-			return
-		}
-		errc <- srv.Serve(ln)
-	}()
 	select {
 	case err := <-errc:
 		return err

@@ -91,6 +91,9 @@ type Options struct {
 	// (see LoopbackHosts for the form); others get 421 Misdirected
 	// Request. Nil allows any.
 	AllowedHosts []string
+	// CORSAllowedOrigins are the origins whose web pages may call the
+	// server from a browser (see server.WithCORS); nil allows none.
+	CORSAllowedOrigins []string
 	// SCM configures proposals; with a provider the write mode defaults to
 	// "proposal".
 	SCM SCM
@@ -264,7 +267,8 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		server.WithMaxConcurrentControllerCalls(opts.MaxConcurrentControllerCalls),
 		server.WithMaxQueuedControllerCalls(opts.MaxQueuedControllerCalls),
 	)
-	sopts = append(sopts, server.WithMetrics(reg))
+	sopts = append(sopts, server.WithMetrics(reg),
+		server.WithCORS(opts.CORSAllowedOrigins), server.WithRepository(gitsource.Redact(a.repo), a.branch))
 	if a.proposals != nil {
 		sopts = append(sopts, server.WithProposals(proposalsAPI{a.proposals}))
 	}

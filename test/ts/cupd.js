@@ -17,17 +17,17 @@ export const startTimeoutMs = 120_000;
 const stopTimeoutMs = 15_000;
 
 /**
- * Starts `go run ./cmd/cupd serve --address 127.0.0.1:0` in the repository
- * root, in its own process group, and resolves with its base URL once it
+ * Starts `go run ./cmd/cupd serve --address 127.0.0.1:0` (and args) in the
+ * repository root, in its own process group, and resolves with its base URL once it
  * prints a line containing http://127.0.0.1:PORT. Rejects with cupd's stderr
  * when it exits first or prints nothing within startTimeoutMs.
  *
  * cupd gets a TMPDIR of its own, so the demo repository it creates there is
  * removed by stop() even when cupd is killed.
  */
-export async function startCupd() {
+export async function startCupd(args = []) {
   const tmp = mkdtempSync(join(tmpdir(), "cup-test-ts-"));
-  const child = spawn("go", ["run", "./cmd/cupd", "serve", "--address", "127.0.0.1:0"], {
+  const child = spawn("go", ["run", "./cmd/cupd", "serve", "--address", "127.0.0.1:0", ...args], {
     cwd: repoRoot,
     detached: true, // its own process group: stop() kills go run and cupd together
     stdio: ["ignore", "pipe", "pipe"],
