@@ -2,26 +2,22 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
 
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/types/known/structpb"
-
 	"github.com/cup-dev/cup/controller"
-	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/internal/document"
 )
 
-// checkResource checks that the body of a put agrees with the request, fills
-// in what it leaves empty, and validates it against the type's schema. The
-// spec is rawSpec when that is not nil (JSON as the caller sent it, nesting
-// checked already), else the request's.
-func (s *Server) checkResource(t *Type, req *cupv1alpha1.PutRequest, rawSpec json.RawMessage) (*controller.Resource, error) {
-	in := req.Resource
+// checkResource checks that the resource a put sends agrees with the
+// names the call gives, fills in what it leaves empty, puts its spec in
+// the form it is stored in, and validates it against the type's schema.
+func (s *Server) checkResource(t *Type, at ref, in *putInput) (*controller.Resource, error) {
+	sent := &in.resource
 	apiVersion := t.Group + "/" + t.Version
 	var vs []FieldViolation
 	mismatch := func(field, got, want, what string) {
@@ -29,10 +25,10 @@ func (s *Server) checkResource(t *Type, req *cupv1alpha1.PutRequest, rawSpec jso
 			vs = append(vs, FieldViolation{Field: field, Description: fmt.Sprintf("%q does not match the request's %s %q", got, what, want)})
 		}
 	}
-	mismatch("resource.api_version", in.GetApiVersion(), apiVersion, "group/version")
-	mismatch("resource.kind", in.GetKind(), t.Names.Kind, "kind")
-	mismatch("resource.metadata.namespace", in.GetMetadata().GetNamespace(), req.Namespace, "namespace")
-	mismatch("resource.metadata.name", in.GetMetadata().GetName(), req.Name, "name")
+	mismatch("resource.api_version", sent.APIVersion, apiVersion, "group/version")
+	mismatch("resource.kind", sent.Kind, t.Names.Kind, "kind")
+	mismatch("resource.metadata.namespace", sent.Metadata.Namespace, at.namespace, "namespace")
+	mismatch("resource.metadata.name", sent.Metadata.Name, at.name, "name")
 	if len(vs) > 0 {
 		return nil, invalidArgument(vs...)
 	}
@@ -40,45 +36,23 @@ func (s *Server) checkResource(t *Type, req *cupv1alpha1.PutRequest, rawSpec jso
 		APIVersion: apiVersion,
 		Kind:       t.Names.Kind,
 		Metadata: controller.Metadata{
-			Namespace:   req.Namespace,
-			Name:        req.Name,
-			Labels:      in.GetMetadata().GetLabels(),
-			Annotations: in.GetMetadata().GetAnnotations(),
+			Namespace:   at.namespace,
+			Name:        at.name,
+			Labels:      sent.Metadata.Labels,
+			Annotations: sent.Metadata.Annotations,
 		},
 	}
-	// A spec sent as spec_json is JSON, as the REST form's is.
-	specField := "resource.spec"
-	if j := in.GetSpecJson(); j != "" {
-		if rawSpec != nil || in.GetSpec() != nil {
-			return nil, fieldError("resource.spec_json", "send the spec in spec or in spec_json, not both")
+	specField := cmp.Or(in.specField, "resource.spec")
+	if sent.Spec != nil {
+		if in.specSorted {
+			r.Spec = sent.Spec
+		} else {
+			spec, err := compactSpec(sent.Spec)
+			if err != nil {
+				return nil, fieldError(specField, "%v", err)
+			}
+			r.Spec = spec
 		}
-		// The resource is depth 1, its spec 2.
-		if document.CheckDepth([]byte(j), s.cfg.maxDepth-1) != nil {
-			return nil, s.depthError("resource.spec_json")
-		}
-		rawSpec, specField = json.RawMessage(j), "resource.spec_json"
-	}
-	switch {
-	case rawSpec != nil:
-		spec, err := compactSpec(rawSpec)
-		if err != nil {
-			return nil, fieldError(specField, "%v", err)
-		}
-		r.Spec = spec
-	case in.GetSpec() != nil:
-		// The resource is depth 1, its spec 2.
-		if d := structDepth(in.GetSpec(), 2, s.cfg.maxDepth); d > s.cfg.maxDepth {
-			return nil, s.depthError("resource.spec")
-		}
-		b, err := protojson.Marshal(in.GetSpec())
-		if err != nil {
-			return nil, fieldError("resource.spec", "%v", err)
-		}
-		var compact bytes.Buffer
-		if err := json.Compact(&compact, b); err != nil {
-			return nil, fieldError("resource.spec", "%v", err)
-		}
-		r.Spec = compact.Bytes()
 	}
 	// What a write stores is the indented file form, which a deeply nested
 	// spec makes many times larger than the request: bound it before
@@ -89,11 +63,14 @@ func (s *Server) checkResource(t *Type, req *cupv1alpha1.PutRequest, rawSpec jso
 	// A spec sent as JSON is stored with its keys sorted, as one sent as a
 	// Struct is, so that the same content makes the same file and
 	// resourceVersion over every protocol; its numbers stay as written.
+	// The decoded spec is what the schema sees.
 	var spec any
-	if rawSpec != nil && r.Spec != nil {
+	if r.Spec != nil && (!in.specSorted || t.Validate != nil) {
 		if err := decodeNumber(r.Spec, &spec); err != nil {
 			return nil, fieldError(specField, "%v", err)
 		}
+	}
+	if r.Spec != nil && !in.specSorted {
 		var b bytes.Buffer
 		enc := json.NewEncoder(&b)
 		enc.SetEscapeHTML(false)
@@ -105,23 +82,7 @@ func (s *Server) checkResource(t *Type, req *cupv1alpha1.PutRequest, rawSpec jso
 	if t.Validate == nil {
 		return r, nil
 	}
-	// Validated in its compact form: the schema sees the same values.
-	withoutSpec := *r
-	if spec != nil {
-		withoutSpec.Spec = nil
-	}
-	b, err := json.Marshal(&withoutSpec)
-	if err != nil {
-		return nil, fieldError("resource", "%v", err)
-	}
-	var doc any
-	if err := decodeNumber(b, &doc); err != nil {
-		return nil, fieldError("resource", "%v", err)
-	}
-	if spec != nil {
-		doc.(map[string]any)["spec"] = spec
-	}
-	if v := t.Validate(doc); len(v) > 0 {
+	if v := t.Validate(resourceDoc(r, spec)); len(v) > 0 {
 		for i := range v {
 			v[i].Field = strings.TrimSuffix("resource."+v[i].Field, ".")
 			v[i].Description = "schema violation: " + v[i].Description
@@ -131,38 +92,37 @@ func (s *Server) checkResource(t *Type, req *cupv1alpha1.PutRequest, rawSpec jso
 	return r, nil
 }
 
+// resourceDoc is r as the schema sees it: its JSON form decoded, numbers
+// as json.Number, with spec the decoded r.Spec. It is built directly
+// rather than by encoding r and decoding the result.
+func resourceDoc(r *controller.Resource, spec any) map[string]any {
+	meta := map[string]any{"name": r.Metadata.Name}
+	if r.Metadata.Namespace != "" {
+		meta["namespace"] = r.Metadata.Namespace
+	}
+	for _, f := range [...]struct {
+		key string
+		m   map[string]string
+	}{{"labels", r.Metadata.Labels}, {"annotations", r.Metadata.Annotations}} {
+		if len(f.m) == 0 {
+			continue
+		}
+		m := make(map[string]any, len(f.m))
+		for k, v := range f.m {
+			m[k] = v
+		}
+		meta[f.key] = m
+	}
+	doc := map[string]any{"apiVersion": r.APIVersion, "kind": r.Kind, "metadata": meta}
+	if len(r.Spec) > 0 {
+		doc["spec"] = spec
+	}
+	return doc
+}
+
 // depthError is the error for a resource nested past the limit, at field.
 func (s *Server) depthError(field string) error {
 	return fieldError(field, "objects and arrays nested more than %d deep, counting the resource as 1 (cupd --max-json-depth)", s.cfg.maxDepth)
-}
-
-// structDepth returns the depth of the deepest object or array in st, st
-// itself being at depth d, or a number past limit as soon as it finds one.
-func structDepth(st *structpb.Struct, d, limit int) int {
-	deepest := d
-	for _, v := range st.GetFields() {
-		if deepest = max(deepest, valueDepth(v, d, limit)); deepest > limit {
-			return deepest
-		}
-	}
-	return deepest
-}
-
-// valueDepth is structDepth for a value held at depth d.
-func valueDepth(v *structpb.Value, d, limit int) int {
-	switch k := v.GetKind().(type) {
-	case *structpb.Value_StructValue:
-		return structDepth(k.StructValue, d+1, limit)
-	case *structpb.Value_ListValue:
-		deepest := d + 1
-		for _, e := range k.ListValue.GetValues() {
-			if deepest = max(deepest, valueDepth(e, d+1, limit)); deepest > limit {
-				return deepest
-			}
-		}
-		return deepest
-	}
-	return d
 }
 
 // fileSize is the size of r's file form (MarshalFile's indented JSON),
@@ -227,12 +187,4 @@ func decodeNumber(b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	return dec.Decode(v)
-}
-
-func structFromJSON(b []byte) (*structpb.Struct, error) {
-	var st structpb.Struct
-	if err := protojson.Unmarshal(b, &st); err != nil {
-		return nil, err
-	}
-	return &st, nil
 }

@@ -10,16 +10,68 @@ import (
 	"hash/fnv"
 	"sort"
 
-	"connectrpc.com/connect"
+	"github.com/cup-dev/cup/controller"
 	"k8s.io/apimachinery/pkg/labels"
 
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/internal/auth"
 )
 
+// The core serves get, list, put and delete of resources in no protocol's
+// terms: it takes what a call names and asks (ref, listQuery, putInput,
+// writeOptions) and answers with resources ([entry], which holds a
+// [controller.Resource] encoded once) and the contract packages' sentinel
+// errors, which errors.go maps to codes. The adapters, connect.go and
+// rest.go, decode a request into these values and encode the answer; the
+// chain (chain.go) runs around both.
+
+// ref names a resource of a served type, or with an empty name the type's
+// resources in one namespace.
+type ref struct {
+	group, version, plural string
+	namespace, name        string
+}
+
+// attributes are what a policy decides on for verb on the resource.
+func (r ref) attributes(verb string) auth.Attributes {
+	return auth.Attributes{Verb: verb, Group: r.group, Plural: r.plural, Namespace: r.namespace, Name: r.name}
+}
+
+// listQuery is what a list asks of the resources of a ref.
+type listQuery struct {
+	revision, labelSelector, pageToken string
+	pageSize                           int
+	// problems asks for the listing's problems instead of its resources.
+	problems bool
+}
+
+// writeOptions are what a put or delete asks besides the resource.
+type writeOptions struct {
+	revision       string
+	message        string
+	precondition   string // a resourceVersion the resource must have
+	changeSet      string
+	idempotencyKey string
+	dryRun         bool
+}
+
+// putInput is a resource as a caller sent it to be put.
+type putInput struct {
+	// resource is what the caller sent; its Spec is JSON, and its
+	// Metadata.ResourceVersion, when set, a precondition.
+	resource controller.Resource
+	// specField names the spec in errors: "resource.spec", or
+	// "resource.spec_json" for a spec sent in that field.
+	specField string
+	// specSorted tells a spec that is compact with its keys sorted (one
+	// from a google.protobuf.Struct) from one to be put in that form.
+	specSorted bool
+}
+
+// notFound is the error for a resource that is not there.
 func notFound(t *Type, namespace, name string) error {
-	return connect.NewError(connect.CodeNotFound,
-		fmt.Errorf("%s %q not found in namespace %q", t.Names.Singular, name, namespace))
+	return &sentinelError{controller.ErrNotFound,
+		fmt.Sprintf("%s %q not found in namespace %q", t.Names.Singular, name, namespace)}
 }
 
 // page is one page of a listing.
@@ -42,29 +94,29 @@ type pageToken struct {
 	Query  uint64 `json:"q"`
 }
 
-func queryHash(req *cupv1alpha1.ListRequest) uint64 {
+func queryHash(at ref, labelSelector string) uint64 {
 	h := fnv.New64a()
-	for _, s := range []string{req.Group, req.Version, req.Plural, req.Namespace, req.LabelSelector} {
+	for _, s := range []string{at.group, at.version, at.plural, at.namespace, labelSelector} {
 		_, _ = h.Write([]byte(s))
 		_, _ = h.Write([]byte{0})
 	}
 	return h.Sum64()
 }
 
-// list serves ListRequest for both the Connect and the REST form.
-func (s *Server) list(ctx context.Context, req *cupv1alpha1.ListRequest) (*page, error) {
-	if err := s.authorize(ctx, auth.Attributes{Verb: auth.VerbList, Group: req.Group, Plural: req.Plural, Namespace: req.Namespace}); err != nil {
+// list reads a page of the resources at names, by q.
+func (s *Server) list(ctx context.Context, at ref, q listQuery) (*page, error) {
+	if err := s.authorize(ctx, at.attributes(auth.VerbList)); err != nil {
 		return nil, err
 	}
-	t, err := s.lookup(req.Group, req.Version, req.Plural)
+	t, err := s.lookup(at.group, at.version, at.plural)
 	if err != nil {
 		return nil, err
 	}
-	sel, err := labels.Parse(req.LabelSelector)
+	sel, err := labels.Parse(q.labelSelector)
 	if err != nil {
 		return nil, fieldError("label_selector", "%v", err)
 	}
-	limit := int(req.PageSize)
+	limit := q.pageSize
 	if m := s.cfg.maxListPage; m > 0 {
 		if limit > m { // validation refuses it first; this keeps list safe alone
 			return nil, fieldError("page_size", "%d is more than the server's limit of %d resources a page (cupd --max-list-page): ask for fewer and follow next_page_token", limit, m)
@@ -73,10 +125,10 @@ func (s *Server) list(ctx context.Context, req *cupv1alpha1.ListRequest) (*page,
 			limit = m
 		}
 	}
-	rev, after := req.Revision, ""
-	if req.PageToken != "" {
-		tok, err := decodeToken(req.PageToken)
-		if err != nil || tok.Query != queryHash(req) {
+	rev, after := q.revision, ""
+	if q.pageToken != "" {
+		tok, err := decodeToken(q.pageToken)
+		if err != nil || tok.Query != queryHash(at, q.labelSelector) {
 			return nil, fieldError("page_token", "not a page token of this listing: start again without it")
 		}
 		rev, after = tok.Commit, tok.After
@@ -85,13 +137,13 @@ func (s *Server) list(ctx context.Context, req *cupv1alpha1.ListRequest) (*page,
 	if err != nil {
 		return nil, err
 	}
-	l, err := s.listEntries(ctx, t, snap, req.Namespace)
+	l, err := s.listEntries(ctx, t, snap, at.namespace)
 	if err != nil {
 		return nil, err
 	}
 	p := &page{commit: snap.Commit}
 	switch {
-	case req.Problems:
+	case q.problems:
 		// As many as a page of resources may hold; the rest are counted.
 		n := len(l.problems)
 		if m := s.cfg.maxListPage; m > 0 {
@@ -99,7 +151,7 @@ func (s *Server) list(ctx context.Context, req *cupv1alpha1.ListRequest) (*page,
 		}
 		p.warnings, p.more = l.problems[:n], len(l.problems)-n
 		return p, nil
-	case req.PageToken == "":
+	case q.pageToken == "":
 		p.warnings = l.problems[:min(len(l.problems), maxWarnings)]
 		p.more = len(l.problems) - len(p.warnings)
 	}
@@ -110,7 +162,7 @@ func (s *Server) list(ctx context.Context, req *cupv1alpha1.ListRequest) (*page,
 			continue
 		}
 		if limit > 0 && len(p.items) == limit {
-			p.next = encodeToken(pageToken{Commit: snap.Commit, After: p.items[len(p.items)-1].name, Query: queryHash(req)})
+			p.next = encodeToken(pageToken{Commit: snap.Commit, After: p.items[len(p.items)-1].name, Query: queryHash(at, q.labelSelector)})
 			break
 		}
 		p.items = append(p.items, e)
@@ -140,56 +192,52 @@ func decodeToken(s string) (pageToken, error) {
 	return t, nil
 }
 
-// get serves GetRequest for both forms.
-func (s *Server) get(ctx context.Context, req *cupv1alpha1.GetRequest) (*entry, string, error) {
-	if err := s.authorize(ctx, auth.Attributes{Verb: auth.VerbGet, Group: req.Group, Plural: req.Plural, Namespace: req.Namespace, Name: req.Name}); err != nil {
+// get reads the resource at names, at revision (the default branch when
+// empty); it returns the commit read too.
+func (s *Server) get(ctx context.Context, at ref, revision string) (*entry, string, error) {
+	if err := s.authorize(ctx, at.attributes(auth.VerbGet)); err != nil {
 		return nil, "", err
 	}
-	t, err := s.lookup(req.Group, req.Version, req.Plural)
+	t, err := s.lookup(at.group, at.version, at.plural)
 	if err != nil {
 		return nil, "", err
 	}
-	snap, err := s.src.View(ctx, req.Revision)
+	snap, err := s.src.View(ctx, revision)
 	if err != nil {
 		return nil, "", err
 	}
-	e, err := s.getEntry(ctx, t, snap, req.Namespace, req.Name)
+	e, err := s.getEntry(ctx, t, snap, at.namespace, at.name)
 	if err != nil {
 		return nil, "", err
 	}
 	return e, snap.Commit, nil
 }
 
-// put serves PutRequest for both forms: it returns the write's result and
-// the resource as stored. The REST form passes the spec as the JSON the
-// caller sent, in rawSpec, and req.Resource without one; the Connect form
-// passes nil and the spec in req.Resource.
-func (s *Server) put(ctx context.Context, req *cupv1alpha1.PutRequest, rawSpec json.RawMessage) (*cupv1alpha1.WriteResult, *entry, error) {
-	if err := s.authorize(ctx, auth.Attributes{Verb: auth.VerbPut, Group: req.Group, Plural: req.Plural, Namespace: req.Namespace, Name: req.Name}); err != nil {
+// put writes in.resource at names: it returns the write's result and the
+// resource as stored.
+func (s *Server) put(ctx context.Context, at ref, in *putInput, o writeOptions) (*cupv1alpha1.WriteResult, *entry, error) {
+	if err := s.authorize(ctx, at.attributes(auth.VerbPut)); err != nil {
 		return nil, nil, err
 	}
-	t, err := s.lookup(req.Group, req.Version, req.Plural)
+	t, err := s.lookup(at.group, at.version, at.plural)
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := s.checkResource(t, req, rawSpec)
+	r, err := s.checkResource(t, at, in)
 	if err != nil {
 		return nil, nil, err
 	}
-	pre := req.ResourceVersion
-	if bodyPre := req.Resource.GetMetadata().GetResourceVersion(); bodyPre != "" {
+	pre := o.precondition
+	if bodyPre := in.resource.Metadata.ResourceVersion; bodyPre != "" {
 		if pre != "" && pre != bodyPre {
 			return nil, nil, fieldError("resource.metadata.resource_version",
 				"%q disagrees with the request's resource_version %q: send one of them", bodyPre, pre)
 		}
 		pre = bodyPre
 	}
-	w := &writeTarget{
-		t: t, namespace: req.Namespace, name: req.Name, precondition: pre,
-		revision: req.Revision, changeSet: req.ChangeSet, idempotencyKey: req.IdempotencyKey,
-		message: req.Message, dryRun: req.DryRun, defaultVerb: "Put", resourceForWrite: r,
-		requester: requester(ctx),
-	}
+	o.precondition = pre
+	w := newWriteTarget(ctx, t, at, o, "Put")
+	w.resourceForWrite = r
 	result, err := s.write(ctx, w)
 	if err != nil {
 		return nil, nil, err
@@ -204,26 +252,23 @@ func (s *Server) put(ctx context.Context, req *cupv1alpha1.PutRequest, rawSpec j
 	return result, stored, nil
 }
 
-// del serves DeleteRequest for both forms.
-func (s *Server) del(ctx context.Context, req *cupv1alpha1.DeleteRequest) (*cupv1alpha1.DeleteResponse, error) {
-	if err := s.authorize(ctx, auth.Attributes{Verb: auth.VerbDelete, Group: req.Group, Plural: req.Plural, Namespace: req.Namespace, Name: req.Name}); err != nil {
+// del deletes the resource at names.
+func (s *Server) del(ctx context.Context, at ref, o writeOptions) (*cupv1alpha1.WriteResult, error) {
+	if err := s.authorize(ctx, at.attributes(auth.VerbDelete)); err != nil {
 		return nil, err
 	}
-	t, err := s.lookup(req.Group, req.Version, req.Plural)
+	t, err := s.lookup(at.group, at.version, at.plural)
 	if err != nil {
 		return nil, err
 	}
-	result, err := s.write(ctx, &writeTarget{
-		t: t, namespace: req.Namespace, name: req.Name, precondition: req.ResourceVersion,
-		revision: req.Revision, changeSet: req.ChangeSet, idempotencyKey: req.IdempotencyKey,
-		message: req.Message, dryRun: req.DryRun, defaultVerb: "Delete",
-		requester: requester(ctx),
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &cupv1alpha1.DeleteResponse{Result: result}, nil
+	return s.write(ctx, newWriteTarget(ctx, t, at, o, "Delete"))
 }
 
-// write runs one put or delete through the source. The precondition is
-// checked against the very commit the change is applied to.
+func newWriteTarget(ctx context.Context, t *Type, at ref, o writeOptions, verb string) *writeTarget {
+	return &writeTarget{
+		t: t, namespace: at.namespace, name: at.name, precondition: o.precondition,
+		revision: o.revision, changeSet: o.changeSet, idempotencyKey: o.idempotencyKey,
+		message: o.message, dryRun: o.dryRun, defaultVerb: verb,
+		requester: requester(ctx),
+	}
+}

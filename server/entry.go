@@ -11,12 +11,10 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
-	"google.golang.org/protobuf/encoding/protojson"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/cup-dev/cup/controller"
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
-	"github.com/cup-dev/cup/internal/document"
 )
 
 // entry is one resource with its REST form encoded once. Entries are
@@ -93,36 +91,6 @@ func (e *entry) etag() string {
 	b[0], b[len(b)-1] = '"', '"'
 	hex.Encode(b[1:], e.version[:])
 	return string(b[:])
-}
-
-// proto returns the resource as a message, decoded on first use. The message
-// is shared: callers must not modify it.
-//
-// A google.protobuf.Struct holds every number as a float64: a spec with a
-// number that a float64 cannot hold exactly goes in spec_json instead, as
-// the JSON it is, so that no form rounds what the REST form shows exactly
-// under the same resourceVersion.
-func (e *entry) proto() (*cupv1alpha1.Resource, error) {
-	if pb := e.pb.Load(); pb != nil {
-		return pb, nil
-	}
-	var r cupv1alpha1.Resource
-	rest, spec, err := splitSpec(e.json)
-	if err != nil {
-		return nil, err
-	}
-	if document.HasInexactNumber(spec) {
-		if err := protojson.Unmarshal(rest, &r); err != nil {
-			return nil, err
-		}
-		r.SpecJson = string(spec)
-	} else if err := protojson.Unmarshal(e.json, &r); err != nil {
-		return nil, err
-	}
-	if !e.pb.CompareAndSwap(nil, &r) {
-		return e.pb.Load(), nil
-	}
-	return &r, nil
 }
 
 // labelSet holds labels in one string: key-sorted pairs of key and value,

@@ -39,6 +39,7 @@ var codeFor = []struct {
 	hint string
 }{
 	{controller.ErrNotFound, connect.CodeNotFound, ""},
+	{errPreconditionFailed, connect.CodeAborted, ""},
 	{controller.ErrInvalid, connect.CodeInvalidArgument, ""},
 	{controller.ErrMalformed, connect.CodeFailedPrecondition, ""},
 	{controller.ErrLimit, connect.CodeResourceExhausted, ""},
@@ -65,6 +66,20 @@ var codeFor = []struct {
 	{scm.ErrUnavailable, connect.CodeUnavailable, "retry later"},
 	{scm.ErrInvalid, connect.CodeFailedPrecondition, ""},
 }
+
+// errPreconditionFailed is the core's sentinel for a write whose
+// resourceVersion precondition does not hold.
+var errPreconditionFailed = errors.New("precondition failed")
+
+// sentinelError is an error of the core: msg is all the caller is told,
+// and the sentinel it wraps decides the code.
+type sentinelError struct {
+	sentinel error
+	msg      string
+}
+
+func (e *sentinelError) Error() string { return e.msg }
+func (e *sentinelError) Unwrap() error { return e.sentinel }
 
 // errSCMRepository marks an scm.ErrNotFound that is not about anything the
 // caller named: while proposing a write or listing proposals, the host did

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -170,7 +169,7 @@ func (s *Server) restGet(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	e, commit, err := s.get(r.Context(), req)
+	e, commit, err := s.get(r.Context(), restRef(r), req.Revision)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -206,7 +205,10 @@ func (s *Server) restList(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	p, err := s.list(r.Context(), req)
+	p, err := s.list(r.Context(), restRef(r), listQuery{
+		revision: req.Revision, labelSelector: req.LabelSelector, pageToken: req.PageToken,
+		pageSize: int(req.PageSize), problems: req.Problems,
+	})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -261,15 +263,10 @@ func (s *Server) restPut(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, s.depthError("body"))
 		return
 	}
-	// The spec travels as the JSON the caller sent, not as a protobuf
-	// Struct: exact numbers, and a fraction of the memory.
-	meta, spec, err := splitSpec(body)
+	// The body decodes straight into the resource; its spec stays the
+	// JSON the caller sent: exact numbers, and a fraction of the memory.
+	in, err := decodeResource(body)
 	if err != nil {
-		s.writeError(w, r, fieldError("body", "not a resource in JSON: %v", err))
-		return
-	}
-	var res cupv1alpha1.Resource
-	if err := protojson.Unmarshal(meta, &res); err != nil {
 		s.writeError(w, r, fieldError("body", "not a resource in JSON: %v", err))
 		return
 	}
@@ -278,9 +275,19 @@ func (s *Server) restPut(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	// The proto's rules check the names, metadata and options; the spec
+	// is the type's schema's to check.
+	md := &in.resource.Metadata
 	req := &cupv1alpha1.PutRequest{
 		Group: r.PathValue("group"), Version: r.PathValue("version"), Plural: r.PathValue("plural"),
-		Namespace: r.PathValue("namespace"), Name: r.PathValue("name"), Resource: &res,
+		Namespace: r.PathValue("namespace"), Name: r.PathValue("name"),
+		Resource: &cupv1alpha1.Resource{
+			ApiVersion: in.resource.APIVersion, Kind: in.resource.Kind,
+			Metadata: &cupv1alpha1.ObjectMeta{
+				Namespace: md.Namespace, Name: md.Name, Labels: md.Labels, Annotations: md.Annotations,
+				ResourceVersion: md.ResourceVersion,
+			},
+		},
 		Revision: p.revision, Message: p.message, DryRun: p.dryRun, ResourceVersion: p.precondition,
 		ChangeSet: p.changeSet, IdempotencyKey: p.idempotencyKey,
 	}
@@ -288,7 +295,7 @@ func (s *Server) restPut(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	result, stored, err := s.put(r.Context(), req, spec)
+	result, stored, err := s.put(r.Context(), restRef(r), in, p.options())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -302,49 +309,6 @@ func (s *Server) restPut(w http.ResponseWriter, r *http.Request) {
 		}
 		return slices.Concat([]byte(`{"result":`), b, []byte(`,"resource":`), stored.json, []byte(`}`)), nil
 	})
-}
-
-// splitSpec separates the spec of a resource sent as a JSON object from
-// the rest: it returns the object without its spec, and the spec's JSON
-// (nil when there is none). A key given twice is an error.
-func splitSpec(body []byte) (rest []byte, spec json.RawMessage, err error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, nil, errors.New("the body must be a JSON object")
-	}
-	out := []byte{'{'}
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, nil, err
-		}
-		key, _ := tok.(string)
-		if seen[key] {
-			return nil, nil, fmt.Errorf("field %q is given twice", truncate(key, 64))
-		}
-		seen[key] = true
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, nil, err
-		}
-		if key == "spec" {
-			spec = v
-			continue
-		}
-		if len(out) > 1 {
-			out = append(out, ',')
-		}
-		k, _ := json.Marshal(key)
-		out = append(append(append(out, k...), ':'), v...)
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, nil, errors.New("unexpected data after the resource")
-	}
-	return append(out, '}'), spec, nil
 }
 
 func (s *Server) restDelete(w http.ResponseWriter, r *http.Request) {
@@ -363,12 +327,12 @@ func (s *Server) restDelete(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out, err := s.del(r.Context(), req)
+	res, err := s.del(r.Context(), restRef(r), p.options())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeResult(w, r, out.Result, out)
+	s.writeResult(w, r, res, &cupv1alpha1.DeleteResponse{Result: res})
 }
 
 // writeResult answers a write: 204 when it changed nothing, 200 with the
@@ -440,6 +404,19 @@ var restNames = map[string]string{
 	"page_size":        "limit",
 	"page_token":       "continue",
 	"next_page_token":  "each page's continue",
+}
+
+// options are the parameters in the core's terms.
+func (p *writeParameters) options() writeOptions {
+	return writeOptions{
+		revision: p.revision, message: p.message, precondition: p.precondition,
+		changeSet: p.changeSet, idempotencyKey: p.idempotencyKey, dryRun: p.dryRun,
+	}
+}
+
+// restRef is what the path of a REST request names.
+func restRef(r *http.Request) ref {
+	return ref{r.PathValue("group"), r.PathValue("version"), r.PathValue("plural"), r.PathValue("namespace"), r.PathValue("name")}
 }
 
 func writeParams(r *http.Request) (writeParameters, error) {

@@ -116,9 +116,9 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 					return err // delete of a missing resource
 				}
 				if w.precondition != "" {
-					return connect.NewError(connect.CodeAborted, fmt.Errorf(
+					return &sentinelError{errPreconditionFailed, fmt.Sprintf(
 						"precondition failed: %s %q does not exist, but resource_version %q was required",
-						w.t.Names.Singular, w.name, w.precondition))
+						w.t.Names.Singular, w.name, w.precondition)}
 				}
 			case errors.Is(err, controller.ErrFailed) && w.precondition == "":
 				// Controllers written for the original Cup fail (exit 1,
@@ -134,9 +134,9 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 				return err
 			}
 			if cur != nil && w.precondition != "" && cur.resourceVersion() != w.precondition {
-				return connect.NewError(connect.CodeAborted, fmt.Errorf(
+				return &sentinelError{errPreconditionFailed, fmt.Sprintf(
 					"precondition failed: %s %q has resource_version %q, not %q: read it again and retry",
-					w.t.Names.Singular, w.name, cur.resourceVersion(), w.precondition))
+					w.t.Names.Singular, w.name, cur.resourceVersion(), w.precondition)}
 			}
 			// Each controller call takes a slot of its own and gives it
 			// back before the next: holding one while waiting for another
