@@ -45,7 +45,7 @@ func (s *Server) authenticate(h http.Handler) http.Handler {
 				_ = ew.Write(w, r, ce)
 				return
 			}
-			s.writeError(w, r, ce)
+			writeErrorJSON(w, ce)
 			return
 		}
 		h.ServeHTTP(w, r.WithContext(auth.NewContext(r.Context(), id)))

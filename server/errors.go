@@ -171,14 +171,19 @@ func fieldError(field, format string, args ...any) *connect.Error {
 	return invalidArgument(FieldViolation{Field: field, Description: fmt.Sprintf(format, args...)})
 }
 
-// logFailure logs one failed call: unexpected failures (Internal, Unknown)
-// at error level with the real error, expected ones (bad input, not found)
-// at debug level.
+// logFailure logs one failed call: cupd's own faults (Internal, Unknown,
+// DataLoss) at error level with the real error; a service cupd depends on
+// being out of reach (Unavailable) at warning level; the caller's
+// mistakes and everything else a caller is told (bad input, not found,
+// denied, limits) at debug level, never at error level.
 func logFailure(ctx context.Context, logger *slog.Logger, procedure string, err error) {
 	ce := toConnect(err)
-	if c := ce.Code(); c == connect.CodeInternal || c == connect.CodeUnknown {
-		logger.ErrorContext(ctx, "call failed", "procedure", procedure, "error", err)
-		return
+	switch c := ce.Code(); {
+	case fault(c):
+		logger.ErrorContext(ctx, "call failed", "procedure", procedure, "code", c.String(), "error", err)
+	case c == connect.CodeUnavailable:
+		logger.WarnContext(ctx, "call failed", "procedure", procedure, "code", c.String(), "error", ce.Message())
+	default:
+		logger.DebugContext(ctx, "call rejected", "procedure", procedure, "code", c.String(), "error", ce.Message())
 	}
-	logger.DebugContext(ctx, "call rejected", "procedure", procedure, "code", ce.Code().String(), "error", ce.Message())
 }

@@ -52,52 +52,42 @@ var marshalJSON = protojson.MarshalOptions{}
 
 func (s *Server) routeREST(mux *http.ServeMux) {
 	write := []string{"revision", "message", "dryRun", "idempotencyKey", "resourceVersion", "changeSet"}
-	mux.Handle("GET /apis", s.params(s.restDefinitions))
-	mux.Handle("GET /apis/{$}", s.params(s.restDefinitions))
-	mux.Handle("GET "+collectionPath, s.params(s.restList, "revision", "labelSelector", "continue", "limit", "problems"))
-	mux.Handle("GET "+itemPath, s.params(s.restGet, "revision"))
-	mux.Handle("PUT "+itemPath, s.params(s.restPut, write...))
-	mux.Handle("DELETE "+itemPath, s.params(s.restDelete, write...))
-	mux.Handle("GET "+proposalsPath, s.params(s.restListProposals, "state", "group", "plural", "namespace", "name"))
-	mux.Handle("GET "+proposalPath, s.params(s.restGetProposal))
+	mux.Handle("GET /apis", s.rest(s.restDefinitions))
+	mux.Handle("GET /apis/{$}", s.rest(s.restDefinitions))
+	mux.Handle("GET "+collectionPath, s.rest(s.restList, "revision", "labelSelector", "continue", "limit", "problems"))
+	mux.Handle("GET "+itemPath, s.rest(s.restGet, "revision"))
+	mux.Handle("PUT "+itemPath, s.rest(s.restPut, write...))
+	mux.Handle("DELETE "+itemPath, s.rest(s.restDelete, write...))
+	mux.Handle("GET "+proposalsPath, s.rest(s.restListProposals, "state", "group", "plural", "namespace", "name"))
+	mux.Handle("GET "+proposalPath, s.rest(s.restGetProposal))
 	// Everything else under /apis answers in the REST form's JSON too,
 	// rather than with the mux's plain-text 404 or 405.
-	mux.HandleFunc("/apis", s.restNoRoute)
-	mux.HandleFunc("/apis/", s.restNoRoute)
+	mux.Handle("/apis", s.restCall(s.restNoRoute))
+	mux.Handle("/apis/", s.restCall(s.restNoRoute))
 }
 
-// params serves h for requests whose query parameters are among allowed,
-// each given once; any other query is refused with InvalidArgument naming
-// the parameter, before anything else is done. A parameter a caller
-// misspells would otherwise be ignored, and the request would do something
-// other than what they asked.
-func (s *Server) params(h http.HandlerFunc, allowed ...string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.RawQuery == "" {
-			h(w, r)
-			return
-		}
-		q, err := url.ParseQuery(r.URL.RawQuery)
-		if err != nil {
-			s.writeError(w, r, fieldError("query", "%v", err))
-			return
-		}
-		for _, name := range slices.Sorted(maps.Keys(q)) {
-			switch {
-			case !slices.Contains(allowed, name):
-				if len(allowed) == 0 {
-					s.writeError(w, r, fieldError(truncate(name, 64), "unknown query parameter: %s takes none", r.Pattern))
-				} else {
-					s.writeError(w, r, fieldError(truncate(name, 64), "unknown query parameter: %s takes %s", r.Pattern, strings.Join(allowed, ", ")))
-				}
-				return
-			case len(q[name]) > 1:
-				s.writeError(w, r, fieldError(name, "given %d times: give it once", len(q[name])))
-				return
+// queryAllowed refuses a query holding parameters other than allowed, or
+// one of them more than once, naming the parameter.
+func queryAllowed(r *http.Request, allowed []string) error {
+	if r.URL.RawQuery == "" {
+		return nil
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return fieldError("query", "%v", err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		switch {
+		case !slices.Contains(allowed, name):
+			if len(allowed) == 0 {
+				return fieldError(truncate(name, 64), "unknown query parameter: %s takes none", r.Pattern)
 			}
+			return fieldError(truncate(name, 64), "unknown query parameter: %s takes %s", r.Pattern, strings.Join(allowed, ", "))
+		case len(q[name]) > 1:
+			return fieldError(name, "given %d times: give it once", len(q[name]))
 		}
-		h(w, r)
-	})
+	}
+	return nil
 }
 
 // truncate shortens s to at most n bytes, marking the cut.
@@ -113,7 +103,9 @@ func truncate(s string, n int) string {
 // proposal, and 404 otherwise, in the REST form's JSON either way.
 func (s *Server) restNoRoute(w http.ResponseWriter, r *http.Request) {
 	if allow := allowedMethods(r.URL.Path); allow != "" {
-		logFailure(r.Context(), s.cfg.logger, r.Method+" "+r.URL.Path, errors.New("method not allowed"))
+		if c := callFrom(r.Context()); c != nil {
+			c.err = connect.NewError(connect.CodeUnimplemented, errMethodNotAllowed)
+		}
 		b, _ := json.Marshal(struct {
 			Code    string `json:"code"`
 			Message string `json:"message"`
@@ -495,11 +487,20 @@ func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, e
 	_, _ = w.Write(b)
 }
 
-// writeError answers err in the REST form and logs it once.
+// writeError answers err in the REST form. The call's chain logs it
+// (finish); outside a call, it is logged here.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	err = explainTimeout(r.Context(), err)
-	logFailure(r.Context(), s.cfg.logger, r.Method+" "+r.URL.Path, err)
-	ce := toConnect(err)
+	if c := callFrom(r.Context()); c != nil {
+		c.err = err
+	} else {
+		logFailure(r.Context(), s.cfg.logger, r.Method+" "+r.URL.Path, err)
+	}
+	writeErrorJSON(w, toConnect(err))
+}
+
+// writeErrorJSON answers ce in the REST form's JSON.
+func writeErrorJSON(w http.ResponseWriter, ce *connect.Error) {
 	b, _ := json.Marshal(struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`

@@ -128,6 +128,8 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	// Every line logged in a call carries its request id.
+	cfg.logger = slog.New(logHandler{cfg.logger.Handler()})
 	if cfg.maxDepth < 2 || cfg.maxDepth > document.MaxDepth {
 		return nil, fmt.Errorf("server: a JSON depth limit of %d is outside 2 to %d", cfg.maxDepth, document.MaxDepth)
 	}
@@ -194,8 +196,8 @@ func (s *Server) Handler() http.Handler {
 	opts := []connect.HandlerOption{
 		connect.WithInterceptors(s.interceptor()),
 		connect.WithReadMaxBytes(int(s.cfg.maxBody)),
-		connect.WithRecover(func(ctx context.Context, spec connect.Spec, _ http.Header, p any) error {
-			logFailure(ctx, s.cfg.logger, spec.Procedure, fmt.Errorf("panic: %v\n%s", p, debug.Stack()))
+		// The chain (interceptor) logs the panic.
+		connect.WithRecover(func(context.Context, connect.Spec, http.Header, any) error {
 			return connect.NewError(connect.CodeInternal, errors.New(internalMessage))
 		}),
 	}
@@ -213,6 +215,8 @@ func (s *Server) Handler() http.Handler {
 	s.routeREST(api)
 
 	mux := http.NewServeMux()
+	// The chain's first steps (chain.go); the rest run per call, in
+	// interceptor and rest.
 	mux.Handle("/", s.withTimeout(s.authenticate(s.bodies.wrap(s.recoverREST(api)))))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -227,7 +231,7 @@ func (s *Server) Handler() http.Handler {
 		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	return mux
+	return withRequestID(mux)
 }
 
 // recoverREST answers a panic in h (the REST form; Connect's handlers
@@ -315,31 +319,6 @@ func NewHTTPServer(addr string, h http.Handler, opts ...HTTPOption) *http.Server
 			PingTimeout:     15 * time.Second,
 		},
 	}
-}
-
-// interceptor refuses requests holding fields the proto does not have,
-// validates them against the proto's rules before any handler runs, and
-// logs every failed call once.
-func (s *Server) interceptor() connect.Interceptor {
-	return connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
-		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-			err := refuseUnknown(req.Any())
-			if err == nil {
-				err = s.validate(req.Any())
-			}
-			if err != nil {
-				logFailure(ctx, s.cfg.logger, req.Spec().Procedure, err)
-				return nil, err
-			}
-			res, err := next(ctx, req)
-			if err != nil {
-				err = explainTimeout(ctx, err)
-				logFailure(ctx, s.cfg.logger, req.Spec().Procedure, err)
-				return nil, toConnect(err)
-			}
-			return res, nil
-		}
-	})
 }
 
 // definitions builds discovery's view of types: one definition per group and

@@ -73,6 +73,10 @@ func (w *writeTarget) fingerprint() (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteResult, error) {
+	rec := recordWrite(ctx, w)
+	if rec == nil {
+		rec = new(writeRecord)
+	}
 	msg := w.message
 	if msg == "" {
 		msg = fmt.Sprintf("%s %s %s/%s\n\n%s/%s %s", w.defaultVerb, w.t.Names.Kind, w.namespace, w.name,
@@ -185,6 +189,8 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 	default:
 		out.Outcome = cupv1alpha1.WriteOutcome_WRITE_OUTCOME_COMMITTED
 	}
+	rec.commit, rec.replayed = res.Commit, res.Replayed
+	rec.outcome = strings.ToLower(strings.TrimPrefix(out.Outcome.String(), "WRITE_OUTCOME_"))
 	// A file that may hold other resources may show them in its diff, to a
 	// caller who may not read them: with a policy in force, such diffs are
 	// left out.
