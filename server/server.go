@@ -1,13 +1,3 @@
-// Package server serves cup's API: the Connect services (gRPC, gRPC-Web and
-// Connect's JSON and binary forms on one handler), the REST form under /apis,
-// gRPC server reflection, and health endpoints.
-//
-// A Server knows the types it serves ([Type]: a definition's names and schema
-// plus the controller bound to it) and one [source.Source]. Requests are
-// validated (protovalidate rules from the proto, then the type's JSON Schema
-// on writes) before a controller runs. Everything read from a commit is
-// memoised by commit id: commits never change and controllers are
-// deterministic, so cached reads are never stale.
 package server
 
 import (
