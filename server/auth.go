@@ -52,18 +52,6 @@ func (s *Server) authenticate(h http.Handler) http.Handler {
 	})
 }
 
-// authError maps an authenticator's error: bad or missing credentials are
-// Unauthenticated with the authenticator's reason (which never repeats the
-// credential); anything else is the authenticator failing (an issuer's keys
-// out of reach), which is Unavailable without details.
-func authError(err error) *connect.Error {
-	if errors.Is(err, auth.ErrUnauthenticated) || errors.Is(err, auth.ErrNoCredentials) {
-		return connect.NewError(connect.CodeUnauthenticated, errors.New(err.Error()))
-	}
-	return connect.NewError(connect.CodeUnavailable,
-		errors.New("cannot check credentials now: the identity provider is out of reach; retry later"))
-}
-
 // authorize fails with PermissionDenied unless the caller may do what a
 // describes, and with Unauthenticated when the request has no caller. It
 // runs before the type is looked up, so that a denied caller learns

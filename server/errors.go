@@ -11,6 +11,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
 	"github.com/cup-dev/cup/controller"
+	"github.com/cup-dev/cup/internal/auth"
 	"github.com/cup-dev/cup/scm"
 	"github.com/cup-dev/cup/source"
 )
@@ -122,6 +123,18 @@ func toConnect(err error) *connect.Error {
 		}
 	}
 	return connect.NewError(connect.CodeInternal, errors.New(internalMessage))
+}
+
+// authError maps an authenticator's error: bad or missing credentials are
+// Unauthenticated with the authenticator's reason (which never repeats the
+// credential); anything else is the authenticator failing (an issuer's keys
+// out of reach), which is Unavailable without details.
+func authError(err error) *connect.Error {
+	if errors.Is(err, auth.ErrUnauthenticated) || errors.Is(err, auth.ErrNoCredentials) {
+		return connect.NewError(connect.CodeUnauthenticated, errors.New(err.Error()))
+	}
+	return connect.NewError(connect.CodeUnavailable,
+		errors.New("cannot check credentials now: the identity provider is out of reach; retry later"))
 }
 
 // FieldViolation is one problem with one field of a request.

@@ -172,8 +172,8 @@ func (s *Server) lookup(group, version, plural string) (*Type, error) {
 	if t, ok := s.types[typeKey{group, version, plural}]; ok {
 		return t, nil
 	}
-	return nil, connect.NewError(connect.CodeNotFound,
-		fmt.Errorf("no resource type %q in %s/%s is served: GET /apis lists the served types", plural, group, version))
+	return nil, &sentinelError{controller.ErrNotFound,
+		fmt.Sprintf("no resource type %q in %s/%s is served: GET /apis lists the served types", plural, group, version)}
 }
 
 // Handler returns the HTTP handler serving every protocol on one port:

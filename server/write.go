@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"connectrpc.com/connect"
-
 	"github.com/cup-dev/cup/controller"
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/source"
@@ -115,7 +113,7 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 			var unread *changeCounter // set when the write goes on without having read the resource
 			switch {
 			case err == nil:
-			case errors.Is(err, controller.ErrNotFound) || connect.CodeOf(err) == connect.CodeNotFound:
+			case errors.Is(err, controller.ErrNotFound):
 				if w.resourceForWrite == nil {
 					return err // delete of a missing resource
 				}
