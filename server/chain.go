@@ -42,12 +42,12 @@ const headerRequestID = "X-Request-Id"
 // maxRequestIDLen bounds a request id taken from the caller.
 const maxRequestIDLen = 128
 
-type requestIDKey struct{}
-
 // requestID is the id of the request ctx serves; empty outside a request.
 func requestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
+	if c, _ := ctx.Value(callKey{}).(*call); c != nil {
+		return c.id
+	}
+	return ""
 }
 
 // saneRequestID reports whether a caller's request id is fit to log and
@@ -73,15 +73,16 @@ func newRequestID() string {
 
 // withRequestID gives every request an id: the caller's X-Request-Id when
 // it is sane, else a new one. The answer carries it in X-Request-Id, and
-// the request's context holds it for the log.
+// the request's context holds it for the log, in the call the request
+// may become (startCall), so that a call costs one context value.
 func withRequestID(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(headerRequestID)
 		if !saneRequestID(id) {
 			id = newRequestID()
 		}
-		w.Header().Set(headerRequestID, id)
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
+		w.Header()[headerRequestID] = []string{id}
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callKey{}, &call{id: id})))
 	})
 }
 
@@ -125,6 +126,7 @@ func connectForm(protocol string) string {
 
 // call is one call going through the chain.
 type call struct {
+	id        string // the request id
 	procedure string // the Connect procedure, or the REST route's pattern
 	form      string // formREST, formConnect, formGRPC or formGRPCWeb
 	start     time.Time
@@ -147,16 +149,26 @@ type callKey struct{}
 
 // callFrom is the call ctx serves, or nil.
 func callFrom(ctx context.Context) *call {
-	c, _ := ctx.Value(callKey{}).(*call)
-	return c
+	if c, _ := ctx.Value(callKey{}).(*call); c != nil && c.procedure != "" {
+		return c
+	}
+	return nil
 }
 
 // startCall is where a call starts: its procedure and form are known.
 // Per-call metrics and tracing hook in here, and in finish, where the
 // call's final code is known.
+//
+// The call is the one withRequestID put in ctx, when it did (it always
+// does in Handler); ctx is returned as it is then.
 func (s *Server) startCall(ctx context.Context, procedure, form string) (context.Context, *call) {
-	c := &call{procedure: procedure, form: form, start: time.Now()}
-	return context.WithValue(ctx, callKey{}, c), c
+	c, _ := ctx.Value(callKey{}).(*call)
+	if c == nil || c.procedure != "" {
+		c = &call{id: requestID(ctx)}
+		ctx = context.WithValue(ctx, callKey{}, c)
+	}
+	c.procedure, c.form, c.start = procedure, form, time.Now()
+	return ctx, c
 }
 
 // finish ends a call that failed with err, or succeeded with nil: it maps
@@ -290,7 +302,9 @@ func (s *Server) interceptor() connect.Interceptor {
 func (s *Server) restCall(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, c := s.startCall(r.Context(), r.Pattern, formREST)
-		r = r.WithContext(ctx)
+		if ctx != r.Context() {
+			r = r.WithContext(ctx)
+		}
 		defer func() {
 			p := recover()
 			if p == http.ErrAbortHandler {
