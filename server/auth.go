@@ -45,23 +45,11 @@ func (s *Server) authenticate(h http.Handler) http.Handler {
 				_ = ew.Write(w, r, ce)
 				return
 			}
-			s.writeError(w, r, ce)
+			writeErrorJSON(w, ce)
 			return
 		}
 		h.ServeHTTP(w, r.WithContext(auth.NewContext(r.Context(), id)))
 	})
-}
-
-// authError maps an authenticator's error: bad or missing credentials are
-// Unauthenticated with the authenticator's reason (which never repeats the
-// credential); anything else is the authenticator failing (an issuer's keys
-// out of reach), which is Unavailable without details.
-func authError(err error) *connect.Error {
-	if errors.Is(err, auth.ErrUnauthenticated) || errors.Is(err, auth.ErrNoCredentials) {
-		return connect.NewError(connect.CodeUnauthenticated, errors.New(err.Error()))
-	}
-	return connect.NewError(connect.CodeUnavailable,
-		errors.New("cannot check credentials now: the identity provider is out of reach; retry later"))
 }
 
 // authorize fails with PermissionDenied unless the caller may do what a

@@ -10,6 +10,7 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
+	"github.com/cup-dev/cup/auth"
 	"github.com/cup-dev/cup/controller"
 	"github.com/cup-dev/cup/scm"
 	"github.com/cup-dev/cup/source"
@@ -39,6 +40,7 @@ var codeFor = []struct {
 	hint string
 }{
 	{controller.ErrNotFound, connect.CodeNotFound, ""},
+	{errPreconditionFailed, connect.CodeAborted, ""},
 	{controller.ErrInvalid, connect.CodeInvalidArgument, ""},
 	{controller.ErrMalformed, connect.CodeFailedPrecondition, ""},
 	{controller.ErrLimit, connect.CodeResourceExhausted, ""},
@@ -65,6 +67,20 @@ var codeFor = []struct {
 	{scm.ErrUnavailable, connect.CodeUnavailable, "retry later"},
 	{scm.ErrInvalid, connect.CodeFailedPrecondition, ""},
 }
+
+// errPreconditionFailed is the core's sentinel for a write whose
+// resourceVersion precondition does not hold.
+var errPreconditionFailed = errors.New("precondition failed")
+
+// sentinelError is an error of the core: msg is all the caller is told,
+// and the sentinel it wraps decides the code.
+type sentinelError struct {
+	sentinel error
+	msg      string
+}
+
+func (e *sentinelError) Error() string { return e.msg }
+func (e *sentinelError) Unwrap() error { return e.sentinel }
 
 // errSCMRepository marks an scm.ErrNotFound that is not about anything the
 // caller named: while proposing a write or listing proposals, the host did
@@ -107,6 +123,18 @@ func toConnect(err error) *connect.Error {
 		}
 	}
 	return connect.NewError(connect.CodeInternal, errors.New(internalMessage))
+}
+
+// authError maps an authenticator's error: bad or missing credentials are
+// Unauthenticated with the authenticator's reason (which never repeats the
+// credential); anything else is the authenticator failing (an issuer's keys
+// out of reach), which is Unavailable without details.
+func authError(err error) *connect.Error {
+	if errors.Is(err, auth.ErrUnauthenticated) || errors.Is(err, auth.ErrNoCredentials) {
+		return connect.NewError(connect.CodeUnauthenticated, errors.New(err.Error()))
+	}
+	return connect.NewError(connect.CodeUnavailable,
+		errors.New("cannot check credentials now: the identity provider is out of reach; retry later"))
 }
 
 // FieldViolation is one problem with one field of a request.
@@ -156,14 +184,19 @@ func fieldError(field, format string, args ...any) *connect.Error {
 	return invalidArgument(FieldViolation{Field: field, Description: fmt.Sprintf(format, args...)})
 }
 
-// logFailure logs one failed call: unexpected failures (Internal, Unknown)
-// at error level with the real error, expected ones (bad input, not found)
-// at debug level.
+// logFailure logs one failed call: cupd's own faults (Internal, Unknown,
+// DataLoss) at error level with the real error; a service cupd depends on
+// being out of reach (Unavailable) at warning level; the caller's
+// mistakes and everything else a caller is told (bad input, not found,
+// denied, limits) at debug level, never at error level.
 func logFailure(ctx context.Context, logger *slog.Logger, procedure string, err error) {
 	ce := toConnect(err)
-	if c := ce.Code(); c == connect.CodeInternal || c == connect.CodeUnknown {
-		logger.ErrorContext(ctx, "call failed", "procedure", procedure, "error", err)
-		return
+	switch c := ce.Code(); {
+	case fault(c):
+		logger.ErrorContext(ctx, "call failed", "procedure", procedure, "code", c.String(), "error", err)
+	case c == connect.CodeUnavailable:
+		logger.WarnContext(ctx, "call failed", "procedure", procedure, "code", c.String(), "error", ce.Message())
+	default:
+		logger.DebugContext(ctx, "call rejected", "procedure", procedure, "code", c.String(), "error", ce.Message())
 	}
-	logger.DebugContext(ctx, "call rejected", "procedure", procedure, "code", ce.Code().String(), "error", ce.Message())
 }

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -27,6 +29,8 @@ func TestToConnect(t *testing.T) {
 		{"canceled", fmt.Errorf("reading: %w", context.Canceled), connect.CodeCanceled, "reading"},
 		{"deadline", fmt.Errorf("reading: %w", context.DeadlineExceeded), connect.CodeDeadlineExceeded, "reading"},
 		{"controller not found", fmt.Errorf("x: %w", controller.ErrNotFound), connect.CodeNotFound, "x"},
+		{"core's not found", notFound(&Type{Singular: "flag"}, "default", "x"), connect.CodeNotFound, `flag "x" not found in namespace "default"`},
+		{"core's failed precondition", &sentinelError{errPreconditionFailed, "precondition failed: it changed"}, connect.CodeAborted, "precondition failed: it changed"},
 		{"controller invalid", fmt.Errorf("x: %w", controller.ErrInvalid), connect.CodeInvalidArgument, "x"},
 		{"controller malformed", fmt.Errorf("flags/a.yaml: %w", controller.ErrMalformed), connect.CodeFailedPrecondition, "flags/a.yaml"},
 		{"controller failed", fmt.Errorf(`module "flipt": get flipt.io/v1alpha1 Flag default/a: %w: exit code 1: flag default/a: boom`, controller.ErrFailed), connect.CodeInternal, `module "flipt": get flipt.io/v1alpha1 Flag default/a: controller failed: exit code 1: flag default/a: boom: the controller failed, not your request: the operator must check it`},
@@ -86,6 +90,33 @@ func TestToConnect(t *testing.T) {
 	for _, m := range codeFor {
 		if got := toConnect(fmt.Errorf("w: %w", m.err)).Code(); got != m.code {
 			t.Errorf("%v maps to %v, want %v", m.err, got, m.code)
+		}
+	}
+}
+
+// TestLogFailureLevels checks that only cupd's own faults are logged at
+// error level: never what the caller got wrong.
+func TestLogFailureLevels(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		err   error
+		level slog.Level
+	}{
+		{errors.New("a bug"), slog.LevelError},
+		{connect.NewError(connect.CodeDataLoss, errors.New("lost")), slog.LevelError},
+		{fmt.Errorf("x: %w", controller.ErrFailed), slog.LevelError},
+		{fmt.Errorf("x: %w", source.ErrUnavailable), slog.LevelWarn},
+		{fieldError("name", "bad"), slog.LevelDebug},
+		{fmt.Errorf("x: %w", controller.ErrNotFound), slog.LevelDebug},
+		{&sentinelError{errPreconditionFailed, "changed"}, slog.LevelDebug},
+		{connect.NewError(connect.CodePermissionDenied, errors.New("no")), slog.LevelDebug},
+		{connect.NewError(connect.CodeResourceExhausted, errors.New("busy")), slog.LevelDebug},
+		{fmt.Errorf("x: %w", context.DeadlineExceeded), slog.LevelDebug},
+	} {
+		var b bytes.Buffer
+		logFailure(t.Context(), slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{Level: slog.LevelDebug})), "/p", tc.err)
+		if want := "level=" + tc.level.String(); !strings.Contains(b.String(), want) {
+			t.Errorf("%v (%s): logged %q, want %s", tc.err, toConnect(tc.err).Code(), b.String(), want)
 		}
 	}
 }

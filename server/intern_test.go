@@ -13,7 +13,6 @@ import (
 
 	"github.com/cup-dev/cup/controller"
 	"github.com/cup-dev/cup/controller/template"
-	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/internal/gitrepo"
 	"github.com/cup-dev/cup/source/local"
 )
@@ -61,10 +60,8 @@ func TestListingsShareUnchangedEntries(t *testing.T) {
 	if n := ctrl.decodes.Load(); n != 21 {
 		t.Fatalf("the first listing decoded %d files, want all 21", n)
 	}
-	res, _, err := s.put(ctx, &cupv1alpha1.PutRequest{
-		Group: "t.cup.dev", Version: "v1", Plural: "items", Namespace: "default", Name: "item-07",
-		Resource: &cupv1alpha1.Resource{Metadata: &cupv1alpha1.ObjectMeta{Labels: map[string]string{"n": "seven"}}},
-	}, nil)
+	res, _, err := s.put(ctx, ref{"t.cup.dev", "v1", "items", "default", "item-07"},
+		&putInput{resource: controller.Resource{Metadata: controller.Metadata{Labels: map[string]string{"n": "seven"}}}}, writeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +247,7 @@ func TestGetDoesNotDependOnListing(t *testing.T) {
 		t.Fatal(err)
 	}
 	get := func() error {
-		_, _, err := s.get(t.Context(), &cupv1alpha1.GetRequest{Group: "t.cup.dev", Version: "v1", Plural: "items", Namespace: "default", Name: "b"})
+		_, _, err := s.get(t.Context(), ref{"t.cup.dev", "v1", "items", "default", "b"}, "")
 		return err
 	}
 	before := get()

@@ -14,7 +14,6 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/cup-dev/cup/controller"
-	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/internal/gitrepo"
 	"github.com/cup-dev/cup/source/local"
 )
@@ -133,16 +132,16 @@ func TestControllerFailingOnMissingResources(t *testing.T) {
 	}
 	ctx := t.Context()
 	put := func(ns, name, rv string) error {
-		_, _, err := s.put(ctx, &cupv1alpha1.PutRequest{Group: "flipt.io", Version: "v1alpha1", Plural: "flags", Namespace: ns, Name: name,
-			ResourceVersion: rv, Resource: &cupv1alpha1.Resource{}}, json.RawMessage(`{"enabled": false}`))
+		_, _, err := s.put(ctx, ref{"flipt.io", "v1alpha1", "flags", ns, name},
+			&putInput{resource: controller.Resource{Spec: json.RawMessage(`{"enabled": false}`)}}, writeOptions{precondition: rv})
 		return err
 	}
 	del := func(ns, name string) error {
-		_, err := s.del(ctx, &cupv1alpha1.DeleteRequest{Group: "flipt.io", Version: "v1alpha1", Plural: "flags", Namespace: ns, Name: name})
+		_, err := s.del(ctx, ref{"flipt.io", "v1alpha1", "flags", ns, name}, writeOptions{})
 		return err
 	}
 	get := func(ns, name string) error {
-		_, _, err := s.get(ctx, &cupv1alpha1.GetRequest{Group: "flipt.io", Version: "v1alpha1", Plural: "flags", Namespace: ns, Name: name})
+		_, _, err := s.get(ctx, ref{"flipt.io", "v1alpha1", "flags", ns, name}, "")
 		return err
 	}
 	// Create, in a namespace with a file and in one without.

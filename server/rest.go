@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,52 +52,42 @@ var marshalJSON = protojson.MarshalOptions{}
 
 func (s *Server) routeREST(mux *http.ServeMux) {
 	write := []string{"revision", "message", "dryRun", "idempotencyKey", "resourceVersion", "changeSet"}
-	mux.Handle("GET /apis", s.params(s.restDefinitions))
-	mux.Handle("GET /apis/{$}", s.params(s.restDefinitions))
-	mux.Handle("GET "+collectionPath, s.params(s.restList, "revision", "labelSelector", "continue", "limit", "problems"))
-	mux.Handle("GET "+itemPath, s.params(s.restGet, "revision"))
-	mux.Handle("PUT "+itemPath, s.params(s.restPut, write...))
-	mux.Handle("DELETE "+itemPath, s.params(s.restDelete, write...))
-	mux.Handle("GET "+proposalsPath, s.params(s.restListProposals, "state", "group", "plural", "namespace", "name"))
-	mux.Handle("GET "+proposalPath, s.params(s.restGetProposal))
+	mux.Handle("GET /apis", s.rest(s.restDefinitions))
+	mux.Handle("GET /apis/{$}", s.rest(s.restDefinitions))
+	mux.Handle("GET "+collectionPath, s.rest(s.restList, "revision", "labelSelector", "continue", "limit", "problems"))
+	mux.Handle("GET "+itemPath, s.rest(s.restGet, "revision"))
+	mux.Handle("PUT "+itemPath, s.rest(s.restPut, write...))
+	mux.Handle("DELETE "+itemPath, s.rest(s.restDelete, write...))
+	mux.Handle("GET "+proposalsPath, s.rest(s.restListProposals, "state", "group", "plural", "namespace", "name"))
+	mux.Handle("GET "+proposalPath, s.rest(s.restGetProposal))
 	// Everything else under /apis answers in the REST form's JSON too,
 	// rather than with the mux's plain-text 404 or 405.
-	mux.HandleFunc("/apis", s.restNoRoute)
-	mux.HandleFunc("/apis/", s.restNoRoute)
+	mux.Handle("/apis", s.restCall(s.restNoRoute))
+	mux.Handle("/apis/", s.restCall(s.restNoRoute))
 }
 
-// params serves h for requests whose query parameters are among allowed,
-// each given once; any other query is refused with InvalidArgument naming
-// the parameter, before anything else is done. A parameter a caller
-// misspells would otherwise be ignored, and the request would do something
-// other than what they asked.
-func (s *Server) params(h http.HandlerFunc, allowed ...string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.RawQuery == "" {
-			h(w, r)
-			return
-		}
-		q, err := url.ParseQuery(r.URL.RawQuery)
-		if err != nil {
-			s.writeError(w, r, fieldError("query", "%v", err))
-			return
-		}
-		for _, name := range slices.Sorted(maps.Keys(q)) {
-			switch {
-			case !slices.Contains(allowed, name):
-				if len(allowed) == 0 {
-					s.writeError(w, r, fieldError(truncate(name, 64), "unknown query parameter: %s takes none", r.Pattern))
-				} else {
-					s.writeError(w, r, fieldError(truncate(name, 64), "unknown query parameter: %s takes %s", r.Pattern, strings.Join(allowed, ", ")))
-				}
-				return
-			case len(q[name]) > 1:
-				s.writeError(w, r, fieldError(name, "given %d times: give it once", len(q[name])))
-				return
+// queryAllowed refuses a query holding parameters other than allowed, or
+// one of them more than once, naming the parameter.
+func queryAllowed(r *http.Request, allowed []string) error {
+	if r.URL.RawQuery == "" {
+		return nil
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return fieldError("query", "%v", err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		switch {
+		case !slices.Contains(allowed, name):
+			if len(allowed) == 0 {
+				return fieldError(truncate(name, 64), "unknown query parameter: %s takes none", r.Pattern)
 			}
+			return fieldError(truncate(name, 64), "unknown query parameter: %s takes %s", r.Pattern, strings.Join(allowed, ", "))
+		case len(q[name]) > 1:
+			return fieldError(name, "given %d times: give it once", len(q[name]))
 		}
-		h(w, r)
-	})
+	}
+	return nil
 }
 
 // truncate shortens s to at most n bytes, marking the cut.
@@ -114,7 +103,9 @@ func truncate(s string, n int) string {
 // proposal, and 404 otherwise, in the REST form's JSON either way.
 func (s *Server) restNoRoute(w http.ResponseWriter, r *http.Request) {
 	if allow := allowedMethods(r.URL.Path); allow != "" {
-		logFailure(r.Context(), s.cfg.logger, r.Method+" "+r.URL.Path, errors.New("method not allowed"))
+		if c := callFrom(r.Context()); c != nil {
+			c.err = connect.NewError(connect.CodeUnimplemented, errMethodNotAllowed)
+		}
 		b, _ := json.Marshal(struct {
 			Code    string `json:"code"`
 			Message string `json:"message"`
@@ -170,7 +161,7 @@ func (s *Server) restGet(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	e, commit, err := s.get(r.Context(), req)
+	e, commit, err := s.get(r.Context(), restRef(r), req.Revision)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -206,7 +197,10 @@ func (s *Server) restList(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	p, err := s.list(r.Context(), req)
+	p, err := s.list(r.Context(), restRef(r), listQuery{
+		revision: req.Revision, labelSelector: req.LabelSelector, pageToken: req.PageToken,
+		pageSize: int(req.PageSize), problems: req.Problems,
+	})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -261,15 +255,10 @@ func (s *Server) restPut(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, s.depthError("body"))
 		return
 	}
-	// The spec travels as the JSON the caller sent, not as a protobuf
-	// Struct: exact numbers, and a fraction of the memory.
-	meta, spec, err := splitSpec(body)
+	// The body decodes straight into the resource; its spec stays the
+	// JSON the caller sent: exact numbers, and a fraction of the memory.
+	in, err := decodeResource(body)
 	if err != nil {
-		s.writeError(w, r, fieldError("body", "not a resource in JSON: %v", err))
-		return
-	}
-	var res cupv1alpha1.Resource
-	if err := protojson.Unmarshal(meta, &res); err != nil {
 		s.writeError(w, r, fieldError("body", "not a resource in JSON: %v", err))
 		return
 	}
@@ -278,9 +267,19 @@ func (s *Server) restPut(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	// The proto's rules check the names, metadata and options; the spec
+	// is the type's schema's to check.
+	md := &in.resource.Metadata
 	req := &cupv1alpha1.PutRequest{
 		Group: r.PathValue("group"), Version: r.PathValue("version"), Plural: r.PathValue("plural"),
-		Namespace: r.PathValue("namespace"), Name: r.PathValue("name"), Resource: &res,
+		Namespace: r.PathValue("namespace"), Name: r.PathValue("name"),
+		Resource: &cupv1alpha1.Resource{
+			ApiVersion: in.resource.APIVersion, Kind: in.resource.Kind,
+			Metadata: &cupv1alpha1.ObjectMeta{
+				Namespace: md.Namespace, Name: md.Name, Labels: md.Labels, Annotations: md.Annotations,
+				ResourceVersion: md.ResourceVersion,
+			},
+		},
 		Revision: p.revision, Message: p.message, DryRun: p.dryRun, ResourceVersion: p.precondition,
 		ChangeSet: p.changeSet, IdempotencyKey: p.idempotencyKey,
 	}
@@ -288,7 +287,7 @@ func (s *Server) restPut(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	result, stored, err := s.put(r.Context(), req, spec)
+	result, stored, err := s.put(r.Context(), restRef(r), in, p.options())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -302,49 +301,6 @@ func (s *Server) restPut(w http.ResponseWriter, r *http.Request) {
 		}
 		return slices.Concat([]byte(`{"result":`), b, []byte(`,"resource":`), stored.json, []byte(`}`)), nil
 	})
-}
-
-// splitSpec separates the spec of a resource sent as a JSON object from
-// the rest: it returns the object without its spec, and the spec's JSON
-// (nil when there is none). A key given twice is an error.
-func splitSpec(body []byte) (rest []byte, spec json.RawMessage, err error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, nil, errors.New("the body must be a JSON object")
-	}
-	out := []byte{'{'}
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, nil, err
-		}
-		key, _ := tok.(string)
-		if seen[key] {
-			return nil, nil, fmt.Errorf("field %q is given twice", truncate(key, 64))
-		}
-		seen[key] = true
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, nil, err
-		}
-		if key == "spec" {
-			spec = v
-			continue
-		}
-		if len(out) > 1 {
-			out = append(out, ',')
-		}
-		k, _ := json.Marshal(key)
-		out = append(append(append(out, k...), ':'), v...)
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, nil, errors.New("unexpected data after the resource")
-	}
-	return append(out, '}'), spec, nil
 }
 
 func (s *Server) restDelete(w http.ResponseWriter, r *http.Request) {
@@ -363,12 +319,12 @@ func (s *Server) restDelete(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out, err := s.del(r.Context(), req)
+	res, err := s.del(r.Context(), restRef(r), p.options())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeResult(w, r, out.Result, out)
+	s.writeResult(w, r, res, &cupv1alpha1.DeleteResponse{Result: res})
 }
 
 // writeResult answers a write: 204 when it changed nothing, 200 with the
@@ -440,6 +396,19 @@ var restNames = map[string]string{
 	"page_size":        "limit",
 	"page_token":       "continue",
 	"next_page_token":  "each page's continue",
+}
+
+// options are the parameters in the core's terms.
+func (p *writeParameters) options() writeOptions {
+	return writeOptions{
+		revision: p.revision, message: p.message, precondition: p.precondition,
+		changeSet: p.changeSet, idempotencyKey: p.idempotencyKey, dryRun: p.dryRun,
+	}
+}
+
+// restRef is what the path of a REST request names.
+func restRef(r *http.Request) ref {
+	return ref{r.PathValue("group"), r.PathValue("version"), r.PathValue("plural"), r.PathValue("namespace"), r.PathValue("name")}
 }
 
 func writeParams(r *http.Request) (writeParameters, error) {
@@ -518,11 +487,20 @@ func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, status int, e
 	_, _ = w.Write(b)
 }
 
-// writeError answers err in the REST form and logs it once.
+// writeError answers err in the REST form. The call's chain logs it
+// (finish); outside a call, it is logged here.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	err = explainTimeout(r.Context(), err)
-	logFailure(r.Context(), s.cfg.logger, r.Method+" "+r.URL.Path, err)
-	ce := toConnect(err)
+	if c := callFrom(r.Context()); c != nil {
+		c.err = err
+	} else {
+		logFailure(r.Context(), s.cfg.logger, r.Method+" "+r.URL.Path, err)
+	}
+	writeErrorJSON(w, toConnect(err))
+}
+
+// writeErrorJSON answers ce in the REST form's JSON.
+func writeErrorJSON(w http.ResponseWriter, ce *connect.Error) {
 	b, _ := json.Marshal(struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`

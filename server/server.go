@@ -1,13 +1,3 @@
-// Package server serves cup's API: the Connect services (gRPC, gRPC-Web and
-// Connect's JSON and binary forms on one handler), the REST form under /apis,
-// gRPC server reflection, and health endpoints.
-//
-// A Server knows the types it serves ([Type]: a definition's names and schema
-// plus the controller bound to it) and one [source.Source]. Requests are
-// validated (protovalidate rules from the proto, then the type's JSON Schema
-// on writes) before a controller runs. Everything read from a commit is
-// memoised by commit id: commits never change and controllers are
-// deterministic, so cached reads are never stale.
 package server
 
 import (
@@ -134,6 +124,8 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	// Every line logged in a call carries its request id.
+	cfg.logger = slog.New(logHandler{cfg.logger.Handler()})
 	if cfg.maxDepth < 2 || cfg.maxDepth > document.MaxDepth {
 		return nil, fmt.Errorf("server: a JSON depth limit of %d is outside 2 to %d", cfg.maxDepth, document.MaxDepth)
 	}
@@ -195,8 +187,8 @@ func (s *Server) lookup(group, version, plural string) (*Type, error) {
 	if t, ok := s.types[typeKey(group, version, plural)]; ok {
 		return t, nil
 	}
-	return nil, connect.NewError(connect.CodeNotFound,
-		fmt.Errorf("no resource type %q in %s/%s is served: GET /apis lists the served types", plural, group, version))
+	return nil, &sentinelError{controller.ErrNotFound,
+		fmt.Sprintf("no resource type %q in %s/%s is served: GET /apis lists the served types", plural, group, version)}
 }
 
 // Handler returns the HTTP handler serving every protocol on one port:
@@ -211,8 +203,8 @@ func (s *Server) Handler() http.Handler {
 	opts := []connect.HandlerOption{
 		connect.WithInterceptors(s.interceptor()),
 		connect.WithReadMaxBytes(int(s.cfg.maxBody)),
-		connect.WithRecover(func(ctx context.Context, spec connect.Spec, _ http.Header, p any) error {
-			logFailure(ctx, s.cfg.logger, spec.Procedure, fmt.Errorf("panic: %v\n%s", p, debug.Stack()))
+		// The chain (interceptor) logs the panic.
+		connect.WithRecover(func(context.Context, connect.Spec, http.Header, any) error {
 			return connect.NewError(connect.CodeInternal, errors.New(internalMessage))
 		}),
 	}
@@ -233,6 +225,8 @@ func (s *Server) Handler() http.Handler {
 
 	mux := http.NewServeMux()
 	routePublic(mux, health{s})
+	// The chain's first steps (chain.go); the rest run per call, in
+	// interceptor and rest.
 	mux.Handle("/", s.withTimeout(s.authenticate(s.bodies.wrap(s.recoverREST(api)))))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -247,7 +241,7 @@ func (s *Server) Handler() http.Handler {
 		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	return corsHandler(mux, s.cfg.surface.corsOrigins)
+	return corsHandler(withRequestID(mux), s.cfg.surface.corsOrigins)
 }
 
 // recoverREST answers a panic in h (the REST form; Connect's handlers
@@ -342,31 +336,6 @@ func NewHTTPServer(addr string, h http.Handler, opts ...HTTPOption) *http.Server
 			PingTimeout:     15 * time.Second,
 		},
 	}
-}
-
-// interceptor refuses requests holding fields the proto does not have,
-// validates them against the proto's rules before any handler runs, and
-// logs every failed call once.
-func (s *Server) interceptor() connect.Interceptor {
-	return connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
-		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-			err := refuseUnknown(req.Any())
-			if err == nil {
-				err = s.validate(req.Any())
-			}
-			if err != nil {
-				logFailure(ctx, s.cfg.logger, req.Spec().Procedure, err)
-				return nil, err
-			}
-			res, err := next(ctx, req)
-			if err != nil {
-				err = explainTimeout(ctx, err)
-				logFailure(ctx, s.cfg.logger, req.Spec().Procedure, err)
-				return nil, toConnect(err)
-			}
-			return res, nil
-		}
-	})
 }
 
 // definitions builds discovery's view of types: one definition per group and

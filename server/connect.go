@@ -1,0 +1,217 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/cup-dev/cup/controller"
+	"github.com/cup-dev/cup/internal/document"
+
+	"connectrpc.com/connect"
+
+	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
+	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
+)
+
+// resourceService adapts the core to the generated Connect interface:
+// it turns each request into the core's terms and the answer into the
+// response message. The chain (interceptor) runs around it.
+type resourceService struct{ s *Server }
+
+var _ cupv1alpha1connect.ResourceServiceHandler = (*resourceService)(nil)
+
+func (h *resourceService) Get(ctx context.Context, req *connect.Request[cupv1alpha1.GetRequest]) (*connect.Response[cupv1alpha1.GetResponse], error) {
+	m := req.Msg
+	e, commit, err := h.s.get(ctx, ref{m.Group, m.Version, m.Plural, m.Namespace, m.Name}, m.Revision)
+	if err != nil {
+		return nil, err
+	}
+	pb, err := e.proto()
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&cupv1alpha1.GetResponse{
+		Resource: pb, Commit: commit,
+		Proposals: h.s.openProposals(ctx, m.Group, m.Plural, m.Namespace, m.Name),
+	}), nil
+}
+
+func (h *resourceService) List(ctx context.Context, req *connect.Request[cupv1alpha1.ListRequest]) (*connect.Response[cupv1alpha1.ListResponse], error) {
+	m := req.Msg
+	p, err := h.s.list(ctx, ref{m.Group, m.Version, m.Plural, m.Namespace, ""}, listQuery{
+		revision: m.Revision, labelSelector: m.LabelSelector, pageToken: m.PageToken,
+		pageSize: int(m.PageSize), problems: m.Problems,
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := &cupv1alpha1.ListResponse{Commit: p.commit, NextPageToken: p.next, Items: make([]*cupv1alpha1.Resource, 0, len(p.items)),
+		MoreWarnings: int32(min(p.more, 1<<31-1))}
+	for _, w := range p.warnings {
+		out.Warnings = append(out.Warnings, w.proto())
+	}
+	for _, e := range p.items {
+		pb, err := e.proto()
+		if err != nil {
+			return nil, err
+		}
+		out.Items = append(out.Items, pb)
+	}
+	return connect.NewResponse(out), nil
+}
+
+func (h *resourceService) Put(ctx context.Context, req *connect.Request[cupv1alpha1.PutRequest]) (*connect.Response[cupv1alpha1.PutResponse], error) {
+	m := req.Msg
+	in, err := h.s.putInput(m.Resource)
+	if err != nil {
+		return nil, err
+	}
+	res, stored, err := h.s.put(ctx, ref{m.Group, m.Version, m.Plural, m.Namespace, m.Name}, in, writeOptions{
+		revision: m.Revision, message: m.Message, precondition: m.ResourceVersion,
+		changeSet: m.ChangeSet, idempotencyKey: m.IdempotencyKey, dryRun: m.DryRun,
+	})
+	if err != nil {
+		return nil, err
+	}
+	pb, err := stored.proto()
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&cupv1alpha1.PutResponse{Result: res, Resource: pb}), nil
+}
+
+func (h *resourceService) Delete(ctx context.Context, req *connect.Request[cupv1alpha1.DeleteRequest]) (*connect.Response[cupv1alpha1.DeleteResponse], error) {
+	m := req.Msg
+	res, err := h.s.del(ctx, ref{m.Group, m.Version, m.Plural, m.Namespace, m.Name}, writeOptions{
+		revision: m.Revision, message: m.Message, precondition: m.ResourceVersion,
+		changeSet: m.ChangeSet, idempotencyKey: m.IdempotencyKey, dryRun: m.DryRun,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&cupv1alpha1.DeleteResponse{Result: res}), nil
+}
+
+// putInput turns the resource of a PutRequest into the core's terms. Its
+// spec comes as a google.protobuf.Struct, encoded here as compact JSON
+// with sorted keys, or as the JSON in spec_json, never both.
+func (s *Server) putInput(in *cupv1alpha1.Resource) (*putInput, error) {
+	md := in.GetMetadata()
+	p := &putInput{resource: controller.Resource{
+		APIVersion: in.GetApiVersion(), Kind: in.GetKind(),
+		Metadata: controller.Metadata{
+			Namespace: md.GetNamespace(), Name: md.GetName(),
+			Labels: md.GetLabels(), Annotations: md.GetAnnotations(),
+			ResourceVersion: md.GetResourceVersion(),
+		},
+	}, specField: "resource.spec"}
+	switch j := in.GetSpecJson(); {
+	case j != "":
+		if in.GetSpec() != nil {
+			return nil, fieldError("resource.spec_json", "send the spec in spec or in spec_json, not both")
+		}
+		// The resource is depth 1, its spec 2.
+		if document.CheckDepth([]byte(j), s.cfg.maxDepth-1) != nil {
+			return nil, s.depthError("resource.spec_json")
+		}
+		p.resource.Spec, p.specField = json.RawMessage(j), "resource.spec_json"
+	case in.GetSpec() != nil:
+		// The resource is depth 1, its spec 2.
+		if d := structDepth(in.GetSpec(), 2, s.cfg.maxDepth); d > s.cfg.maxDepth {
+			return nil, s.depthError("resource.spec")
+		}
+		b, err := protojson.Marshal(in.GetSpec())
+		if err != nil {
+			return nil, fieldError("resource.spec", "%v", err)
+		}
+		// protojson varies its spacing at random.
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, b); err != nil {
+			return nil, fieldError("resource.spec", "%v", err)
+		}
+		p.resource.Spec, p.specSorted = compact.Bytes(), true
+	}
+	return p, nil
+}
+
+// structDepth returns the depth of the deepest object or array in st, st
+// itself being at depth d, or a number past limit as soon as it finds one.
+func structDepth(st *structpb.Struct, d, limit int) int {
+	deepest := d
+	for _, v := range st.GetFields() {
+		if deepest = max(deepest, valueDepth(v, d, limit)); deepest > limit {
+			return deepest
+		}
+	}
+	return deepest
+}
+
+// valueDepth is structDepth for a value held at depth d.
+func valueDepth(v *structpb.Value, d, limit int) int {
+	switch k := v.GetKind().(type) {
+	case *structpb.Value_StructValue:
+		return structDepth(k.StructValue, d+1, limit)
+	case *structpb.Value_ListValue:
+		deepest := d + 1
+		for _, e := range k.ListValue.GetValues() {
+			if deepest = max(deepest, valueDepth(e, d+1, limit)); deepest > limit {
+				return deepest
+			}
+		}
+		return deepest
+	}
+	return d
+}
+
+func structFromJSON(b []byte) (*structpb.Struct, error) {
+	var st structpb.Struct
+	if err := protojson.Unmarshal(b, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// proto returns the resource as a message, decoded on first use. The message
+// is shared: callers must not modify it.
+//
+// A google.protobuf.Struct holds every number as a float64: a spec with a
+// number that a float64 cannot hold exactly goes in spec_json instead, as
+// the JSON it is, so that no form rounds what the REST form shows exactly
+// under the same resourceVersion.
+func (e *entry) proto() (*cupv1alpha1.Resource, error) {
+	if pb := e.pb.Load(); pb != nil {
+		return pb, nil
+	}
+	in, err := decodeResource(e.json)
+	if err != nil {
+		return nil, err
+	}
+	res := &in.resource
+	md := &res.Metadata
+	r := &cupv1alpha1.Resource{
+		ApiVersion: res.APIVersion, Kind: res.Kind,
+		Metadata: &cupv1alpha1.ObjectMeta{
+			Namespace: md.Namespace, Name: md.Name, Labels: md.Labels, Annotations: md.Annotations,
+			ResourceVersion: md.ResourceVersion,
+		},
+	}
+	switch spec := res.Spec; {
+	case spec == nil:
+	case document.HasInexactNumber(spec):
+		r.SpecJson = string(spec)
+	default:
+		var st structpb.Struct
+		if err := protojson.Unmarshal(spec, &st); err != nil {
+			return nil, err
+		}
+		r.Spec = &st
+	}
+	if !e.pb.CompareAndSwap(nil, r) {
+		return e.pb.Load(), nil
+	}
+	return r, nil
+}

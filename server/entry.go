@@ -1,0 +1,149 @@
+package server
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/cup-dev/cup/controller"
+	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
+)
+
+// entry is one resource with its REST form encoded once. Entries are
+// shared between requests and between the commits that hold the same
+// resource, and never modified. Ten thousand of them are held at once for
+// a large namespace, so they are kept small.
+type entry struct {
+	name    string
+	labels  labelSet
+	version [16]byte // the resourceVersion, which json also holds in hex
+	json    []byte   // the REST form: the file form plus metadata.resourceVersion
+	pb      atomic.Pointer[cupv1alpha1.Resource]
+}
+
+func newEntry(r *controller.Resource) (*entry, error) {
+	v, err := r.ContentVersion()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s/%s: %w", controller.ErrMalformed, r.Metadata.Namespace, r.Metadata.Name, err)
+	}
+	// Controllers that decode with controller.ParseResource refuse what is
+	// not UTF-8, naming the file; one that does not could hand over bytes
+	// that json.Marshal would replace (metadata) or pass on as JSON that is
+	// not JSON (spec).
+	if field := notUTF8(r); field != "" {
+		return nil, fmt.Errorf("%w: %s/%s: %s is not UTF-8", controller.ErrMalformed, r.Metadata.Namespace, r.Metadata.Name, field)
+	}
+	e := &entry{name: strings.Clone(r.Metadata.Name), labels: newLabelSet(r.Metadata.Labels)}
+	if n, err := hex.Decode(e.version[:], []byte(v)); err != nil || n != len(e.version) {
+		return nil, fmt.Errorf("content version %q is not %d bytes of hex", v, len(e.version))
+	}
+	r.Metadata.ResourceVersion = v
+	e.json, err = json.Marshal(r)
+	r.Metadata.ResourceVersion = ""
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s/%s: %w", controller.ErrMalformed, r.Metadata.Namespace, r.Metadata.Name, err)
+	}
+	return e, nil
+}
+
+// notUTF8 names the first field of r that is not UTF-8, or is "".
+func notUTF8(r *controller.Resource) string {
+	for _, f := range [...]struct{ name, v string }{
+		{"apiVersion", r.APIVersion}, {"kind", r.Kind},
+		{"metadata.namespace", r.Metadata.Namespace}, {"metadata.name", r.Metadata.Name},
+	} {
+		if !utf8.ValidString(f.v) {
+			return f.name
+		}
+	}
+	for _, f := range [...]struct {
+		name string
+		m    map[string]string
+	}{{"metadata.labels", r.Metadata.Labels}, {"metadata.annotations", r.Metadata.Annotations}} {
+		for k, v := range f.m {
+			if !utf8.ValidString(k) || !utf8.ValidString(v) {
+				return f.name
+			}
+		}
+	}
+	if !utf8.Valid(r.Spec) {
+		return "spec"
+	}
+	return ""
+}
+
+func (e *entry) size() int64 { return int64(len(e.json)+len(e.labels)+len(e.name)) + 96 }
+
+// resourceVersion is the entry's resourceVersion as the API shows it.
+func (e *entry) resourceVersion() string { return hex.EncodeToString(e.version[:]) }
+
+// etag is the entry's resourceVersion as an HTTP entity tag.
+func (e *entry) etag() string {
+	var b [2 + 2*len(entry{}.version)]byte
+	b[0], b[len(b)-1] = '"', '"'
+	hex.Encode(b[1:], e.version[:])
+	return string(b[:])
+}
+
+// labelSet holds labels in one string: key-sorted pairs of key and value,
+// each preceded by its length as a uvarint. It is one allocation, far
+// smaller than a map for the few labels a resource has, and it implements
+// labels.Labels.
+type labelSet string
+
+func newLabelSet(m map[string]string) labelSet {
+	if len(m) == 0 {
+		return ""
+	}
+	var b []byte
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		for _, s := range [2]string{k, m[k]} {
+			b = binary.AppendUvarint(b, uint64(len(s)))
+			b = append(b, s...)
+		}
+	}
+	return labelSet(b)
+}
+
+// next splits the first length-prefixed string off s.
+func next(s string) (first, rest string) {
+	var n uint64
+	for i, shift := 0, 0; i < len(s); i, shift = i+1, shift+7 {
+		c := s[i]
+		n |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			s = s[i+1:]
+			if n > uint64(len(s)) {
+				return "", "" // cannot happen: newLabelSet wrote it
+			}
+			return s[:n], s[n:]
+		}
+	}
+	return "", ""
+}
+
+func (l labelSet) Lookup(key string) (string, bool) {
+	for s := string(l); s != ""; {
+		var k, v string
+		k, s = next(s)
+		v, s = next(s)
+		if k == key {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func (l labelSet) Has(key string) bool { _, ok := l.Lookup(key); return ok }
+
+func (l labelSet) Get(key string) string { v, _ := l.Lookup(key); return v }
+
+var _ labels.Labels = labelSet("")

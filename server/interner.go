@@ -1,0 +1,164 @@
+package server
+
+import (
+	"hash/maphash"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"weak"
+
+	"github.com/cup-dev/cup/controller"
+)
+
+// interner shares entries between the commits that hold the same resource:
+// after a write, listing the new commit re-encodes only what changed, and
+// the listings of successive commits share memory. Resources are told
+// apart by a 128-bit hash of their content. It holds entries weakly, so it
+// keeps nothing alive that no cached listing or request uses.
+//
+// Controllers that are KeyedListers name each file's content (a Git blob
+// id); the interner also remembers entries by that name, scoped by type and
+// namespace, so listing a new commit decodes only the files it has not
+// seen.
+type interner struct {
+	seeds [2]maphash.Seed
+	mu    sync.Mutex
+	m     map[contentKey]weak.Pointer[entry]
+	keyed map[keyedKey]weak.Pointer[entry]
+	// skips are keys whose files hold no resource of the type (kinds that
+	// share a directory); the set is dropped whole when it grows large.
+	skips map[keyedKey]struct{}
+}
+
+// keyedKey is a controller's content key in the scope it is valid in.
+type keyedKey struct {
+	typ       *Type
+	namespace string
+	key       string
+}
+
+const maxSkips = 1 << 16
+
+// clone returns k holding strings of its own, not parts of a request's.
+func (k keyedKey) clone() keyedKey {
+	k.namespace = strings.Clone(k.namespace)
+	k.key = strings.Clone(k.key)
+	return k
+}
+
+type contentKey [2]uint64
+
+func newInterner() *interner {
+	return &interner{
+		seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
+		m:     make(map[contentKey]weak.Pointer[entry]),
+		keyed: make(map[keyedKey]weak.Pointer[entry]),
+		skips: make(map[keyedKey]struct{}),
+	}
+}
+
+func (in *interner) key(r *controller.Resource) contentKey {
+	var hs [2]maphash.Hash
+	hs[0].SetSeed(in.seeds[0])
+	hs[1].SetSeed(in.seeds[1])
+	write := func(s string, sep byte) {
+		for i := range hs {
+			hs[i].WriteString(s)
+			hs[i].WriteByte(sep)
+		}
+	}
+	for _, s := range []string{r.APIVersion, r.Kind, r.Metadata.Namespace, r.Metadata.Name} {
+		write(s, 0)
+	}
+	var keys [8]string
+	for _, m := range []map[string]string{r.Metadata.Labels, r.Metadata.Annotations} {
+		sorted := keys[:0]
+		for k := range m {
+			sorted = append(sorted, k)
+		}
+		slices.Sort(sorted)
+		for _, k := range sorted {
+			write(k, 0)
+			write(m[k], 0)
+		}
+		write("", 1)
+	}
+	for i := range hs {
+		hs[i].Write(r.Spec)
+	}
+	return contentKey{hs[0].Sum64(), hs[1].Sum64()}
+}
+
+// entry returns the shared entry for r, making it when there is none. The
+// entry keeps no reference into r.
+func (in *interner) entry(r *controller.Resource) (*entry, error) {
+	k := in.key(r)
+	in.mu.Lock()
+	if ie := in.m[k].Value(); ie != nil {
+		in.mu.Unlock()
+		return ie, nil
+	}
+	in.mu.Unlock()
+	e, err := newEntry(r)
+	if err != nil {
+		return nil, err
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if old := in.m[k].Value(); old != nil {
+		return old, nil
+	}
+	in.m[k] = weak.Make(e)
+	runtime.AddCleanup(e, in.forget, k)
+	return e, nil
+}
+
+// byKey returns the entry remembered under k, or whether k holds no
+// resource of the type; neither when k is unknown.
+func (in *interner) byKey(k keyedKey) (ie *entry, skip bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if _, skip := in.skips[k]; skip {
+		return nil, true
+	}
+	return in.keyed[k].Value(), false
+}
+
+// remember records what k decoded to: ie, or nothing of the type (nil).
+func (in *interner) remember(k keyedKey, ie *entry) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if ie == nil {
+		if len(in.skips) >= maxSkips {
+			clear(in.skips)
+		}
+		in.skips[k.clone()] = struct{}{}
+		return
+	}
+	if in.keyed[k].Value() == ie {
+		return
+	}
+	k = k.clone()
+	in.keyed[k] = weak.Make(ie)
+	runtime.AddCleanup(ie, in.forgetKeyed, k)
+}
+
+func (in *interner) forgetKeyed(k keyedKey) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if wp, ok := in.keyed[k]; ok && wp.Value() == nil {
+		delete(in.keyed, k)
+	}
+}
+
+// forget drops the weak pointer under k once its entry is gone.
+func (in *interner) forget(k contentKey) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if wp, ok := in.m[k]; ok && wp.Value() == nil {
+		delete(in.m, k)
+	}
+}
+
+// listing is every resource of one type in one namespace at one commit,

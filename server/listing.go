@@ -1,0 +1,281 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cup-dev/cup/controller"
+	"github.com/cup-dev/cup/source"
+)
+
+// and the files left out of it.
+type listing struct {
+	items    []*entry // sorted by name; holds the interned entries alive
+	problems []problem
+	bytes    int64
+}
+
+// getEntry reads one resource at snap, memoised. A missing resource is an
+// error wrapping controller.ErrNotFound.
+func (s *Server) getEntry(ctx context.Context, t *Type, snap *source.Snapshot, namespace, name string) (*entry, error) {
+	k := memoKey{commit: snap.Commit, typ: t, namespace: namespace, name: name}
+	v, err := s.memo.do(ctx, k, func() (any, int64, error) {
+		r, err := callController(ctx, s, func() (*controller.Resource, error) {
+			return t.Controller.Get(ctx, &controller.GetRequest{FS: snap.FS, Type: t.Type, Namespace: namespace, Name: name})
+		})
+		if errors.Is(err, controller.ErrNotFound) {
+			return (*entry)(nil), 0, nil // remembered: it is not there; the key's size is counted
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		e, err := s.interner.entry(r)
+		if err != nil {
+			return nil, 0, err
+		}
+		return e, e.size(), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	e, _ := v.(*entry)
+	if e == nil {
+		return nil, notFound(t, namespace, name)
+	}
+	return e, nil
+}
+
+// listEntries reads every resource of t in namespace at snap, memoised.
+func (s *Server) listEntries(ctx context.Context, t *Type, snap *source.Snapshot, namespace string) (*listing, error) {
+	k := memoKey{commit: snap.Commit, typ: t, namespace: namespace}
+	v, err := s.memo.do(ctx, k, func() (any, int64, error) {
+		var l *listing
+		var err error
+		if kl, ok := t.Controller.(controller.KeyedLister); ok {
+			l, err = s.listKeyed(ctx, kl, t, snap, namespace)
+		} else {
+			l, err = s.listDecoded(ctx, t, snap, namespace)
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		return l, l.bytes + int64(cap(l.items))*8 + int64(cap(l.problems))*32 + 64, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*listing), nil
+}
+
+// listDecoded lists through the controller's List, or its ListProblems
+// when it has one.
+func (s *Server) listDecoded(ctx context.Context, t *Type, snap *source.Snapshot, namespace string) (*listing, error) {
+	var problems []controller.Problem
+	rs, err := callController(ctx, s, func() ([]*controller.Resource, error) {
+		req := &controller.ListRequest{FS: snap.FS, Type: t.Type, Namespace: namespace}
+		if pl, ok := t.Controller.(controller.ProblemLister); ok {
+			rs, ps, err := pl.ListProblems(ctx, req)
+			problems = ps
+			return rs, err
+		}
+		return t.Controller.List(ctx, req)
+	})
+	if err != nil {
+		return nil, err
+	}
+	l := &listing{items: make([]*entry, 0, len(rs))}
+	for _, p := range problems {
+		l.addProblem(problemOf(p.Origin, p.Err))
+	}
+	for _, r := range rs {
+		if err := checkListedName(t, r.Metadata.Name); err != nil {
+			l.addProblem(problem{reason: err.Error()})
+			continue
+		}
+		ie, err := s.interner.entry(r)
+		if err != nil {
+			return nil, err
+		}
+		l.add(ie)
+	}
+	sort.Slice(l.items, func(i, j int) bool { return l.items[i].name < l.items[j].name })
+	return l, nil
+}
+
+// listKeyed lists through a KeyedLister, decoding only the resources whose
+// content the interner has not seen in this type and namespace.
+//
+// Only ListKeyed takes a controller call slot: the Decode functions it
+// returns run afterwards, on up to GOMAXPROCS goroutines per listing, and
+// are CPU work on files already found (the template controller's are; no
+// other controller is a KeyedLister).
+func (s *Server) listKeyed(ctx context.Context, kl controller.KeyedLister, t *Type, snap *source.Snapshot, namespace string) (*listing, error) {
+	found, err := callController(ctx, s, func() ([]controller.Listed, error) {
+		return kl.ListKeyed(ctx, &controller.ListRequest{FS: snap.FS, Type: t.Type, Namespace: namespace})
+	})
+	if err != nil {
+		return nil, err
+	}
+	type item struct {
+		ie     *entry
+		origin string
+	}
+	// First what the interner knows; then decode the rest, in parallel: a
+	// namespace seen for the first time may hold thousands of resources.
+	known := make([]*entry, len(found))
+	skipped := make([]bool, len(found))
+	var todo []int
+	for i, f := range found {
+		if f.Key != "" {
+			if known[i], skipped[i] = s.interner.byKey(keyedKey{typ: t, namespace: namespace, key: f.Key}); skipped[i] || known[i] != nil {
+				continue
+			}
+		}
+		todo = append(todo, i)
+	}
+	decoded := make([]*controller.Resource, len(found))
+	bad := make([]error, len(found)) // a problem of the file, which is left out
+	if err := parallel(ctx, len(todo), func(j int) error {
+		i := todo[j]
+		r, err := found[i].Decode()
+		if errors.Is(err, controller.ErrMalformed) {
+			bad[i] = err
+			return nil
+		}
+		decoded[i] = r
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	items := make([]item, 0, len(found))
+	var problems []problem
+	for i, f := range found {
+		ie := known[i]
+		if skipped[i] {
+			continue
+		}
+		if bad[i] != nil {
+			problems = append(problems, problemOf(f.Origin, bad[i]))
+			continue
+		}
+		if ie == nil {
+			if r := decoded[i]; r != nil {
+				// Interned by content too, so that a Get of the resource
+				// shares this entry.
+				var err error
+				if ie, err = s.interner.entry(r); err != nil {
+					if errors.Is(err, controller.ErrMalformed) {
+						problems = append(problems, problemOf(f.Origin, err))
+						continue
+					}
+					return nil, err
+				}
+			}
+			if f.Key != "" {
+				s.interner.remember(keyedKey{typ: t, namespace: namespace, key: f.Key}, ie)
+			}
+			if ie == nil {
+				continue
+			}
+		}
+		if err := checkListedName(t, ie.name); err != nil {
+			problems = append(problems, problem{path: f.Origin, reason: err.Error()})
+			continue
+		}
+		items = append(items, item{ie, f.Origin})
+	}
+	sort.SliceStable(items, func(i, j int) bool { return items[i].ie.name < items[j].ie.name })
+	l := &listing{items: make([]*entry, 0, len(items))}
+	// Files claiming one name are all left out: Get could read only one.
+	for i, it := range items {
+		var other string
+		if i > 0 && items[i-1].ie.name == it.ie.name {
+			other = items[i-1].origin
+		} else if i+1 < len(items) && items[i+1].ie.name == it.ie.name {
+			other = items[i+1].origin
+		}
+		if other != "" {
+			problems = append(problems, problem{path: it.origin,
+				reason: fmt.Sprintf("holds %s %q, which %s holds too", t.Kind, it.ie.name, other)})
+			continue
+		}
+		l.add(it.ie)
+	}
+	slices.SortStableFunc(problems, func(a, b problem) int { return strings.Compare(a.path, b.path) })
+	for _, p := range problems {
+		l.addProblem(p)
+	}
+	return l, nil
+}
+
+// parallel calls fn(0), ..., fn(n-1) on up to GOMAXPROCS goroutines and
+// returns the first error; all calls are done when it returns. A panic in
+// fn on a worker goroutine is returned as an error, since nothing could
+// recover it there.
+func parallel(ctx context.Context, n int, fn func(i int) error) error {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 {
+		for i := range n {
+			if err := fn(i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var (
+		next     atomic.Int64
+		firstErr error
+		once     sync.Once
+		wg       sync.WaitGroup
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := safeCall(fn, i); err != nil {
+					once.Do(func() { firstErr = err })
+					next.Store(int64(n)) // stop the others
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
+}
+
+// safeCall calls fn(i), turning a panic into an error.
+func safeCall(fn func(int) error, i int) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return fn(i)
+}
+
+func (l *listing) add(e *entry) {
+	l.items = append(l.items, e)
+	l.bytes += e.size()
+}
+
+func (l *listing) addProblem(p problem) {
+	l.problems = append(l.problems, p)
+	l.bytes += int64(len(p.path) + len(p.reason))
+}
