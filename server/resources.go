@@ -879,7 +879,9 @@ func (s *Server) del(ctx context.Context, req *cupv1alpha1.DeleteRequest) (*cupv
 
 // write runs one put or delete through the source. The precondition is
 // checked against the very commit the change is applied to.
-func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteResult, error) {
+func (s *Server) write(ctx context.Context, w *writeTarget) (result *cupv1alpha1.WriteResult, err error) {
+	obs := s.startWrite()
+	defer func() { obs.end(result, err) }()
 	msg := w.message
 	if msg == "" {
 		msg = fmt.Sprintf("%s %s %s/%s\n\n%s/%s %s", w.defaultVerb, w.t.Names.Kind, w.namespace, w.name,
@@ -914,6 +916,7 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 			Namespace: w.namespace, Name: w.name,
 		}},
 		Apply: func(ctx context.Context, base *source.Snapshot, fs source.Writer) error {
+			obs.beginChange()
 			cur, err := s.getEntry(ctx, w.t, base, w.namespace, w.name)
 			var unread *changeCounter // set when the write goes on without having read the resource
 			switch {

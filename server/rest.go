@@ -63,8 +63,8 @@ func (s *Server) routeREST(mux *http.ServeMux) {
 	mux.Handle("GET "+proposalPath, s.params(s.restGetProposal))
 	// Everything else under /apis answers in the REST form's JSON too,
 	// rather than with the mux's plain-text 404 or 405.
-	mux.HandleFunc("/apis", s.restNoRoute)
-	mux.HandleFunc("/apis/", s.restNoRoute)
+	mux.HandleFunc("/apis", s.observeREST(s.restNoRoute))
+	mux.HandleFunc("/apis/", s.observeREST(s.restNoRoute))
 }
 
 // params serves h for requests whose query parameters are among allowed,
@@ -73,7 +73,7 @@ func (s *Server) routeREST(mux *http.ServeMux) {
 // misspells would otherwise be ignored, and the request would do something
 // other than what they asked.
 func (s *Server) params(h http.HandlerFunc, allowed ...string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.observeREST(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.RawQuery == "" {
 			h(w, r)
 			return
@@ -114,6 +114,7 @@ func truncate(s string, n int) string {
 // proposal, and 404 otherwise, in the REST form's JSON either way.
 func (s *Server) restNoRoute(w http.ResponseWriter, r *http.Request) {
 	if allow := allowedMethods(r.URL.Path); allow != "" {
+		callOf(r.Context()).fail(connect.NewError(connect.CodeUnimplemented, errors.New("method not allowed")))
 		logFailure(r.Context(), s.cfg.logger, r.Method+" "+r.URL.Path, errors.New("method not allowed"))
 		b, _ := json.Marshal(struct {
 			Code    string `json:"code"`
@@ -523,6 +524,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	err = explainTimeout(r.Context(), err)
 	logFailure(r.Context(), s.cfg.logger, r.Method+" "+r.URL.Path, err)
 	ce := toConnect(err)
+	callOf(r.Context()).fail(ce)
 	b, _ := json.Marshal(struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`

@@ -27,6 +27,7 @@ import (
 	"connectrpc.com/connect"
 	"connectrpc.com/grpcreflect"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cup-dev/cup/controller"
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
@@ -85,6 +86,7 @@ type config struct {
 	maxCalls       int
 	maxQueued      int
 	metrics        prometheus.Registerer
+	tracerProvider trace.TracerProvider
 }
 
 // Option configures a Server.
@@ -113,6 +115,7 @@ type Server struct {
 	writes    writeSlots
 	bodies    *bodyBudget
 	calls     *callSlots
+	obs       *observer
 }
 
 // New returns a Server for src serving types. It fails when two types share a
@@ -170,6 +173,9 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 		s.types[k] = t
 	}
 	if s.defs, err = definitions(types); err != nil {
+		return nil, err
+	}
+	if s.obs, err = newObserver(&cfg, s.memo); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -322,8 +328,10 @@ func NewHTTPServer(addr string, h http.Handler, opts ...HTTPOption) *http.Server
 // logs every failed call once.
 func (s *Server) interceptor() connect.Interceptor {
 	return connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
-		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-			err := refuseUnknown(req.Any())
+		return func(ctx context.Context, req connect.AnyRequest) (_ connect.AnyResponse, err error) {
+			ctx, end := s.startCall(ctx, req.Spec().Procedure, connectForm(req.Peer().Protocol), req.Header())
+			defer func() { end(err) }()
+			err = refuseUnknown(req.Any())
 			if err == nil {
 				err = s.validate(req.Any())
 			}

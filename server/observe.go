@@ -1,0 +1,352 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
+	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
+)
+
+// The forms a call comes in, the form label of the call metrics.
+const (
+	formREST    = "rest"
+	formConnect = "connect"
+	formGRPC    = "grpc"
+	formGRPCWeb = "grpc-web"
+)
+
+// tracerName names the server's tracer (the instrumentation scope).
+const tracerName = "github.com/cup-dev/cup/server"
+
+// WithTracerProvider sets where the server's spans go: one span per call,
+// named after its procedure ("cup.v1alpha1.ResourceService/Get", for the
+// REST form too), a child of the caller's span when the request carries a
+// W3C traceparent header. Default: otel.GetTracerProvider(), which records
+// nothing until a program sets one.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) { c.tracerProvider = tp }
+}
+
+// observer holds the server's per-call metrics and its tracer.
+type observer struct {
+	tracer     trace.Tracer
+	propagator propagation.TextMapPropagator
+
+	started    *prometheus.CounterVec   // procedure, form
+	handled    *prometheus.CounterVec   // procedure, form, code
+	handling   *prometheus.HistogramVec // procedure, form
+	inFlight   prometheus.Gauge
+	writes     *prometheus.CounterVec // outcome
+	writeQueue prometheus.Histogram
+}
+
+// memoStats counts the memo's lookups, read by the metrics.
+type memoStats struct {
+	hits, misses atomic.Int64
+}
+
+func (m *memoStats) hit()  { m.hits.Add(1) }
+func (m *memoStats) miss() { m.misses.Add(1) }
+
+// newObserver makes the server's metrics, registered with cfg.metrics when
+// set, and its tracer. mem is the memo whose use the metrics report.
+//
+// The metrics follow grpc-prometheus's and controller-runtime's names:
+//
+//   - cup_server_started_total{procedure,form}: calls started;
+//   - cup_server_handled_total{procedure,form,code}: calls ended, by
+//     Connect code ("ok" for success);
+//   - cup_server_handling_seconds{procedure,form}: how long calls took;
+//   - cup_server_calls_in_flight: calls running;
+//   - cup_server_memo_hits_total, cup_server_memo_misses_total: reads the
+//     memo answered, or had to compute (a read waiting for another's
+//     computation of the same key is a hit);
+//   - cup_server_memo_bytes, cup_server_memo_budget_bytes: what the memo
+//     holds, and may hold (cupd --cache-bytes);
+//   - cup_server_writes_total{outcome}: puts and deletes by outcome
+//     (committed, unchanged, dry_run) or, when they failed, by Connect code;
+//   - cup_server_write_queue_seconds: how long a write waited before its
+//     change began (for a write slot, and for the source's lock on its
+//     target).
+//
+// procedure is the RPC a call is ("/cup.v1alpha1.ResourceService/Get");
+// the REST form's calls carry the RPC their route maps to, or the route's
+// pattern, never the request's path. form is rest, connect, grpc or
+// grpc-web.
+func newObserver(cfg *config, mem *memo) (*observer, error) {
+	tp := cfg.tracerProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	o := &observer{
+		tracer:     tp.Tracer(tracerName),
+		propagator: propagation.TraceContext{},
+		started: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cup_server_started_total",
+			Help: "Calls started, by procedure and form (rest, connect, grpc, grpc-web).",
+		}, []string{"procedure", "form"}),
+		handled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cup_server_handled_total",
+			Help: `Calls ended, by procedure, form and Connect code ("ok" for success).`,
+		}, []string{"procedure", "form", "code"}),
+		handling: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "cup_server_handling_seconds",
+			Help:    "Time calls took, from their decoded request to their answer, by procedure and form.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"procedure", "form"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "cup_server_calls_in_flight",
+			Help: "Calls running now.",
+		}),
+		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cup_server_writes_total",
+			Help: "Puts and deletes, by outcome (committed, unchanged, dry_run), or by Connect code when they failed.",
+		}, []string{"outcome"}),
+		writeQueue: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "cup_server_write_queue_seconds",
+			Help:    "Time a write waited before its change began: for a write slot and for the source's lock on its target.",
+			Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1, 5, 10, 30},
+		}),
+	}
+	reg := cfg.metrics
+	if reg == nil {
+		return o, nil
+	}
+	collectors := []prometheus.Collector{
+		o.started, o.handled, o.handling, o.inFlight, o.writes, o.writeQueue,
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "cup_server_memo_hits_total",
+			Help: "Reads the memo answered (waits for another call's computation of the same read included).",
+		}, func() float64 { return float64(mem.stats.hits.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "cup_server_memo_misses_total",
+			Help: "Reads the memo did not hold, computed by a controller call.",
+		}, func() float64 { return float64(mem.stats.misses.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "cup_server_memo_bytes",
+			Help: "Bytes the memo holds, roughly (keys and values).",
+		}, func() float64 { return float64(mem.usedBytes()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "cup_server_memo_budget_bytes",
+			Help: "Bytes the memo may hold (cupd --cache-bytes).",
+		}, func() float64 { return float64(mem.budget) }),
+	}
+	for _, c := range collectors {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("server: metrics: %w", err)
+		}
+	}
+	return o, nil
+}
+
+// usedBytes is what m holds, roughly, in bytes.
+func (m *memo) usedBytes() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.used
+}
+
+// call is one observed call, found in its context by callOf.
+type call struct {
+	o         *observer
+	procedure string
+	form      string
+	start     time.Time
+	span      trace.Span
+	// failed is the error a handler answered with, when it answered one
+	// itself (the REST form's writeError) rather than returning it.
+	failed error
+}
+
+type callKey struct{}
+
+// callOf returns the call ctx belongs to, or nil.
+func callOf(ctx context.Context) *call {
+	c, _ := ctx.Value(callKey{}).(*call)
+	return c
+}
+
+// fail records err as the answer of the call c; c may be nil.
+func (c *call) fail(err error) {
+	if c != nil && c.failed == nil {
+		c.failed = err
+	}
+}
+
+// startCall starts observing one call of procedure in form: it counts it
+// and starts its span, a child of the span h's traceparent names. The
+// returned context carries both; end ends the call with its error (nil for
+// success, or the error recorded with fail when err is nil).
+func (s *Server) startCall(ctx context.Context, procedure, form string, h http.Header) (context.Context, func(err error)) {
+	o := s.obs
+	if h != nil {
+		ctx = o.propagator.Extract(ctx, propagation.HeaderCarrier(h))
+	}
+	service, method := splitProcedure(procedure)
+	ctx, span := o.tracer.Start(ctx, strings.TrimPrefix(procedure, "/"),
+		trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(
+			attribute.String("rpc.system", rpcSystem(form)),
+			attribute.String("rpc.service", service),
+			attribute.String("rpc.method", method),
+			attribute.String("cup.form", form),
+		))
+	c := &call{o: o, procedure: procedure, form: form, start: time.Now(), span: span}
+	o.started.WithLabelValues(procedure, form).Inc()
+	o.inFlight.Inc()
+	return context.WithValue(ctx, callKey{}, c), c.end
+}
+
+// end ends the call c with err.
+func (c *call) end(err error) {
+	if err == nil {
+		err = c.failed
+	}
+	code := "ok"
+	if err != nil {
+		cc := connect.CodeOf(err)
+		code = cc.String()
+		c.span.SetAttributes(attribute.String("rpc.connect_rpc.error_code", code))
+		if serverFault(cc) {
+			c.span.SetStatus(codes.Error, cc.String())
+		}
+	}
+	d := time.Since(c.start)
+	c.o.inFlight.Dec()
+	c.o.handled.WithLabelValues(c.procedure, c.form, code).Inc()
+	c.o.handling.WithLabelValues(c.procedure, c.form).Observe(d.Seconds())
+	c.span.End()
+}
+
+// serverFault reports whether code is the server's fault rather than the
+// caller's, as OpenTelemetry's RPC conventions mark a server span's error.
+func serverFault(code connect.Code) bool {
+	switch code {
+	case connect.CodeUnknown, connect.CodeDeadlineExceeded, connect.CodeUnimplemented,
+		connect.CodeInternal, connect.CodeUnavailable, connect.CodeDataLoss:
+		return true
+	}
+	return false
+}
+
+// splitProcedure splits "/pkg.Service/Method" into its service and method;
+// a REST pattern without an RPC is its own service.
+func splitProcedure(p string) (service, method string) {
+	p = strings.TrimPrefix(p, "/")
+	if i := strings.LastIndexByte(p, '/'); i >= 0 && !strings.Contains(p, " ") {
+		return p[:i], p[i+1:]
+	}
+	return p, ""
+}
+
+func rpcSystem(form string) string {
+	switch form {
+	case formGRPC, formGRPCWeb:
+		return "grpc"
+	case formREST:
+		return "http"
+	}
+	return "connect_rpc"
+}
+
+// connectForm is the form label of a Connect handler's protocol.
+func connectForm(protocol string) string {
+	switch protocol {
+	case connect.ProtocolGRPC:
+		return formGRPC
+	case connect.ProtocolGRPCWeb:
+		return formGRPCWeb
+	}
+	return formConnect
+}
+
+// restProcedures maps the REST form's route patterns to the RPCs they
+// serve, the procedure label of their calls.
+var restProcedures = map[string]string{
+	"GET /apis":             cupv1alpha1connect.DiscoveryServiceListDefinitionsProcedure,
+	"GET /apis/{$}":         cupv1alpha1connect.DiscoveryServiceListDefinitionsProcedure,
+	"GET " + collectionPath: cupv1alpha1connect.ResourceServiceListProcedure,
+	"GET " + itemPath:       cupv1alpha1connect.ResourceServiceGetProcedure,
+	"PUT " + itemPath:       cupv1alpha1connect.ResourceServicePutProcedure,
+	"DELETE " + itemPath:    cupv1alpha1connect.ResourceServiceDeleteProcedure,
+	"GET " + proposalsPath:  cupv1alpha1connect.ProposalServiceListProposalsProcedure,
+	"GET " + proposalPath:   cupv1alpha1connect.ProposalServiceGetProposalProcedure,
+}
+
+// observeREST serves h, a route of the REST form, as one observed call,
+// labelled with the RPC its route maps to (see restProcedures) or else its
+// pattern: never the request's path, which would make a label value per
+// resource. A handler that answers an error records it with writeError;
+// one that panics ends the call as Internal.
+func (s *Server) observeREST(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		procedure, ok := restProcedures[r.Pattern]
+		if !ok {
+			procedure = r.Pattern
+		}
+		ctx, end := s.startCall(r.Context(), procedure, formREST, r.Header)
+		if span := trace.SpanFromContext(ctx); span.IsRecording() {
+			span.SetAttributes(attribute.String("http.request.method", r.Method), attribute.String("http.route", r.Pattern))
+		}
+		var err error = errPanicked
+		defer func() { end(err) }()
+		h(w, r.WithContext(ctx))
+		err = nil
+	}
+}
+
+// errPanicked ends a call whose handler panicked.
+var errPanicked = connect.NewError(connect.CodeInternal, errors.New("the handler panicked"))
+
+// write is one observed put or delete.
+type write struct {
+	o     *observer
+	start time.Time
+	began atomic.Bool
+}
+
+// startWrite starts observing a put or delete: call began when its change
+// begins, and end with its result.
+func (s *Server) startWrite() *write {
+	return &write{o: s.obs, start: time.Now()}
+}
+
+// beginChange records the wait of the write until its change began, once.
+func (w *write) beginChange() {
+	if w.began.CompareAndSwap(false, true) {
+		w.o.writeQueue.Observe(time.Since(w.start).Seconds())
+	}
+}
+
+// end counts the write by its outcome.
+func (w *write) end(res *cupv1alpha1.WriteResult, err error) {
+	outcome := "unknown"
+	switch {
+	case err != nil:
+		outcome = connect.CodeOf(toConnect(err)).String()
+	case res != nil:
+		switch res.Outcome {
+		case cupv1alpha1.WriteOutcome_WRITE_OUTCOME_COMMITTED:
+			outcome = "committed"
+		case cupv1alpha1.WriteOutcome_WRITE_OUTCOME_UNCHANGED:
+			outcome = "unchanged"
+		case cupv1alpha1.WriteOutcome_WRITE_OUTCOME_DRY_RUN:
+			outcome = "dry_run"
+		}
+	}
+	w.o.writes.WithLabelValues(outcome).Inc()
+}
