@@ -372,6 +372,11 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 		return err
 	}
 	slog.SetDefault(logger)
+	shutdownTracing, err := startTracing(ctx, logger)
+	if err != nil {
+		return err
+	}
+	defer stopTracing(shutdownTracing, logger)
 
 	token := f.gitToken
 	if f.gitTokenFile != "" {

@@ -234,7 +234,7 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		if budget == 0 {
 			budget = DefaultWASMMemoryBytes
 		}
-		ropts := []wasm.RuntimeOption{wasm.WithLogger(opts.Logger), wasm.WithMemoryBudget(budget)}
+		ropts := []wasm.RuntimeOption{wasm.WithLogger(opts.Logger), wasm.WithMemoryBudget(budget), wasm.WithMetrics(reg)}
 		if opts.WASMCacheDir != "" {
 			ropts = append(ropts, wasm.WithCacheDir(opts.WASMCacheDir))
 		}
