@@ -66,8 +66,7 @@ type HTTPOptions struct {
 	Metrics *Metrics
 	// TracerProvider receives a client span per call, "scm GET" and so on,
 	// retries and rate-limit waits included, which are span events. Nil
-	// uses otel.GetTracerProvider(), which records nothing until a program
-	// sets one.
+	// records none.
 	TracerProvider trace.TracerProvider
 }
 

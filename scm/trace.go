@@ -5,10 +5,10 @@ import (
 	"net/http"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // tracerName names the package's tracer (the instrumentation scope).
@@ -22,7 +22,7 @@ const tracerName = "github.com/cup-dev/cup/scm"
 func (t *transport) startSpan(r *http.Request) (context.Context, trace.Span) {
 	tp := t.opts.TracerProvider
 	if tp == nil {
-		tp = otel.GetTracerProvider()
+		tp = noop.NewTracerProvider()
 	}
 	attrs := []attribute.KeyValue{
 		attribute.String("http.request.method", r.Method),

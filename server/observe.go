@@ -6,16 +6,17 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
@@ -35,15 +36,14 @@ const tracerName = "github.com/cup-dev/cup/server"
 // WithTracerProvider sets where the server's spans go: one span per call,
 // named after its procedure ("cup.v1alpha1.ResourceService/Get", for the
 // REST form too), a child of the caller's span when the request carries a
-// W3C traceparent header. Default: otel.GetTracerProvider(), which records
-// nothing until a program sets one.
+// W3C traceparent header. Default, and a nil tp: no spans, at no cost.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(c *config) { c.tracerProvider = tp }
 }
 
 // observer holds the server's per-call metrics and its tracer.
 type observer struct {
-	tracer     trace.Tracer
+	tracer     trace.Tracer // nil: no spans
 	propagator propagation.TextMapPropagator
 
 	started    *prometheus.CounterVec   // procedure, form
@@ -52,6 +52,8 @@ type observer struct {
 	inFlight   prometheus.Gauge
 	writes     *prometheus.CounterVec // outcome
 	writeQueue prometheus.Histogram
+	mu         sync.RWMutex
+	series     map[seriesKey]*callSeries
 }
 
 // memoStats counts the memo's lookups, read by the metrics.
@@ -88,12 +90,8 @@ func (m *memoStats) miss() { m.misses.Add(1) }
 // pattern, never the request's path. form is rest, connect, grpc or
 // grpc-web.
 func newObserver(cfg *config, mem *memo) (*observer, error) {
-	tp := cfg.tracerProvider
-	if tp == nil {
-		tp = otel.GetTracerProvider()
-	}
 	o := &observer{
-		tracer:     tp.Tracer(tracerName),
+		series:     make(map[seriesKey]*callSeries),
 		propagator: propagation.TraceContext{},
 		started: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cup_server_started_total",
@@ -121,6 +119,9 @@ func newObserver(cfg *config, mem *memo) (*observer, error) {
 			Help:    "Time a write waited before its change began: for a write slot and for the source's lock on its target.",
 			Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1, 5, 10, 30},
 		}),
+	}
+	if tp := cfg.tracerProvider; tp != nil {
+		o.tracer = tp.Tracer(tracerName)
 	}
 	reg := cfg.metrics
 	if reg == nil {
@@ -162,11 +163,10 @@ func (m *memo) usedBytes() int64 {
 
 // call is one observed call, found in its context by callOf.
 type call struct {
-	o         *observer
-	procedure string
-	form      string
-	start     time.Time
-	span      trace.Span
+	o      *observer
+	series *callSeries
+	start  time.Time
+	span   trace.Span
 	// failed is the error a handler answered with, when it answered one
 	// itself (the REST form's writeError) rather than returning it.
 	failed error
@@ -193,22 +193,82 @@ func (c *call) fail(err error) {
 // success, or the error recorded with fail when err is nil).
 func (s *Server) startCall(ctx context.Context, procedure, form string, h http.Header) (context.Context, func(err error)) {
 	o := s.obs
-	if h != nil {
-		ctx = o.propagator.Extract(ctx, propagation.HeaderCarrier(h))
+	var span trace.Span = noop.Span{}
+	if o.tracer != nil {
+		if h != nil {
+			ctx = o.propagator.Extract(ctx, propagation.HeaderCarrier(h))
+		}
+		ctx, span = o.tracer.Start(ctx, strings.TrimPrefix(procedure, "/"), trace.WithSpanKind(trace.SpanKindServer))
 	}
-	service, method := splitProcedure(procedure)
-	ctx, span := o.tracer.Start(ctx, strings.TrimPrefix(procedure, "/"),
-		trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(
+	if span.IsRecording() {
+		service, method := splitProcedure(procedure)
+		span.SetAttributes(
 			attribute.String("rpc.system", rpcSystem(form)),
 			attribute.String("rpc.service", service),
 			attribute.String("rpc.method", method),
 			attribute.String("cup.form", form),
-		))
-	c := &call{o: o, procedure: procedure, form: form, start: time.Now(), span: span}
-	o.started.WithLabelValues(procedure, form).Inc()
+		)
+	}
+	c := &call{o: o, series: o.seriesOf(procedure, form), start: time.Now(), span: span}
+	c.series.started.Inc()
 	o.inFlight.Inc()
 	return context.WithValue(ctx, callKey{}, c), c.end
+}
+
+// callSeries are the series of one procedure in one form.
+type callSeries struct {
+	procedure, form string
+	started         prometheus.Counter
+	handling        prometheus.Observer
+	// handled holds the counter of each code, "ok" at 0 (no Connect code
+	// is 0), made on first use.
+	handled [maxCode + 1]atomic.Pointer[prometheus.Counter]
+}
+
+// maxCode is the largest Connect code.
+const maxCode = connect.CodeUnauthenticated
+
+type seriesKey struct{ procedure, form string }
+
+// seriesOf returns the series of procedure in form, made on first use, so
+// that a call finds its series without the vectors' hashing.
+func (o *observer) seriesOf(procedure, form string) *callSeries {
+	k := seriesKey{procedure, form}
+	o.mu.RLock()
+	cs := o.series[k]
+	o.mu.RUnlock()
+	if cs != nil {
+		return cs
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if cs = o.series[k]; cs == nil {
+		cs = &callSeries{
+			procedure: procedure, form: form,
+			started:  o.started.WithLabelValues(procedure, form),
+			handling: o.handling.WithLabelValues(procedure, form),
+		}
+		o.series[k] = cs
+	}
+	return cs
+}
+
+// handledWith returns the counter of calls ended with code, 0 for
+// success.
+func (cs *callSeries) handledWith(o *observer, code connect.Code) prometheus.Counter {
+	if code > maxCode {
+		code = connect.CodeUnknown
+	}
+	if c := cs.handled[code].Load(); c != nil {
+		return *c
+	}
+	label := "ok"
+	if code != 0 {
+		label = code.String()
+	}
+	c := o.handled.WithLabelValues(cs.procedure, cs.form, label)
+	cs.handled[code].Store(&c)
+	return c
 }
 
 // end ends the call c with err.
@@ -216,19 +276,18 @@ func (c *call) end(err error) {
 	if err == nil {
 		err = c.failed
 	}
-	code := "ok"
+	var code connect.Code // 0: success
 	if err != nil {
-		cc := connect.CodeOf(err)
-		code = cc.String()
-		c.span.SetAttributes(attribute.String("rpc.connect_rpc.error_code", code))
-		if serverFault(cc) {
-			c.span.SetStatus(codes.Error, cc.String())
+		code = connect.CodeOf(err)
+		c.span.SetAttributes(attribute.String("rpc.connect_rpc.error_code", code.String()))
+		if serverFault(code) {
+			c.span.SetStatus(codes.Error, code.String())
 		}
 	}
 	d := time.Since(c.start)
 	c.o.inFlight.Dec()
-	c.o.handled.WithLabelValues(c.procedure, c.form, code).Inc()
-	c.o.handling.WithLabelValues(c.procedure, c.form).Observe(d.Seconds())
+	c.series.handledWith(c.o, code).Inc()
+	c.series.handling.Observe(d.Seconds())
 	c.span.End()
 }
 

@@ -372,7 +372,7 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 		return err
 	}
 	slog.SetDefault(logger)
-	shutdownTracing, err := startTracing(ctx, logger)
+	tracerProvider, shutdownTracing, err := startTracing(ctx, logger)
 	if err != nil {
 		return err
 	}
@@ -437,6 +437,7 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 			ClientCertificates: f.tlsClientCAFile != "", ReloadInterval: f.reloadInterval,
 		},
 		WASMCacheDir:         f.wasmCacheDir,
+		TracerProvider:       tracerProvider,
 		SigningKeyFile:       f.signingKeyFile,
 		SigningKeyPassphrase: f.signingPassphrase,
 		Remote: app.Remote{

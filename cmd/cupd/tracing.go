@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // startTracing sets up OpenTelemetry tracing as the standard OTEL_*
@@ -33,26 +34,26 @@ import (
 // say otherwise. Calls carrying a W3C traceparent continue the caller's
 // trace.
 //
-// When tracing is on, startTracing sets the global tracer provider and
-// propagator, which the server, the WASM controllers and the SCM clients
-// use.
-func startTracing(ctx context.Context, logger *slog.Logger) (shutdown func(context.Context) error, err error) {
+// When tracing is on, startTracing returns the tracer provider for the
+// server, the WASM controllers and the SCM clients, and sets it and the
+// W3C propagators as the global ones too; when off, tp is nil.
+func startTracing(ctx context.Context, logger *slog.Logger) (tp trace.TracerProvider, shutdown func(context.Context) error, err error) {
 	off := func(context.Context) error { return nil }
 	if on, err := tracingWanted(os.Getenv); err != nil || !on {
-		return off, err
+		return nil, off, err
 	}
 	exp, err := otlptracehttp.New(ctx)
 	if err != nil {
-		return off, fmt.Errorf("OTEL_*: the OTLP trace exporter: %w", err)
+		return nil, off, fmt.Errorf("OTEL_*: the OTLP trace exporter: %w", err)
 	}
 	res, err := resource.New(ctx,
 		resource.WithAttributes(attribute.String("service.name", "cupd")),
 		resource.WithFromEnv(), resource.WithTelemetrySDK(), resource.WithHost(), resource.WithProcessPID())
 	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
-		return off, errors.Join(fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %w", err), exp.Shutdown(ctx))
+		return nil, off, errors.Join(fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %w", err), exp.Shutdown(ctx))
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	otel.SetTracerProvider(tp)
+	sdk := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	otel.SetTracerProvider(sdk)
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		logger.Warn("exporting traces", "error", err)
@@ -63,7 +64,7 @@ func startTracing(ctx context.Context, logger *slog.Logger) (shutdown func(conte
 		endpoint = u.Redacted()
 	}
 	logger.Info("exporting traces over OTLP/HTTP", "endpoint", endpoint)
-	return tp.Shutdown, nil
+	return sdk, sdk.Shutdown, nil
 }
 
 // tracingFlushTimeout bounds the wait for the last spans at shutdown.

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/cup-dev/cup/controller"
 )
@@ -35,9 +35,7 @@ func WithMetrics(reg prometheus.Registerer) RuntimeOption {
 // WithTracerProvider sets where the Runtime's Controllers send their
 // spans: one per module run, named "controller " and the verb
 // ("controller get"), with the controller's name, the kind, the verb and
-// the outcome as attributes. The default, and a nil tp, is
-// otel.GetTracerProvider(), which records nothing until a program sets
-// one.
+// the outcome as attributes. The default, and a nil tp: no spans.
 func WithTracerProvider(tp trace.TracerProvider) RuntimeOption {
 	return func(c *runtimeConfig) { c.tracerProvider = tp }
 }
@@ -57,7 +55,7 @@ type observer struct {
 func newObserver(cfg *runtimeConfig) (*observer, error) {
 	tp := cfg.tracerProvider
 	if tp == nil {
-		tp = otel.GetTracerProvider()
+		tp = noop.NewTracerProvider()
 	}
 	o := &observer{
 		tracer: tp.Tracer(tracerName),
