@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
+	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
 	"github.com/cup-dev/cup/server"
 )
 
@@ -254,5 +255,44 @@ func TestMemoAndWritesAreCounted(t *testing.T) {
 	}
 	if got := series(t, f.reg, "cup_server_write_queue_seconds", nil); got != 2 {
 		t.Errorf("write queue waits observed %v, want 2", got)
+	}
+}
+
+func TestCallsAreLabelledWithTheirForm(t *testing.T) {
+	t.Parallel()
+	f, exp := newObservedFixture(t)
+	ts := httptest.NewUnstartedServer(f.handler)
+	ts.EnableHTTP2 = true
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	forms := []struct {
+		form string
+		opts []connect.ClientOption
+	}{
+		{"connect", nil},
+		{"grpc", []connect.ClientOption{connect.WithGRPC()}},
+		{"grpc-web", []connect.ClientOption{connect.WithGRPCWeb()}},
+	}
+	for _, tt := range forms {
+		c := cupv1alpha1connect.NewResourceServiceClient(ts.Client(), ts.URL, tt.opts...)
+		if _, err := c.List(t.Context(), connect.NewRequest(&cupv1alpha1.ListRequest{
+			Group: "test.cup.dev", Version: "v1", Plural: "widgets", Namespace: "default",
+		})); err != nil {
+			t.Fatalf("%s: %v", tt.form, err)
+		}
+		labels := map[string]string{"procedure": "/cup.v1alpha1.ResourceService/List", "form": tt.form, "code": "ok"}
+		if got := series(t, f.reg, "cup_server_handled_total", labels); got != 1 {
+			t.Errorf("cup_server_handled_total%v = %v, want 1", labels, got)
+		}
+	}
+	spans := exp.GetSpans().Snapshots()
+	if len(spans) != len(forms) {
+		t.Fatalf("%d spans, want %d", len(spans), len(forms))
+	}
+	for i, s := range spans {
+		want := map[string]string{"connect": "connect_rpc", "grpc": "grpc", "grpc-web": "grpc"}[forms[i].form]
+		if a := attrs(s); a["cup.form"] != forms[i].form || a["rpc.system"] != want || a["rpc.service"] != "cup.v1alpha1.ResourceService" || a["rpc.method"] != "List" {
+			t.Errorf("span %d attributes %v, want form %s, system %s, service and method", i, a, forms[i].form, want)
+		}
 	}
 }
