@@ -368,6 +368,25 @@ func (s *Server) observeREST(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// slotWait starts timing a call's wait for a controller slot; the
+// function it returns records the wait on the call's span as the event
+// "controller slot", with the error that ended it when it failed. Without
+// a recording span it does nothing.
+func slotWait(ctx context.Context) func(err error) {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return func(error) {}
+	}
+	start := time.Now()
+	return func(err error) {
+		attrs := []attribute.KeyValue{attribute.Float64("cup.wait_seconds", time.Since(start).Seconds())}
+		if err != nil {
+			attrs = append(attrs, attribute.String("error", err.Error()))
+		}
+		span.AddEvent("controller slot", trace.WithAttributes(attrs...))
+	}
+}
+
 // errPanicked ends a call whose handler panicked.
 var errPanicked = connect.NewError(connect.CodeInternal, errors.New("the handler panicked"))
 

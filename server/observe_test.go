@@ -225,6 +225,9 @@ func TestCallSpanContinuesTheCallersTrace(t *testing.T) {
 	if a := attrs(s); a["http.route"] != "GET /apis/{group}/{version}/namespaces/{namespace}/{plural}" || a["http.request.method"] != "GET" {
 		t.Errorf("attributes %v lack the route and method", a)
 	}
+	if ev := s.Events(); len(ev) != 1 || ev[0].Name != "controller slot" {
+		t.Errorf("events %v, want the wait for a controller slot", ev)
+	}
 }
 
 func TestMemoAndWritesAreCounted(t *testing.T) {
