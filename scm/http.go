@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // TokenSource gives the token to authenticate a call with. It is called
@@ -63,6 +65,10 @@ type HTTPOptions struct {
 	// Metrics exports the calls and the rate-limit budget. Nil exports
 	// nothing.
 	Metrics *Metrics
+	// TracerProvider receives a client span per call, "scm GET" and so on,
+	// retries and rate-limit waits included, which are span events. Nil
+	// records none.
+	TracerProvider trace.TracerProvider
 }
 
 // DefaultTimeout is the default of HTTPOptions.Timeout (and so of cupd
@@ -133,8 +139,9 @@ type transport struct {
 	budgets *budgets
 }
 
-func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
-	ctx := r.Context()
+func (t *transport) RoundTrip(r *http.Request) (res *http.Response, err error) {
+	ctx, span := t.startSpan(r)
+	defer func() { endSpan(span, res, err) }()
 	if d := t.budgets.pause(r.URL, time.Now()); d > 0 && t.canWait(ctx, d) {
 		t.waiting(ctx, r, nil, d, 0, "the rate-limit budget is spent")
 		if err := sleep(ctx, d); err != nil {
@@ -233,6 +240,7 @@ func (t *transport) canWait(ctx context.Context, d time.Duration) bool {
 // waiting logs and counts a rate-limit wait.
 func (t *transport) waiting(ctx context.Context, r *http.Request, res *http.Response, d time.Duration, retry int, reason string) {
 	t.opts.Metrics.waited()
+	spanWait(ctx, reason, d)
 	attrs := append(requestAttrs(r, res), slog.String("reason", reason), slog.Duration("wait", d))
 	if retry > 0 {
 		attrs = append(attrs, slog.Int("retry", retry))

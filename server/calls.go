@@ -165,7 +165,9 @@ func (cs *callSlots) reject(ctx context.Context) error {
 
 // callController runs fn, a call of a controller, in a slot of s.calls.
 func callController[T any](ctx context.Context, s *Server, fn func() (T, error)) (T, error) {
+	waited := slotWait(ctx)
 	release, err := s.calls.acquire(ctx)
+	waited(err)
 	if err != nil {
 		var zero T
 		return zero, err

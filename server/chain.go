@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // The chain every call of the API goes through, whatever its form, in
@@ -134,6 +136,8 @@ type call struct {
 	err error
 	// write is set by the core for a put or delete.
 	write *writeRecord
+	// obs is the call's metrics and span (observe.go).
+	obs *observed
 }
 
 // writeRecord is what the log tells of a write.
@@ -161,13 +165,14 @@ func callFrom(ctx context.Context) *call {
 //
 // The call is the one withRequestID put in ctx, when it did (it always
 // does in Handler); ctx is returned as it is then.
-func (s *Server) startCall(ctx context.Context, procedure, form string) (context.Context, *call) {
+func (s *Server) startCall(ctx context.Context, procedure, form string, h http.Header) (context.Context, *call) {
 	c, _ := ctx.Value(callKey{}).(*call)
 	if c == nil || c.procedure != "" {
 		c = &call{id: requestID(ctx)}
 		ctx = context.WithValue(ctx, callKey{}, c)
 	}
 	c.procedure, c.form, c.start = procedure, form, time.Now()
+	ctx, c.obs = s.observeCall(ctx, procedure, form, h)
 	return ctx, c
 }
 
@@ -184,6 +189,10 @@ func (s *Server) finish(ctx context.Context, c *call, err error) *connect.Error 
 		code = ce.Code()
 	}
 	s.logCall(ctx, c, err, code)
+	if c.obs != nil {
+		c.obs.end(code)
+		c.obs = nil
+	}
 	return ce
 }
 
@@ -273,7 +282,7 @@ func recordWrite(ctx context.Context, w *writeTarget) *writeRecord {
 func (s *Server) interceptor() connect.Interceptor {
 	return connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
 		return func(ctx context.Context, req connect.AnyRequest) (res connect.AnyResponse, err error) {
-			ctx, c := s.startCall(ctx, req.Spec().Procedure, connectForm(req.Peer().Protocol))
+			ctx, c := s.startCall(ctx, req.Spec().Procedure, connectForm(req.Peer().Protocol), req.Header())
 			defer func() {
 				if p := recover(); p != nil {
 					// Connect's recovery answers; the chain logs it.
@@ -301,7 +310,10 @@ func (s *Server) interceptor() connect.Interceptor {
 // answered (writeError), or a panic of h.
 func (s *Server) restCall(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, c := s.startCall(r.Context(), r.Pattern, formREST)
+		ctx, c := s.startCall(r.Context(), restProcedure(r.Pattern), formREST, r.Header)
+		if span := trace.SpanFromContext(ctx); span.IsRecording() {
+			span.SetAttributes(attribute.String("http.request.method", r.Method), attribute.String("http.route", r.Pattern))
+		}
 		if ctx != r.Context() {
 			r = r.WithContext(ctx)
 		}

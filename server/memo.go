@@ -28,6 +28,7 @@ type memo struct {
 	// inflight holds the computations under way, so that concurrent misses
 	// of one key compute it once.
 	inflight map[memoKey]*memoCall
+	stats    memoStats // read by the metrics (observe.go)
 }
 
 // memoCall is one computation of a memoised value, which concurrent
@@ -87,10 +88,12 @@ func (m *memo) do(ctx context.Context, k memoKey, fn func() (any, int64, error))
 		if el, ok := m.items[k]; ok {
 			m.ll.MoveToFront(el)
 			m.mu.Unlock()
+			m.stats.hit()
 			return el.Value.(*memoItem).val, nil
 		}
 		if c, ok := m.inflight[k]; ok {
 			m.mu.Unlock()
+			m.stats.hit()
 			select {
 			case <-c.done:
 			case <-ctx.Done():
@@ -105,6 +108,7 @@ func (m *memo) do(ctx context.Context, k memoKey, fn func() (any, int64, error))
 		c := &memoCall{done: make(chan struct{})}
 		m.inflight[k] = c
 		m.mu.Unlock()
+		m.stats.miss()
 		return m.compute(k, c, fn)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"connectrpc.com/grpchealth"
 	"connectrpc.com/grpcreflect"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cup-dev/cup/auth"
 	"github.com/cup-dev/cup/controller"
@@ -73,6 +74,7 @@ type config struct {
 	maxCalls       int
 	maxQueued      int
 	metrics        prometheus.Registerer
+	tracerProvider trace.TracerProvider
 	surface        surfaceConfig
 }
 
@@ -109,6 +111,7 @@ type Server struct {
 	writes    writeSlots
 	bodies    *bodyBudget
 	calls     *callSlots
+	obs       *observer
 }
 
 // New returns a Server for src serving types. It fails when two types share a
@@ -177,6 +180,9 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 		s.types[k] = t
 	}
 	if s.defs, err = definitions(types); err != nil {
+		return nil, err
+	}
+	if s.obs, err = newObserver(&cfg, s.memo); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -70,7 +70,9 @@ func (w *writeTarget) fingerprint() (string, error) {
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
-func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteResult, error) {
+func (s *Server) write(ctx context.Context, w *writeTarget) (result *cupv1alpha1.WriteResult, err error) {
+	obs := s.startWrite()
+	defer func() { obs.end(result, err) }()
 	rec := recordWrite(ctx, w)
 	if rec == nil {
 		rec = new(writeRecord)
@@ -109,6 +111,7 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteR
 			Namespace: w.namespace, Name: w.name,
 		}},
 		Apply: func(ctx context.Context, base *source.Snapshot, fs source.Writer) error {
+			obs.beginChange()
 			cur, err := s.getEntry(ctx, w.t, base, w.namespace, w.name)
 			var unread *changeCounter // set when the write goes on without having read the resource
 			switch {

@@ -27,10 +27,10 @@ import (
 	"github.com/cup-dev/cup/internal/app"
 	"github.com/cup-dev/cup/internal/auth/certs"
 	"github.com/cup-dev/cup/internal/auth/oidc"
+	"github.com/cup-dev/cup/internal/buildinfo"
 	"github.com/cup-dev/cup/internal/proposals"
 	"github.com/cup-dev/cup/internal/registry"
 	"github.com/cup-dev/cup/scm"
-	"github.com/cup-dev/cup/internal/buildinfo"
 	"github.com/cup-dev/cup/server"
 	"github.com/cup-dev/cup/source"
 	gitsource "github.com/cup-dev/cup/source/git"
@@ -378,6 +378,11 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 		return err
 	}
 	slog.SetDefault(logger)
+	tracerProvider, shutdownTracing, err := startTracing(ctx, logger)
+	if err != nil {
+		return err
+	}
+	defer stopTracing(shutdownTracing, logger)
 
 	token := f.gitToken
 	if f.gitTokenFile != "" {
@@ -470,6 +475,7 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 			ClientCertificates: f.tlsClientCAFile != "", ReloadInterval: f.reloadInterval,
 		},
 		WASMCacheDir:         f.wasmCacheDir,
+		TracerProvider:       tracerProvider,
 		SigningKeyFile:       f.signingKeyFile,
 		SigningKeyPassphrase: f.signingPassphrase,
 		Remote: app.Remote{

@@ -67,7 +67,9 @@ type result struct {
 //
 // With a memory budget, the call first waits for room for its memory limit,
 // until ctx ends; the module's timeout starts once it has room.
-func (c *Controller) run(ctx context.Context, cl *call) (*result, error) {
+func (c *Controller) run(ctx context.Context, cl *call) (res *result, err error) {
+	ctx, end := c.startRun(ctx, cl)
+	defer func() { end(runOutcome(res, err), exitCode(res), err) }()
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", cl.op, err)
 	}
@@ -107,12 +109,14 @@ func (c *Controller) run(ctx context.Context, cl *call) (*result, error) {
 	var clk clock
 	cfg = cfg.WithWalltime(clk.walltime, 1).WithNanotime(clk.nanotime, 1).WithNanosleep(clk.sleep)
 
+	c.obs.alive.Inc()
 	mod, err := c.runtime.InstantiateModule(ctx, c.compiled, cfg)
 	if mod != nil {
 		_ = mod.Close(context.WithoutCancel(ctx))
 	}
+	c.obs.alive.Dec()
 	mem.release()
-	res := &result{stdout: stdout.buf.Bytes(), stderr: stderr.buf.Bytes()}
+	res = &result{stdout: stdout.buf.Bytes(), stderr: stderr.buf.Bytes()}
 	for _, b := range []struct {
 		name string
 		buf  *cappedBuffer

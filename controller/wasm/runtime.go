@@ -8,16 +8,20 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/semaphore"
 )
 
 // runtimeConfig holds what RuntimeOptions set.
 type runtimeConfig struct {
-	cacheDir     string
-	logger       *slog.Logger
-	memoryBudget int64
+	cacheDir       string
+	logger         *slog.Logger
+	memoryBudget   int64
+	metrics        prometheus.Registerer
+	tracerProvider trace.TracerProvider
 }
 
 // RuntimeOption configures a Runtime built by [NewRuntime].
@@ -63,6 +67,7 @@ type Runtime struct {
 	cfg runtimeConfig
 	// budget holds the pages of WithMemoryBudget; nil when unbounded.
 	budget *semaphore.Weighted
+	obs    *observer
 
 	mu      sync.Mutex
 	cache   wazero.CompilationCache // nil until first needed
@@ -147,7 +152,11 @@ func NewRuntime(opts ...RuntimeOption) (*Runtime, error) {
 			o(&cfg)
 		}
 	}
-	r := &Runtime{cfg: cfg}
+	obs, err := newObserver(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	r := &Runtime{cfg: cfg, obs: obs}
 	if cfg.memoryBudget > 0 {
 		r.budget = semaphore.NewWeighted(cfg.memoryBudget >> 16)
 	}

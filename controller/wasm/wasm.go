@@ -30,6 +30,7 @@ type Controller struct {
 	release  func(context.Context) error // gives compiled back to the runtime
 	logger   *slog.Logger
 	budget   *semaphore.Weighted // the runtime's memory budget in pages; nil when unbounded
+	obs      *observer           // the runtime's metrics and tracer
 }
 
 var _ controller.Controller = (*Controller)(nil)
@@ -78,7 +79,7 @@ func New(ctx context.Context, rt *Runtime, name string, module []byte, spec *Spe
 	}
 	rt.cfg.logger.DebugContext(ctx, "compiled wasm controller", "controller", name, "module", s.Path,
 		"bytes", len(module), "duration", elapsed(start))
-	return &Controller{name: name, spec: s, runtime: runtime, compiled: compiled, release: release, logger: rt.cfg.logger, budget: rt.budget}, nil
+	return &Controller{name: name, spec: s, runtime: runtime, compiled: compiled, release: release, logger: rt.cfg.logger, budget: rt.budget, obs: rt.obs}, nil
 }
 
 // checkModule checks that m, compiled from module, is a WASI command whose

@@ -22,6 +22,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cup-dev/cup/controller"
 	"github.com/cup-dev/cup/controller/wasm"
@@ -111,6 +112,10 @@ type Options struct {
 	// of the App's own (WASMCacheDir and WASMMemoryBytes are then ignored);
 	// the caller closes it. Apps sharing one compile a module once.
 	WASMRuntime *wasm.Runtime
+	// TracerProvider receives the spans of calls, of the WASM controllers'
+	// module runs (not those of a WASMRuntime the caller made) and of SCM
+	// calls. Nil records none.
+	TracerProvider trace.TracerProvider
 }
 
 // DefaultWASMMemoryBytes is the default memory budget of the WASM module
@@ -202,7 +207,7 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		if a.remote == nil {
 			return nil, errors.New("--write-mode=proposal needs a remote repository (an https://, ssh:// or git@ URL) that the SCM hosts")
 		}
-		provider, err := newProvider(opts.SCM, a.repo, reg, opts.Logger)
+		provider, err := newProvider(opts.SCM, a.repo, reg, opts.TracerProvider, opts.Logger)
 		if err != nil {
 			return nil, err
 		}
@@ -238,7 +243,7 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		if budget == 0 {
 			budget = DefaultWASMMemoryBytes
 		}
-		ropts := []wasm.RuntimeOption{wasm.WithLogger(opts.Logger), wasm.WithMemoryBudget(budget)}
+		ropts := []wasm.RuntimeOption{wasm.WithLogger(opts.Logger), wasm.WithMemoryBudget(budget), wasm.WithMetrics(reg), wasm.WithTracerProvider(opts.TracerProvider)}
 		if opts.WASMCacheDir != "" {
 			ropts = append(ropts, wasm.WithCacheDir(opts.WASMCacheDir))
 		}
@@ -252,7 +257,7 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		return nil, err
 	}
 	var sopts []server.Option
-	sopts = append(sopts, server.WithLogger(opts.Logger))
+	sopts = append(sopts, server.WithLogger(opts.Logger), server.WithTracerProvider(opts.TracerProvider))
 	// The server's options take zero for their defaults and less than
 	// zero for no bound, as Options does: the values pass through.
 	sopts = append(sopts,

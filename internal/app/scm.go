@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cup-dev/cup/internal/proposals"
 	"github.com/cup-dev/cup/internal/registry"
@@ -53,7 +54,7 @@ type SCM struct {
 
 // newProvider builds the scm.Provider cfg names, with an HTTP client that
 // authenticates, waits out rate limits and exports its budget to reg.
-func newProvider(cfg SCM, repoURL string, reg prometheus.Registerer, logger *slog.Logger) (scm.Provider, error) {
+func newProvider(cfg SCM, repoURL string, reg prometheus.Registerer, tp trace.TracerProvider, logger *slog.Logger) (scm.Provider, error) {
 	factory, ok := registry.SCMs.Lookup(cfg.Provider)
 	if !ok {
 		return nil, fmt.Errorf("--scm %q: want %s", cfg.Provider, registry.SCMs.List("or"))
@@ -84,7 +85,7 @@ func newProvider(cfg SCM, repoURL string, reg prometheus.Registerer, logger *slo
 	if err != nil {
 		return nil, err
 	}
-	client := scm.NewHTTPClient(scm.HTTPOptions{Token: token, Logger: logger, Metrics: metrics, Timeout: cfg.Timeout})
+	client := scm.NewHTTPClient(scm.HTTPOptions{Token: token, Logger: logger, Metrics: metrics, Timeout: cfg.Timeout, TracerProvider: tp})
 	repo := cfg.Repository
 	if repo == "" {
 		if repo = repoPath(repoURL); repo == "" {
