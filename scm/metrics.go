@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cup-dev/cup/internal/promreg"
 )
 
 // Metrics exports an HTTP client's calls and rate-limit budget to
@@ -74,20 +76,10 @@ func NewMetrics(reg prometheus.Registerer, provider string) (*Metrics, error) {
 // register registers *c with reg, or when a collector of that name is
 // registered already, as by another provider's Metrics, sets *c to it.
 func register[C prometheus.Collector](reg prometheus.Registerer, c *C) error {
-	if reg == nil {
-		return nil
+	if err := promreg.Register(reg, c); err != nil {
+		return fmt.Errorf("scm metrics: %w", err)
 	}
-	err := reg.Register(*c)
-	if err == nil {
-		return nil
-	}
-	if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			*c = existing
-			return nil
-		}
-	}
-	return fmt.Errorf("scm metrics: %w", err)
+	return nil
 }
 
 func (m *Metrics) observe(code string, d time.Duration) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -29,23 +28,8 @@ type restResponse struct {
 
 func (f *fixture) do(t *testing.T, method, path, body string, header ...string) restResponse {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, f.url+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return restResponse{status: res.StatusCode, header: res.Header, body: b}
+	r := servertest.Do(t, method, f.url+path, body, header...)
+	return restResponse{status: r.Status, header: r.Header, body: []byte(r.Body)}
 }
 
 func (r restResponse) json(t *testing.T) map[string]any {

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/cup-dev/cup/internal/gitrepo"
 	"github.com/cup-dev/cup/internal/gittest"
+	"github.com/cup-dev/cup/internal/servertest"
 )
 
 const flagPath = "/apis/flags.cup.dev/v1alpha1/namespaces/default/flags/new-checkout"
@@ -32,22 +32,12 @@ func serveDemoRemote(t *testing.T) (dir, url string) {
 	return dir, url
 }
 
+// do sends a request with the test's context, headers as name, value
+// pairs, and returns the answer's status and body.
 func do(t testing.TB, method, url, body string, header ...string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(b)
+	r := servertest.Do(t, method, url, body, header...)
+	return r.Status, r.Body
 }
 
 // TestServeRemote serves a remote repository: reads come from the clone,

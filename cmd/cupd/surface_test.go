@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -19,6 +18,7 @@ import (
 	"connectrpc.com/grpchealth"
 
 	"github.com/cup-dev/cup/internal/gittest"
+	"github.com/cup-dev/cup/internal/servertest"
 	"github.com/cup-dev/cup/internal/testlog"
 )
 
@@ -132,20 +132,20 @@ func testCORS(t *testing.T, url string) {
 		t.Errorf("preflight from another origin = %d %v, want no Access-Control-Allow-Origin", code, hdr)
 	}
 
-	res := call(t, "POST", list, `{"group":"flags.cup.dev","version":"v1alpha1","plural":"flags","namespace":"default"}`,
+	res := servertest.Do(t, "POST", list, `{"group":"flags.cup.dev","version":"v1alpha1","plural":"flags","namespace":"default"}`,
 		"Origin", origin, "Content-Type", "application/json", "Connect-Protocol-Version", "1")
-	if res.StatusCode != 200 || res.Header.Get("Access-Control-Allow-Origin") != origin || !strings.Contains(res.body, "new-checkout") {
-		t.Errorf("List from %s = %d %v\n%s", origin, res.StatusCode, res.Header, res.body)
+	if res.Status != 200 || res.Header.Get("Access-Control-Allow-Origin") != origin || !strings.Contains(res.Body, "new-checkout") {
+		t.Errorf("List from %s = %d %v\n%s", origin, res.Status, res.Header, res.Body)
 	}
-	res = call(t, "GET", url+flagPath, "", "Origin", origin)
+	res = servertest.Do(t, "GET", url+flagPath, "", "Origin", origin)
 	exposed := strings.ToLower(res.Header.Get("Access-Control-Expose-Headers"))
 	for _, h := range []string{"etag", "cup-commit", "grpc-status", "grpc-message", "x-request-id", "connect-content-encoding"} {
 		if !strings.Contains(exposed, h) {
 			t.Errorf("Access-Control-Expose-Headers %q lacks %s", exposed, h)
 		}
 	}
-	if res.StatusCode != 200 || res.Header.Get("Access-Control-Allow-Origin") != origin || res.Header.Get("Cup-Commit") == "" {
-		t.Errorf("REST GET from %s = %d %v", origin, res.StatusCode, res.Header)
+	if res.Status != 200 || res.Header.Get("Access-Control-Allow-Origin") != origin || res.Header.Get("Cup-Commit") == "" {
+		t.Errorf("REST GET from %s = %d %v", origin, res.Status, res.Header)
 	}
 }
 
@@ -161,31 +161,8 @@ func TestCORSBadOrigin(t *testing.T) {
 
 func preflight(t *testing.T, url, origin, method, headers string) (int, http.Header) {
 	t.Helper()
-	res := call(t, "OPTIONS", url, "", "Origin", origin, "Access-Control-Request-Method", method, "Access-Control-Request-Headers", headers)
-	return res.StatusCode, res.Header
-}
-
-type reply struct {
-	*http.Response
-	body string
-}
-
-func call(t *testing.T, method, url, body string, header ...string) reply {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return reply{res, string(b)}
+	res := servertest.Do(t, "OPTIONS", url, "", "Origin", origin, "Access-Control-Request-Method", method, "Access-Control-Request-Headers", headers)
+	return res.Status, res.Header
 }
 
 // listeningLine is what cupd logs once its port is bound.

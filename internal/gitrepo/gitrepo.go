@@ -10,15 +10,11 @@
 package gitrepo
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
@@ -28,15 +24,12 @@ import (
 	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/cup-dev/cup/internal/gitfs"
+	"github.com/cup-dev/cup/internal/gitops"
 	"github.com/cup-dev/cup/source"
 )
 
 // Identity is the author and committer of the commits and tags made here.
 var Identity = source.Signature{Name: "gitrepo", Email: "gitrepo@localhost"}
-
-// initTime is the time of the commit Init makes, so that its id depends
-// only on Init's arguments.
-var initTime = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // repo is an open bare repository.
 type repo struct {
@@ -80,31 +73,11 @@ func Init(dir, branch string, files map[string][]byte, message string) (string, 
 	if err := os.WriteFile(filepath.Join(dir, "HEAD"), []byte("ref: refs/heads/"+branch+"\n"), 0o666); err != nil {
 		return "", err
 	}
-	changes := make([]gitfs.Change, 0, len(files))
-	for p, data := range files {
-		if data == nil {
-			continue
-		}
-		changes = append(changes, gitfs.Change{Path: p, Op: source.OpCreate, Mode: 0o100644, Data: data})
-	}
-	slices.SortFunc(changes, func(a, b gitfs.Change) int { return cmp.Compare(a.Path, b.Path) })
-	for i := range changes {
-		if !fs.ValidPath(changes[i].Path) || changes[i].Path == "." {
-			return "", fmt.Errorf("invalid path %q", changes[i].Path)
-		}
-	}
 	// Build in memory and write a single pack: one file instead of one per
 	// object is what makes large repositories quick to create.
 	mem := memory.NewStorage()
-	ms := gitfs.NewStore(mem)
 	ctx := context.Background()
-	tree, err := ms.BuildTree(ctx, plumbing.ZeroHash, changes)
-	if err != nil {
-		return "", err
-	}
-	sig := Identity
-	sig.When = initTime
-	commit, err := ms.WriteCommit(&gitfs.Commit{Tree: tree, Author: sig, Committer: sig, Message: message})
+	commit, err := gitops.InitialCommit(ctx, gitfs.NewStore(mem), files, Identity, message)
 	if err != nil {
 		return "", err
 	}
@@ -157,38 +130,13 @@ func Commit(dir, branch string, files map[string][]byte, message string) (string
 	if err != nil {
 		return "", err
 	}
-	_, baseTree, err := r.store.Peel(head)
-	if err != nil {
-		return "", err
-	}
-	ov := gitfs.NewOverlay(r.store.FS(baseTree))
-	for _, p := range slices.Sorted(maps.Keys(files)) {
-		if files[p] == nil {
-			err = ov.Remove(p)
-		} else {
-			err = ov.WriteFile(p, files[p], 0o644)
-		}
-		if err != nil {
-			return "", err
-		}
-	}
-	changes, err := ov.Changes()
-	if err != nil {
-		return "", err
-	}
 	ctx := context.Background()
-	tree, err := r.store.BuildTree(ctx, baseTree, changes)
+	commit, err := gitops.Commit(ctx, r.store, head, files, Identity, message)
 	if err != nil {
 		return "", err
 	}
 	sig := Identity
 	sig.When = time.Now()
-	commit, err := r.store.WriteCommit(&gitfs.Commit{
-		Tree: tree, Parents: []plumbing.Hash{head}, Author: sig, Committer: sig, Message: message,
-	})
-	if err != nil {
-		return "", err
-	}
 	if err := r.refs.Update(ctx, ref, head, commit, &gitfs.ReflogEntry{Who: sig, Message: "commit: " + message}); err != nil {
 		return "", err
 	}
@@ -221,15 +169,9 @@ func Tag(dir, name, rev, message string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	target := commit
-	if message != "" {
-		sig := Identity
-		sig.When = time.Now()
-		body := fmt.Sprintf("object %s\ntype commit\ntag %s\ntagger %s <%s> %d %s\n\n%s",
-			commit, name, sig.Name, sig.Email, sig.When.Unix(), sig.When.Format("-0700"), message)
-		if target, err = r.store.WriteObject(plumbing.TagObject, []byte(body)); err != nil {
-			return "", err
-		}
+	target, err := gitops.TagTarget(r.store, commit, name, Identity, message)
+	if err != nil {
+		return "", err
 	}
 	if err := r.refs.Update(context.Background(), "refs/tags/"+name, plumbing.ZeroHash, target, nil); err != nil {
 		return "", err
@@ -275,14 +217,7 @@ func (r *repo) resolve(rev string) (plumbing.Hash, error) {
 }
 
 // CommitInfo describes a commit.
-type CommitInfo struct {
-	ID        string
-	Tree      string
-	Parents   []string
-	Author    source.Signature
-	Committer source.Signature
-	Message   string
-}
+type CommitInfo = gitops.CommitInfo
 
 // Log returns the first-parent history of rev (see Resolve), newest first.
 func Log(dir, rev string) ([]CommitInfo, error) {
@@ -294,20 +229,7 @@ func Log(dir, rev string) ([]CommitInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	var log []CommitInfo
-	for !h.IsZero() {
-		c, err := r.store.ReadCommit(h)
-		if err != nil {
-			return nil, err
-		}
-		info := CommitInfo{ID: c.Hash.String(), Tree: c.Tree.String(), Author: c.Author, Committer: c.Committer, Message: c.Message}
-		for _, p := range c.Parents {
-			info.Parents = append(info.Parents, p.String())
-		}
-		log = append(log, info)
-		h = c.FirstParent()
-	}
-	return log, nil
+	return gitops.Log(r.store, h)
 }
 
 // Files returns every file in the tree of rev (see Resolve), by path.
@@ -321,28 +243,7 @@ func Files(dir, rev string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, tree, err := r.store.Peel(h)
-	if err != nil {
-		return nil, err
-	}
-	fsys := r.store.FS(tree)
-	files := make(map[string][]byte)
-	err = fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		var data []byte
-		if d.Type()&fs.ModeSymlink != 0 {
-			var target string
-			target, err = fsys.ReadLink(p)
-			data = []byte(target)
-		} else {
-			data, err = fsys.ReadFile(p)
-		}
-		files[p] = data
-		return err
-	})
-	return files, err
+	return gitops.Files(r.store, h)
 }
 
 // Generate returns n small files named <dir>/file-00000.yaml and up (at

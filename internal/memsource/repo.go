@@ -1,31 +1,23 @@
 package memsource
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"io/fs"
-	"maps"
-	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/cup-dev/cup/internal/gitfs"
+	"github.com/cup-dev/cup/internal/gitops"
 	"github.com/cup-dev/cup/source"
 )
 
 // Identity is the author and committer of the commits and tags a Repo
 // makes itself (Init, Commit, Tag), as opposed to those sources make.
 var Identity = source.Signature{Name: "memsource", Email: "memsource@localhost"}
-
-// initTime dates the commit Init makes, so that its id depends only on
-// Init's arguments.
-var initTime = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Repo is a Git repository held in memory: objects in a go-git memory
 // storage, references in a map that moves by compare-and-swap. Commit ids
@@ -58,26 +50,9 @@ func (r *Repo) Init(branch string, files map[string][]byte, message string) (str
 	if !gitfs.ValidRefName(ref) {
 		return "", fmt.Errorf("memsource: invalid branch name %q", branch)
 	}
-	changes := make([]gitfs.Change, 0, len(files))
-	for p, data := range files {
-		if data == nil {
-			continue
-		}
-		if !fs.ValidPath(p) || p == "." {
-			return "", fmt.Errorf("memsource: invalid path %q", p)
-		}
-		changes = append(changes, gitfs.Change{Path: p, Op: source.OpCreate, Mode: 0o100644, Data: data})
-	}
-	slices.SortFunc(changes, func(a, b gitfs.Change) int { return cmp.Compare(a.Path, b.Path) })
-	tree, err := r.store.BuildTree(context.Background(), plumbing.ZeroHash, changes)
+	commit, err := gitops.InitialCommit(context.Background(), r.store, files, Identity, message)
 	if err != nil {
-		return "", err
-	}
-	sig := Identity
-	sig.When = initTime
-	commit, err := r.store.WriteCommit(&gitfs.Commit{Tree: tree, Author: sig, Committer: sig, Message: message})
-	if err != nil {
-		return "", err
+		return "", fmt.Errorf("memsource: %w", err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -177,34 +152,7 @@ func (r *Repo) Commit(branch string, files map[string][]byte, message string) (s
 	if !ok {
 		return "", fmt.Errorf("branch %q: %w", branch, gitfs.ErrRefNotFound)
 	}
-	_, baseTree, err := r.store.Peel(head)
-	if err != nil {
-		return "", err
-	}
-	ov := gitfs.NewOverlay(r.store.FS(baseTree))
-	for _, p := range slices.Sorted(maps.Keys(files)) {
-		if files[p] == nil {
-			err = ov.Remove(p)
-		} else {
-			err = ov.WriteFile(p, files[p], 0o644)
-		}
-		if err != nil {
-			return "", err
-		}
-	}
-	changes, err := ov.Changes()
-	if err != nil {
-		return "", err
-	}
-	tree, err := r.store.BuildTree(context.Background(), baseTree, changes)
-	if err != nil {
-		return "", err
-	}
-	sig := Identity
-	sig.When = time.Now()
-	commit, err := r.store.WriteCommit(&gitfs.Commit{
-		Tree: tree, Parents: []plumbing.Hash{head}, Author: sig, Committer: sig, Message: message,
-	})
+	commit, err := gitops.Commit(context.Background(), r.store, head, files, Identity, message)
 	if err != nil {
 		return "", err
 	}
@@ -240,15 +188,9 @@ func (r *Repo) Tag(name, rev, message string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	target := commit
-	if message != "" {
-		sig := Identity
-		sig.When = time.Now()
-		body := fmt.Sprintf("object %s\ntype commit\ntag %s\ntagger %s <%s> %d %s\n\n%s",
-			commit, name, sig.Name, sig.Email, sig.When.Unix(), sig.When.Format("-0700"), message)
-		if target, err = r.store.WriteObject(plumbing.TagObject, []byte(body)); err != nil {
-			return "", err
-		}
+	target, err := gitops.TagTarget(r.store, commit, name, Identity, message)
+	if err != nil {
+		return "", err
 	}
 	if err := r.cas(ref, plumbing.ZeroHash, target); err != nil {
 		return "", err
@@ -267,15 +209,7 @@ func (r *Repo) Resolve(rev string) (string, error) {
 }
 
 // CommitInfo describes a commit.
-type CommitInfo struct {
-	ID      string
-	Tree    string
-	Parents []string
-	Author  source.Signature
-	// Committer is who made the commit.
-	Committer source.Signature
-	Message   string
-}
+type CommitInfo = gitops.CommitInfo
 
 // Log returns the first-parent history of rev (see Resolve), newest first.
 func (r *Repo) Log(rev string) ([]CommitInfo, error) {
@@ -283,20 +217,7 @@ func (r *Repo) Log(rev string) ([]CommitInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	var log []CommitInfo
-	for !h.IsZero() {
-		c, err := r.store.ReadCommit(h)
-		if err != nil {
-			return nil, err
-		}
-		info := CommitInfo{ID: c.Hash.String(), Tree: c.Tree.String(), Author: c.Author, Committer: c.Committer, Message: c.Message}
-		for _, p := range c.Parents {
-			info.Parents = append(info.Parents, p.String())
-		}
-		log = append(log, info)
-		h = c.FirstParent()
-	}
-	return log, nil
+	return gitops.Log(r.store, h)
 }
 
 // Files returns every file in the tree of rev (see Resolve), by path.
@@ -306,28 +227,7 @@ func (r *Repo) Files(rev string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, tree, err := r.store.Peel(h)
-	if err != nil {
-		return nil, err
-	}
-	fsys := r.store.FS(tree)
-	files := make(map[string][]byte)
-	err = fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		var data []byte
-		if d.Type()&fs.ModeSymlink != 0 {
-			var target string
-			target, err = fsys.ReadLink(p)
-			data = []byte(target)
-		} else {
-			data, err = fsys.ReadFile(p)
-		}
-		files[p] = data
-		return err
-	})
-	return files, err
+	return gitops.Files(r.store, h)
 }
 
 // Branches returns the branches whose short names start with prefix, by

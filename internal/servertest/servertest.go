@@ -217,11 +217,19 @@ type Response struct {
 // and body (none when empty), with headers given as name, value pairs.
 func (s *Server) Do(t testing.TB, method, path, body string, header ...string) Response {
 	t.Helper()
+	return Do(t, method, s.URL+path, body, header...)
+}
+
+// Do sends an HTTP request to url, as Server.Do does, for any server: with
+// the test's context, body none when empty, headers as name, value pairs.
+// It fails the test when no answer comes or its body cannot be read.
+func Do(t testing.TB, method, url, body string, header ...string) Response {
+	t.Helper()
 	var r io.Reader
 	if body != "" {
 		r = strings.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(t.Context(), method, s.URL+path, r)
+	req, err := http.NewRequestWithContext(t.Context(), method, url, r)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/cup-dev/cup/internal/promreg"
 	"github.com/cup-dev/cup/source"
 )
 
@@ -99,17 +100,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 // register registers *c with reg, or when a collector of that name is
 // registered already, as by another source, sets *c to it.
 func register[C prometheus.Collector](reg prometheus.Registerer, c *C) error {
-	err := reg.Register(*c)
-	if err == nil {
-		return nil
+	if err := promreg.Register(reg, c); err != nil {
+		return fmt.Errorf("git metrics: %w", err)
 	}
-	if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			*c = existing
-			return nil
-		}
-	}
-	return fmt.Errorf("git metrics: %w", err)
+	return nil
 }
 
 // tracer returns the tracer of the configured provider, or of the global
