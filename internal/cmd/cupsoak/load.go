@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -17,10 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"connectrpc.com/connect"
-	"google.golang.org/protobuf/types/known/structpb"
-
-	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
 	"github.com/cup-dev/cup/internal/benchrepo"
 )
@@ -197,149 +191,6 @@ func (l *load) writes() []*write {
 	return all
 }
 
-// phaseStats are the figures of one phase.
-type phaseStats struct {
-	name     string
-	start    time.Time
-	elapsed  time.Duration
-	reads    []time.Duration // every read request
-	writes   []time.Duration // every write attempt
-	outcomes map[string]int  // "<request> <outcome>"
-	// readEnd and writeEnd are when the last read and write ended, from
-	// the start: writers finish the write they are making at the end of the
-	// phase, so writeEnd may be later than the phase's duration.
-	readEnd, writeEnd time.Duration
-	// The slowest reads and write attempts, slowest first.
-	slowReads, slowWrites []slow
-	budgetHit             bool
-}
-
-// slow is one slow request.
-type slow struct {
-	what    string
-	at      time.Duration // when it started, from the phase's start
-	latency time.Duration
-}
-
-// maxSlow is how many of the slowest reads and writes a phase keeps.
-const maxSlow = 5
-
-func (p *phaseStats) read(what string, t0 time.Time, lat time.Duration) {
-	p.reads = append(p.reads, lat)
-	p.slowReads = slowest(p.slowReads, slow{what: what, at: t0.Sub(p.start), latency: lat})
-	p.readEnd = max(p.readEnd, t0.Add(lat).Sub(p.start))
-}
-
-func (p *phaseStats) wrote(what string, t0 time.Time, lat time.Duration) {
-	p.writes = append(p.writes, lat)
-	p.slowWrites = slowest(p.slowWrites, slow{what: what, at: t0.Sub(p.start), latency: lat})
-	p.writeEnd = max(p.writeEnd, t0.Add(lat).Sub(p.start))
-}
-
-// slowest adds to list, the slowest requests, those of add that are
-// among the maxSlow slowest.
-func slowest(list []slow, add ...slow) []slow {
-	for _, s := range add {
-		if len(list) == maxSlow && s.latency <= list[maxSlow-1].latency {
-			continue
-		}
-		list = append(list, s)
-		slices.SortFunc(list, func(a, b slow) int { return cmp.Compare(b.latency, a.latency) })
-		list = list[:min(len(list), maxSlow)]
-	}
-	return list
-}
-
-func (p *phaseStats) add(q *phaseStats) {
-	p.reads = append(p.reads, q.reads...)
-	p.writes = append(p.writes, q.writes...)
-	for k, v := range q.outcomes {
-		p.outcomes[k] += v
-	}
-	p.readEnd, p.writeEnd = max(p.readEnd, q.readEnd), max(p.writeEnd, q.writeEnd)
-	p.slowReads = slowest(p.slowReads, q.slowReads...)
-	p.slowWrites = slowest(p.slowWrites, q.slowWrites...)
-}
-
-// rate is n requests per second of d.
-func rate(n int, d time.Duration) float64 {
-	if d <= 0 {
-		return 0
-	}
-	return float64(n) / d.Seconds()
-}
-
-func (p *phaseStats) oneLine() string {
-	return fmt.Sprintf("%v, %d reads (%.0f/s over %v), %d write requests (%.0f/s over %v)", p.elapsed.Round(time.Millisecond),
-		len(p.reads), rate(len(p.reads), p.readEnd), p.readEnd.Round(time.Millisecond),
-		len(p.writes), rate(len(p.writes), p.writeEnd), p.writeEnd.Round(time.Millisecond))
-}
-
-func (p *phaseStats) report(out io.Writer) {
-	bound := "ran its full duration"
-	if p.budgetHit {
-		bound = "stopped by -max-requests"
-	}
-	fmt.Fprintf(out, "\n%s: %v, %s\n", p.name, p.elapsed.Round(time.Millisecond), bound)
-	for _, r := range []struct {
-		what string
-		lat  []time.Duration
-		end  time.Duration
-	}{{"reads ", p.reads, p.readEnd}, {"writes", p.writes, p.writeEnd}} {
-		fmt.Fprintf(out, "  %s %8d requests %9.1f req/s (over %v)  p50 %-10v p99 %-10v max %v\n", r.what, len(r.lat),
-			rate(len(r.lat), r.end), r.end.Round(time.Millisecond), pct(r.lat, 50), pct(r.lat, 99), pct(r.lat, 100))
-	}
-	fmt.Fprintf(out, "  slowest requests:\n")
-	for _, s := range append(p.slowReads, p.slowWrites...) {
-		fmt.Fprintf(out, "    %-10v %-36s started at +%v\n", pct([]time.Duration{s.latency}, 0), s.what, s.at.Round(time.Millisecond))
-	}
-	fmt.Fprintf(out, "  outcomes:\n")
-	for _, k := range slices.Sorted(maps.Keys(p.outcomes)) {
-		fmt.Fprintf(out, "    %-40s %8d\n", k, p.outcomes[k])
-	}
-}
-
-// reportWrites counts the writes by what their answers said.
-func reportWrites(out io.Writer, writes []*write) {
-	byClass := map[class]int{}
-	ops := map[string]int{}
-	final := map[string]int{}
-	retried, replayed, unchanged := 0, 0, 0
-	for _, w := range writes {
-		c := w.Class()
-		byClass[c]++
-		ops[w.Op+"/"+w.Via]++
-		if len(w.Attempts) > 1 {
-			retried++
-		}
-		if a := w.acceptedAttempt(); a != nil {
-			if a.Replayed {
-				replayed++
-			}
-			if a.Unchanged {
-				unchanged++
-			}
-		} else if len(w.Attempts) > 0 {
-			final[c.String()+": "+w.Attempts[len(w.Attempts)-1].Outcome]++
-		}
-	}
-	fmt.Fprintf(out, "\nwrite requests (warm-up included, each with its own idempotency key): %d\n", len(writes))
-	fmt.Fprintf(out, "  by operation: %s\n", joinCounts(ops))
-	fmt.Fprintf(out, "  accepted %d (%d answered as a replay, %d as unchanged), refused %d, ambiguous %d; %d repeated after an ambiguous answer\n",
-		byClass[accepted], replayed, unchanged, byClass[refused], byClass[ambiguous], retried)
-	if len(final) > 0 {
-		fmt.Fprintf(out, "  not accepted, by last answer: %s\n", joinCounts(final))
-	}
-}
-
-func joinCounts(m map[string]int) string {
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
-	}
-	return strings.Join(parts, ", ")
-}
-
 // run runs the writers and readers for d or until the budget is spent.
 // Requests in flight at the end are let finish (within -request-timeout),
 // and a write whose answer was ambiguous is still repeated, so that no
@@ -461,114 +312,6 @@ func isNotFound(outcome string) bool {
 	return strings.HasPrefix(outcome, "404") || outcome == "connect not_found"
 }
 
-// send makes one attempt at a write.
-func (l *load) send(ctx context.Context, wr *write) attempt {
-	ctx, cancel := context.WithTimeout(ctx, l.o.requestTimeout)
-	defer cancel()
-	t0 := time.Now()
-	var a attempt
-	if wr.Via == "connect" {
-		a = l.sendConnect(ctx, wr)
-	} else {
-		a = l.sendREST(ctx, wr)
-	}
-	a.Latency = time.Since(t0)
-	return a
-}
-
-func (l *load) sendREST(ctx context.Context, wr *write) attempt {
-	method, body := http.MethodDelete, []byte(nil)
-	if wr.Op == "put" {
-		method, body = http.MethodPut, wr.body()
-	}
-	req, err := http.NewRequestWithContext(ctx, method, l.base+benchrepo.Path+"/"+wr.Name, bytes.NewReader(body))
-	if err != nil {
-		return attempt{Outcome: "request error", Class: ambiguous, Err: err.Error()}
-	}
-	req.Header.Set("Idempotency-Key", wr.Key)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := l.hc.Do(req)
-	if err != nil {
-		return attempt{Outcome: "transport error", Class: ambiguous, Err: err.Error()}
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		return attempt{Outcome: fmt.Sprintf("%d, then transport error", res.StatusCode), Class: ambiguous, Err: err.Error()}
-	}
-	a := attempt{Outcome: strconv.Itoa(res.StatusCode), Class: statusClass(res.StatusCode)}
-	switch {
-	case res.StatusCode/100 == 2:
-		a.Commit = res.Header.Get("Cup-Commit")
-		a.Replayed = res.Header.Get("Idempotent-Replayed") == "true"
-		a.Unchanged = res.StatusCode == http.StatusNoContent
-	default:
-		var e struct{ Code, Message string }
-		_ = json.Unmarshal(b, &e)
-		a.Outcome += " " + e.Code
-		a.Err = e.Message
-	}
-	return a
-}
-
-// statusClass is what an HTTP status says about a write.
-func statusClass(status int) class {
-	switch {
-	case status/100 == 2:
-		return accepted
-	case status/100 == 4 && status != 499: // 499: the request was cancelled
-		return refused
-	}
-	return ambiguous
-}
-
-func (l *load) sendConnect(ctx context.Context, wr *write) attempt {
-	var res *cupv1alpha1.WriteResult
-	var err error
-	if wr.Op == "put" {
-		spec, serr := structpb.NewStruct(wr.Spec)
-		if serr != nil {
-			return attempt{Outcome: "request error", Class: ambiguous, Err: serr.Error()}
-		}
-		var out *connect.Response[cupv1alpha1.PutResponse]
-		out, err = l.rc.Put(ctx, connect.NewRequest(&cupv1alpha1.PutRequest{
-			Group: group, Version: version, Plural: plural, Namespace: namespace, Name: wr.Name, IdempotencyKey: wr.Key,
-			Resource: &cupv1alpha1.Resource{Metadata: &cupv1alpha1.ObjectMeta{Labels: wr.Labels}, Spec: spec},
-		}))
-		if err == nil {
-			res = out.Msg.GetResult()
-		}
-	} else {
-		var out *connect.Response[cupv1alpha1.DeleteResponse]
-		out, err = l.rc.Delete(ctx, connect.NewRequest(&cupv1alpha1.DeleteRequest{
-			Group: group, Version: version, Plural: plural, Namespace: namespace, Name: wr.Name, IdempotencyKey: wr.Key,
-		}))
-		if err == nil {
-			res = out.Msg.GetResult()
-		}
-	}
-	if err != nil {
-		// A transport error is a Connect error too (unavailable, unknown):
-		// ambiguous either way.
-		c := connect.CodeOf(err)
-		return attempt{Outcome: "connect " + c.String(), Class: codeClass(c), Err: err.Error()}
-	}
-	return attempt{Outcome: "connect ok", Class: accepted, Commit: res.GetCommit(), Replayed: res.GetReplayed(),
-		Unchanged: res.GetOutcome() == cupv1alpha1.WriteOutcome_WRITE_OUTCOME_UNCHANGED}
-}
-
-// codeClass is what a Connect code says about a write: the codes the
-// Connect protocol maps to 4xx statuses are refusals.
-func codeClass(c connect.Code) class {
-	switch c {
-	case connect.CodeInvalidArgument, connect.CodeFailedPrecondition, connect.CodeOutOfRange,
-		connect.CodeNotFound, connect.CodeAlreadyExists, connect.CodeAborted, connect.CodePermissionDenied,
-		connect.CodeResourceExhausted, connect.CodeUnauthenticated:
-		return refused
-	}
-	return ambiguous
-}
-
 // readOnce makes one read: a get or a list, over REST or Connect.
 func (l *load) readOnce(ctx context.Context, r *reader, s *phaseStats) {
 	ctx, cancel := context.WithTimeout(ctx, l.o.requestTimeout)
@@ -593,79 +336,6 @@ func (l *load) readOnce(ctx context.Context, r *reader, s *phaseStats) {
 	}
 	s.read(kind+" "+outcome, t0, time.Since(t0))
 	s.outcomes[kind+" "+outcome]++
-}
-
-func (l *load) getREST(ctx context.Context, r *reader, name string) string {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.base+benchrepo.Path+"/"+name, nil)
-	if err != nil {
-		return "request error"
-	}
-	res, err := l.hc.Do(req)
-	if err != nil {
-		return "transport error"
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		return "transport error"
-	}
-	if res.StatusCode != http.StatusOK {
-		var e struct{ Code string }
-		_ = json.Unmarshal(b, &e)
-		return strings.TrimSpace(strconv.Itoa(res.StatusCode) + " " + e.Code)
-	}
-	var item struct {
-		Metadata struct{ Labels map[string]string }
-	}
-	if err := json.Unmarshal(b, &item); err != nil {
-		return "200 but not JSON"
-	}
-	r.saw(name, item.Metadata.Labels, res.Header.Get("Cup-Commit"))
-	return "200"
-}
-
-func (l *load) getConnect(ctx context.Context, r *reader, name string) string {
-	res, err := l.rc.Get(ctx, connect.NewRequest(&cupv1alpha1.GetRequest{
-		Group: group, Version: version, Plural: plural, Namespace: namespace, Name: name,
-	}))
-	if err != nil {
-		return connect.CodeOf(err).String()
-	}
-	r.saw(name, res.Msg.GetResource().GetMetadata().GetLabels(), res.Msg.GetCommit())
-	return "ok"
-}
-
-func (l *load) listREST(ctx context.Context, r *reader) string {
-	url := l.base + benchrepo.Path
-	if r.rng.IntN(2) == 0 {
-		url += fmt.Sprintf("?labelSelector=team%%3Dteam-%d", r.rng.IntN(7))
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return "request error"
-	}
-	res, err := l.hc.Do(req)
-	if err != nil {
-		return "transport error"
-	}
-	defer res.Body.Close()
-	if _, err := io.Copy(io.Discard, res.Body); err != nil {
-		return "transport error"
-	}
-	return strconv.Itoa(res.StatusCode)
-}
-
-func (l *load) listConnect(ctx context.Context, r *reader) string {
-	res, err := l.rc.List(ctx, connect.NewRequest(&cupv1alpha1.ListRequest{
-		Group: group, Version: version, Plural: plural, Namespace: namespace, PageSize: 100,
-	}))
-	if err != nil {
-		return connect.CodeOf(err).String()
-	}
-	for _, it := range res.Msg.GetItems() {
-		r.saw(it.GetMetadata().GetName(), it.GetMetadata().GetLabels(), res.Msg.GetCommit())
-	}
-	return "ok"
 }
 
 // saw records that the reader read name with labels at commit, and notes a
@@ -723,18 +393,4 @@ func (l *load) consistency(writes []*write) *checkResult {
 	c.Notes = append(c.Notes, fmt.Sprintf("%d (reader, resource) pairs followed for going back", tracked))
 	slices.SortStableFunc(c.Failures, func(a, b string) int { return cmp.Compare(a, b) })
 	return c
-}
-
-// pct is the p-th percentile of d.
-func pct(d []time.Duration, p int) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	v := s[(len(s)-1)*p/100]
-	if v > time.Millisecond {
-		return v.Round(10 * time.Microsecond)
-	}
-	return v.Round(time.Microsecond)
 }
