@@ -173,7 +173,7 @@ func FuzzREST(f *testing.F) {
 		if status >= 500 && status != http.StatusServiceUnavailable {
 			t.Fatalf("%s: a server error", what)
 		}
-		if status >= 400 && strings.HasPrefix(req.URL.Path, "/apis") {
+		if p := req.URL.Path; status >= 400 && (p == "/apis" || strings.HasPrefix(p, "/apis/")) {
 			var e struct{ Code, Message string }
 			if res.Header.Get("Content-Type") != "application/json" || json.Unmarshal(rec.Body.Bytes(), &e) != nil || e.Code == "" || e.Message == "" {
 				t.Fatalf("%s: want a JSON error with code and message (Content-Type %q)", what, res.Header.Get("Content-Type"))
