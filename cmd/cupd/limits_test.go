@@ -175,10 +175,30 @@ func TestMaxConnections(t *testing.T) {
 		}
 	}
 	waitServed("no connection was served after one of the held ones closed")
-	// An idle connection takes the free place; a new one closes it.
-	idle, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
+	// An idle connection takes the free place; a new one closes it. The
+	// idle one is served once first, so that it is known to hold the place:
+	// dialled while cupd still counts the last served connection, it would
+	// be refused instead.
+	var idle net.Conn
+	for deadline := time.Now().Add(10 * time.Second); idle == nil; {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n", addr)
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if res, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
+			_, err = io.Copy(io.Discard, res.Body)
+			if err == nil && res.StatusCode == http.StatusOK {
+				idle = c
+				break
+			}
+		}
+		_ = c.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("no connection was served to become the idle one")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	defer idle.Close()
 	b := waitServed("a connection was not served while an idle one held the last place")
