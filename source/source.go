@@ -297,6 +297,36 @@ type Source interface {
 	Update(ctx context.Context, req *UpdateRequest) (*UpdateResult, error)
 }
 
+// Commit is a commit, as History reads it.
+type Commit struct {
+	// ID is the commit's full hexadecimal id.
+	ID string
+	// Parents are the ids of its parents, the first parent first.
+	Parents []string
+	// Author and Committer say who made it and when.
+	Author, Committer Signature
+	// Message is the commit message as stored.
+	Message string
+}
+
+// History is an optional ability of a Source: reading the commits behind
+// its snapshots, and which files differ between two of them. Watches and
+// per-resource history use it to walk a branch commit by commit. Sources
+// whose snapshots come from Git have it.
+//
+// Implementations are safe for concurrent use. Both methods take full
+// hexadecimal commit ids, as Snapshot.Commit holds them (other revision
+// syntax fails with ErrInvalidRevision), and fail with an error wrapping
+// ErrRevisionNotFound for a commit the source does not hold.
+type History interface {
+	// Commit returns the commit id.
+	Commit(ctx context.Context, id string) (*Commit, error)
+	// ChangedPaths returns the paths of the files that differ between the
+	// trees of the commits from and to, sorted; from "" stands for the
+	// empty tree. It reads only what differs, never a whole tree.
+	ChangedPaths(ctx context.Context, from, to string) ([]string, error)
+}
+
 // MaxRevisionLen bounds the length of a revision.
 const MaxRevisionLen = 1024
 

@@ -25,7 +25,7 @@ import (
 // update.
 func (s *Store) DiffTrees(ctx context.Context, from, to plumbing.Hash) ([]Change, error) {
 	var changes []Change
-	if err := s.diffTrees(ctx, ".", from, to, &changes); err != nil {
+	if err := s.diffTrees(ctx, ".", from, to, &changes, true); err != nil {
 		return nil, err
 	}
 	// Entries are walked by name, and "a.txt" sorts before "a/b" as a path
@@ -49,7 +49,9 @@ func (s *Store) treeEntries(h plumbing.Hash) ([]entry, error) {
 
 // diffTrees appends to out the changes from tree from to tree to, whose
 // path is dir.
-func (s *Store) diffTrees(ctx context.Context, dir string, from, to plumbing.Hash, out *[]Change) error {
+// With data, the changes carry the files' contents; without, only their
+// paths, operations, modes and ids.
+func (s *Store) diffTrees(ctx context.Context, dir string, from, to plumbing.Hash, out *[]Change, data bool) error {
 	if from == to {
 		return nil
 	}
@@ -78,7 +80,7 @@ func (s *Store) diffTrees(ctx context.Context, dir string, from, to plumbing.Has
 			i++
 			j++
 		}
-		if err := s.diffEntry(ctx, dir, old, new, out); err != nil {
+		if err := s.diffEntry(ctx, dir, old, new, out, data); err != nil {
 			return err
 		}
 	}
@@ -87,7 +89,7 @@ func (s *Store) diffTrees(ctx context.Context, dir string, from, to plumbing.Has
 
 // diffEntry appends to out the changes between the entries old and new of
 // the same name in directory dir; either may be nil.
-func (s *Store) diffEntry(ctx context.Context, dir string, old, new *entry, out *[]Change) error {
+func (s *Store) diffEntry(ctx context.Context, dir string, old, new *entry, out *[]Change, data bool) error {
 	e := old
 	if e == nil {
 		e = new
@@ -103,7 +105,7 @@ func (s *Store) diffEntry(ctx context.Context, dir string, old, new *entry, out 
 	if new != nil && new.isDir() {
 		newDir = new.hash
 	}
-	if err := s.diffTrees(ctx, p, oldDir, newDir, out); err != nil {
+	if err := s.diffTrees(ctx, p, oldDir, newDir, out, data); err != nil {
 		return err
 	}
 	oldFile, newFile := old != nil && old.isFile(), new != nil && new.isFile()
@@ -123,11 +125,15 @@ func (s *Store) diffEntry(ctx context.Context, dir string, old, new *entry, out 
 	}
 	if newFile {
 		c.Mode, c.Hash = new.mode, new.hash
-		c.Data, err = s.ReadObject(plumbing.BlobObject, new.hash)
+		if data {
+			c.Data, err = s.ReadObject(plumbing.BlobObject, new.hash)
+		}
 	}
 	if oldFile && err == nil {
 		c.OldMode, c.OldHash = old.mode, old.hash
-		c.OldData, err = s.ReadObject(plumbing.BlobObject, old.hash)
+		if data {
+			c.OldData, err = s.ReadObject(plumbing.BlobObject, old.hash)
+		}
 	}
 	if err != nil {
 		return err

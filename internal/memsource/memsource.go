@@ -203,3 +203,16 @@ func (rs refStore) Resolve(_ context.Context, rev string) (writes.Ref, error) {
 func (rs refStore) CompareAndSwap(_ context.Context, u writes.Swap) error {
 	return rs.s.repo.cas(u.Branch, u.Old, u.New)
 }
+
+var _ source.History = (*Source)(nil)
+
+// Commit returns the commit id; see source.History.
+func (s *Source) Commit(ctx context.Context, id string) (*source.Commit, error) {
+	return s.repo.store.Commit(ctx, id)
+}
+
+// ChangedPaths returns the files that differ between two commits; see
+// source.History.
+func (s *Source) ChangedPaths(ctx context.Context, from, to string) ([]string, error) {
+	return s.repo.store.ChangedPaths(ctx, from, to)
+}

@@ -423,3 +423,27 @@ func short(commit string) string {
 	}
 	return commit
 }
+
+var _ source.History = (*Manager)(nil)
+
+// errNoHistory is the answer of the History methods over a source without
+// the ability.
+var errNoHistory = errors.New("proposals: the source cannot read its history")
+
+// Commit reads from the wrapped source; see source.History.
+func (m *Manager) Commit(ctx context.Context, id string) (*source.Commit, error) {
+	h, ok := m.cfg.Source.(source.History)
+	if !ok {
+		return nil, errNoHistory
+	}
+	return h.Commit(ctx, id)
+}
+
+// ChangedPaths reads from the wrapped source; see source.History.
+func (m *Manager) ChangedPaths(ctx context.Context, from, to string) ([]string, error) {
+	h, ok := m.cfg.Source.(source.History)
+	if !ok {
+		return nil, errNoHistory
+	}
+	return h.ChangedPaths(ctx, from, to)
+}

@@ -429,3 +429,23 @@ func Redact(url string) string {
 	}
 	return scheme + "://" + rest
 }
+
+var _ source.History = (*Source)(nil)
+
+// Commit returns the commit id, from the objects fetched so far; see
+// source.History.
+func (s *Source) Commit(ctx context.Context, id string) (*source.Commit, error) {
+	if _, err := s.current(); err != nil {
+		return nil, err
+	}
+	return s.store.Commit(ctx, id)
+}
+
+// ChangedPaths returns the files that differ between two commits fetched
+// so far; see source.History.
+func (s *Source) ChangedPaths(ctx context.Context, from, to string) ([]string, error) {
+	if _, err := s.current(); err != nil {
+		return nil, err
+	}
+	return s.store.ChangedPaths(ctx, from, to)
+}

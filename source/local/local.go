@@ -267,3 +267,24 @@ func (rs *refStore) CheckWritable(branch string) error {
 	}
 	return nil
 }
+
+var _ source.History = (*Source)(nil)
+
+// Commit returns the commit id; see source.History.
+func (s *Source) Commit(ctx context.Context, id string) (*source.Commit, error) {
+	r, err := s.repo()
+	if err != nil {
+		return nil, err
+	}
+	return r.store.Commit(ctx, id)
+}
+
+// ChangedPaths returns the files that differ between two commits; see
+// source.History.
+func (s *Source) ChangedPaths(ctx context.Context, from, to string) ([]string, error) {
+	r, err := s.repo()
+	if err != nil {
+		return nil, err
+	}
+	return r.store.ChangedPaths(ctx, from, to)
+}

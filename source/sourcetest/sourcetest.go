@@ -141,6 +141,7 @@ func Run(t *testing.T, h Harness) {
 		{"ChangeSetOwner", testChangeSetOwner, false},
 		{"KeyIsTheRequesters", testKeyIsTheRequesters, false},
 		{"ProposalPerChangeSet", testProposalPerChangeSet, false},
+		{"History", testHistory, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
