@@ -185,6 +185,41 @@ type FilePerResource interface {
 	FilePerResource() bool
 }
 
+// ErrUnsupported reports that a controller cannot do what an optional
+// ability asks for the type or request at hand; callers fall back to what
+// every controller can do (comparing listings).
+var ErrUnsupported = errors.New("not supported by this controller")
+
+// PathMapper is an optional ability of a Controller: telling which resource
+// a file keeps, so that a change of files (a commit's diff) maps straight to
+// the resources it changed, without listing namespaces. Watches use it.
+//
+// MapPath returns the namespace and name of the resource of typ that the
+// file at p would keep, and ok true, when p is where the controller keeps
+// one (whether or not the file holds a valid resource); ok false when no
+// resource of typ is kept at p. It must never answer ok false for a path a
+// resource of typ is kept at: a caller would miss its change. When the
+// controller cannot tell for typ, it returns an error wrapping
+// ErrUnsupported. It does no I/O.
+//
+// ResourcePath goes the other way: the path of the file that keeps the
+// resource, for following one resource through history. It fails with an
+// error wrapping ErrUnsupported where MapPath does, and with one wrapping
+// ErrInvalid for a namespace or name no file can be kept for.
+type PathMapper interface {
+	MapPath(typ Type, p string) (namespace, name string, ok bool, err error)
+	ResourcePath(typ Type, namespace, name string) (string, error)
+}
+
+// NamespaceLister is an optional ability of a Controller: listing the
+// namespaces that may hold resources of a type in a tree, sorted, for
+// watches and lists across namespaces. It may name a namespace that holds
+// no valid resource, never leave out one that holds some. An error wrapping
+// ErrUnsupported says the controller cannot tell for the type.
+type NamespaceLister interface {
+	Namespaces(ctx context.Context, fsys fs.FS, typ Type) ([]string, error)
+}
+
 // Controller maps resources of the types bound to it onto files.
 //
 // Implementations must be safe for concurrent use. Get and Delete of a missing

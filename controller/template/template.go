@@ -25,6 +25,7 @@ type Controller struct {
 	list     *pathTemplate
 	resource *pathTemplate
 	cache    *decodeCache
+	maps     mappings // MapPath's, per type
 }
 
 var _ controller.Controller = (*Controller)(nil)
