@@ -132,6 +132,120 @@ func (FileOperation) EnumDescriptor() ([]byte, []int) {
 	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{1}
 }
 
+// WatchEventType says what happened to a resource.
+type WatchEventType int32
+
+const (
+	WatchEventType_WATCH_EVENT_TYPE_UNSPECIFIED WatchEventType = 0
+	// The resource appeared (or started to match the label selector).
+	WatchEventType_WATCH_EVENT_TYPE_ADDED WatchEventType = 1
+	// The resource changed.
+	WatchEventType_WATCH_EVENT_TYPE_MODIFIED WatchEventType = 2
+	// The resource went away (or stopped matching the label selector); the
+	// event carries its last state.
+	WatchEventType_WATCH_EVENT_TYPE_DELETED WatchEventType = 3
+	// Nothing happened: the watch has sent everything up to commit.
+	WatchEventType_WATCH_EVENT_TYPE_BOOKMARK WatchEventType = 4
+)
+
+// Enum value maps for WatchEventType.
+var (
+	WatchEventType_name = map[int32]string{
+		0: "WATCH_EVENT_TYPE_UNSPECIFIED",
+		1: "WATCH_EVENT_TYPE_ADDED",
+		2: "WATCH_EVENT_TYPE_MODIFIED",
+		3: "WATCH_EVENT_TYPE_DELETED",
+		4: "WATCH_EVENT_TYPE_BOOKMARK",
+	}
+	WatchEventType_value = map[string]int32{
+		"WATCH_EVENT_TYPE_UNSPECIFIED": 0,
+		"WATCH_EVENT_TYPE_ADDED":       1,
+		"WATCH_EVENT_TYPE_MODIFIED":    2,
+		"WATCH_EVENT_TYPE_DELETED":     3,
+		"WATCH_EVENT_TYPE_BOOKMARK":    4,
+	}
+)
+
+func (x WatchEventType) Enum() *WatchEventType {
+	p := new(WatchEventType)
+	*p = x
+	return p
+}
+
+func (x WatchEventType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (WatchEventType) Descriptor() protoreflect.EnumDescriptor {
+	return file_cup_v1alpha1_resource_proto_enumTypes[2].Descriptor()
+}
+
+func (WatchEventType) Type() protoreflect.EnumType {
+	return &file_cup_v1alpha1_resource_proto_enumTypes[2]
+}
+
+func (x WatchEventType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use WatchEventType.Descriptor instead.
+func (WatchEventType) EnumDescriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{2}
+}
+
+// ChangeType says what a commit did to a resource.
+type ChangeType int32
+
+const (
+	ChangeType_CHANGE_TYPE_UNSPECIFIED ChangeType = 0
+	ChangeType_CHANGE_TYPE_CREATED     ChangeType = 1
+	ChangeType_CHANGE_TYPE_MODIFIED    ChangeType = 2
+	ChangeType_CHANGE_TYPE_DELETED     ChangeType = 3
+)
+
+// Enum value maps for ChangeType.
+var (
+	ChangeType_name = map[int32]string{
+		0: "CHANGE_TYPE_UNSPECIFIED",
+		1: "CHANGE_TYPE_CREATED",
+		2: "CHANGE_TYPE_MODIFIED",
+		3: "CHANGE_TYPE_DELETED",
+	}
+	ChangeType_value = map[string]int32{
+		"CHANGE_TYPE_UNSPECIFIED": 0,
+		"CHANGE_TYPE_CREATED":     1,
+		"CHANGE_TYPE_MODIFIED":    2,
+		"CHANGE_TYPE_DELETED":     3,
+	}
+)
+
+func (x ChangeType) Enum() *ChangeType {
+	p := new(ChangeType)
+	*p = x
+	return p
+}
+
+func (x ChangeType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ChangeType) Descriptor() protoreflect.EnumDescriptor {
+	return file_cup_v1alpha1_resource_proto_enumTypes[3].Descriptor()
+}
+
+func (ChangeType) Type() protoreflect.EnumType {
+	return &file_cup_v1alpha1_resource_proto_enumTypes[3]
+}
+
+func (x ChangeType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ChangeType.Descriptor instead.
+func (ChangeType) EnumDescriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{3}
+}
+
 // Resource is an API resource. Its JSON form is the form users keep in files:
 // {"apiVersion", "kind", "metadata": {...}, "spec": {...}}.
 type Resource struct {
@@ -1279,6 +1393,512 @@ func (x *FileChange) GetDiff() string {
 	return ""
 }
 
+// WatchRequest names the resources to watch and where to start.
+type WatchRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Group   string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	Version string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	Plural  string                 `protobuf:"bytes,3,opt,name=plural,proto3" json:"plural,omitempty"`
+	// A DNS label; empty for every namespace the caller may watch.
+	Namespace string `protobuf:"bytes,4,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// A Kubernetes label selector. A resource whose labels stop matching is
+	// DELETED for this watch, one that starts to match is ADDED.
+	LabelSelector string `protobuf:"bytes,5,opt,name=label_selector,json=labelSelector,proto3" json:"label_selector,omitempty"`
+	// Where to resume: a commit (a full or short id), every change after
+	// which follows, or an event's resume_revision. Empty to start at the
+	// branch's head.
+	Revision string `protobuf:"bytes,6,opt,name=revision,proto3" json:"revision,omitempty"`
+	// Send the state at the starting commit as ADDED events, then a BOOKMARK
+	// with initial_events_end set, before the changes. Unset means true
+	// without a revision and false with one.
+	SendInitialEvents *bool `protobuf:"varint,7,opt,name=send_initial_events,json=sendInitialEvents,proto3,oneof" json:"send_initial_events,omitempty"`
+	// Send a BOOKMARK with the current head every few seconds (cupd
+	// --watch-bookmark-interval) while nothing else is sent, so that an idle
+	// watcher can resume from a recent commit.
+	AllowBookmarks bool `protobuf:"varint,8,opt,name=allow_bookmarks,json=allowBookmarks,proto3" json:"allow_bookmarks,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *WatchRequest) Reset() {
+	*x = WatchRequest{}
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchRequest) ProtoMessage() {}
+
+func (x *WatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
+func (*WatchRequest) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *WatchRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *WatchRequest) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *WatchRequest) GetPlural() string {
+	if x != nil {
+		return x.Plural
+	}
+	return ""
+}
+
+func (x *WatchRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *WatchRequest) GetLabelSelector() string {
+	if x != nil {
+		return x.LabelSelector
+	}
+	return ""
+}
+
+func (x *WatchRequest) GetRevision() string {
+	if x != nil {
+		return x.Revision
+	}
+	return ""
+}
+
+func (x *WatchRequest) GetSendInitialEvents() bool {
+	if x != nil && x.SendInitialEvents != nil {
+		return *x.SendInitialEvents
+	}
+	return false
+}
+
+func (x *WatchRequest) GetAllowBookmarks() bool {
+	if x != nil {
+		return x.AllowBookmarks
+	}
+	return false
+}
+
+// WatchResponse is one event: a change, or a bookmark.
+type WatchResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Type  WatchEventType         `protobuf:"varint,1,opt,name=type,proto3,enum=cup.v1alpha1.WatchEventType" json:"type,omitempty"`
+	// The resource after the change; for DELETED its last state; unset for
+	// BOOKMARK.
+	Resource *Resource `protobuf:"bytes,2,opt,name=resource,proto3" json:"resource,omitempty"`
+	// The commit the change happened in (for BOOKMARK, the commit up to
+	// which everything was sent). Resume from it: a watch with this revision
+	// sends what follows this event's commit.
+	Commit string `protobuf:"bytes,3,opt,name=commit,proto3" json:"commit,omitempty"`
+	// Set on the BOOKMARK that ends the initial state.
+	InitialEventsEnd bool `protobuf:"varint,4,opt,name=initial_events_end,json=initialEventsEnd,proto3" json:"initial_events_end,omitempty"`
+	// Pass as WatchRequest.revision to resume right after this event: the
+	// commit, when this is the last event the commit has for this watch (and
+	// on bookmarks); else "<commit>.<n>", n being how many events of the
+	// commit this watch has had, so that a watch cut between two events of
+	// one commit resumes with the next, and every change arrives once.
+	ResumeRevision string `protobuf:"bytes,5,opt,name=resume_revision,json=resumeRevision,proto3" json:"resume_revision,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *WatchResponse) Reset() {
+	*x = WatchResponse{}
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchResponse) ProtoMessage() {}
+
+func (x *WatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchResponse.ProtoReflect.Descriptor instead.
+func (*WatchResponse) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *WatchResponse) GetType() WatchEventType {
+	if x != nil {
+		return x.Type
+	}
+	return WatchEventType_WATCH_EVENT_TYPE_UNSPECIFIED
+}
+
+func (x *WatchResponse) GetResource() *Resource {
+	if x != nil {
+		return x.Resource
+	}
+	return nil
+}
+
+func (x *WatchResponse) GetCommit() string {
+	if x != nil {
+		return x.Commit
+	}
+	return ""
+}
+
+func (x *WatchResponse) GetInitialEventsEnd() bool {
+	if x != nil {
+		return x.InitialEventsEnd
+	}
+	return false
+}
+
+func (x *WatchResponse) GetResumeRevision() string {
+	if x != nil {
+		return x.ResumeRevision
+	}
+	return ""
+}
+
+// HistoryRequest names a resource and a page of its history.
+type HistoryRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Group     string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	Version   string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	Plural    string                 `protobuf:"bytes,3,opt,name=plural,proto3" json:"plural,omitempty"`
+	Namespace string                 `protobuf:"bytes,4,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Name      string                 `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
+	// The newest commit to look at: a branch, tag or commit; empty for the
+	// configured branch. Ignored when page_token is set.
+	Until string `protobuf:"bytes,6,opt,name=until,proto3" json:"until,omitempty"`
+	// Stop before this commit: only changes made after it are listed. Empty
+	// for the whole history.
+	Since string `protobuf:"bytes,7,opt,name=since,proto3" json:"since,omitempty"`
+	// The most entries to return; 0 for 20.
+	PageSize int32 `protobuf:"varint,8,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// The next_page_token of a previous response.
+	PageToken     string `protobuf:"bytes,9,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HistoryRequest) Reset() {
+	*x = HistoryRequest{}
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HistoryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HistoryRequest) ProtoMessage() {}
+
+func (x *HistoryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HistoryRequest.ProtoReflect.Descriptor instead.
+func (*HistoryRequest) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *HistoryRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *HistoryRequest) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *HistoryRequest) GetPlural() string {
+	if x != nil {
+		return x.Plural
+	}
+	return ""
+}
+
+func (x *HistoryRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *HistoryRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *HistoryRequest) GetUntil() string {
+	if x != nil {
+		return x.Until
+	}
+	return ""
+}
+
+func (x *HistoryRequest) GetSince() string {
+	if x != nil {
+		return x.Since
+	}
+	return ""
+}
+
+func (x *HistoryRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *HistoryRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// HistoryResponse holds a page of a resource's history, newest first.
+type HistoryResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Entries []*HistoryEntry        `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	// Pass as page_token to get the next page; empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// The commit the history was read from (until, resolved).
+	Commit        string `protobuf:"bytes,3,opt,name=commit,proto3" json:"commit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HistoryResponse) Reset() {
+	*x = HistoryResponse{}
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HistoryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HistoryResponse) ProtoMessage() {}
+
+func (x *HistoryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HistoryResponse.ProtoReflect.Descriptor instead.
+func (*HistoryResponse) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *HistoryResponse) GetEntries() []*HistoryEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+func (x *HistoryResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+func (x *HistoryResponse) GetCommit() string {
+	if x != nil {
+		return x.Commit
+	}
+	return ""
+}
+
+// HistoryEntry is one commit that changed a resource, on the first-parent
+// history of the branch (a merged proposal is its merge commit).
+type HistoryEntry struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The commit's full id.
+	Commit string `protobuf:"bytes,1,opt,name=commit,proto3" json:"commit,omitempty"`
+	// When the commit was made (its committer date), in RFC 3339.
+	Time string `protobuf:"bytes,2,opt,name=time,proto3" json:"time,omitempty"`
+	// The commit's author.
+	AuthorName  string `protobuf:"bytes,3,opt,name=author_name,json=authorName,proto3" json:"author_name,omitempty"`
+	AuthorEmail string `protobuf:"bytes,4,opt,name=author_email,json=authorEmail,proto3" json:"author_email,omitempty"`
+	// Who asked cup for the change (the Requested-by trailer), when cup
+	// made it for an authenticated caller.
+	Requester string `protobuf:"bytes,5,opt,name=requester,proto3" json:"requester,omitempty"`
+	// The first line of the commit message.
+	Subject string     `protobuf:"bytes,6,opt,name=subject,proto3" json:"subject,omitempty"`
+	Change  ChangeType `protobuf:"varint,7,opt,name=change,proto3,enum=cup.v1alpha1.ChangeType" json:"change,omitempty"`
+	// The resource's resourceVersion after the commit; empty when deleted.
+	ResourceVersion string `protobuf:"bytes,8,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
+	// The proposal the change came from, when the commit merged one cup
+	// opened (its number on the host, and its web page when known).
+	Proposal      string `protobuf:"bytes,9,opt,name=proposal,proto3" json:"proposal,omitempty"`
+	ProposalUrl   string `protobuf:"bytes,10,opt,name=proposal_url,json=proposalUrl,proto3" json:"proposal_url,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HistoryEntry) Reset() {
+	*x = HistoryEntry{}
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HistoryEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HistoryEntry) ProtoMessage() {}
+
+func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HistoryEntry.ProtoReflect.Descriptor instead.
+func (*HistoryEntry) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *HistoryEntry) GetCommit() string {
+	if x != nil {
+		return x.Commit
+	}
+	return ""
+}
+
+func (x *HistoryEntry) GetTime() string {
+	if x != nil {
+		return x.Time
+	}
+	return ""
+}
+
+func (x *HistoryEntry) GetAuthorName() string {
+	if x != nil {
+		return x.AuthorName
+	}
+	return ""
+}
+
+func (x *HistoryEntry) GetAuthorEmail() string {
+	if x != nil {
+		return x.AuthorEmail
+	}
+	return ""
+}
+
+func (x *HistoryEntry) GetRequester() string {
+	if x != nil {
+		return x.Requester
+	}
+	return ""
+}
+
+func (x *HistoryEntry) GetSubject() string {
+	if x != nil {
+		return x.Subject
+	}
+	return ""
+}
+
+func (x *HistoryEntry) GetChange() ChangeType {
+	if x != nil {
+		return x.Change
+	}
+	return ChangeType_CHANGE_TYPE_UNSPECIFIED
+}
+
+func (x *HistoryEntry) GetResourceVersion() string {
+	if x != nil {
+		return x.ResourceVersion
+	}
+	return ""
+}
+
+func (x *HistoryEntry) GetProposal() string {
+	if x != nil {
+		return x.Proposal
+	}
+	return ""
+}
+
+func (x *HistoryEntry) GetProposalUrl() string {
+	if x != nil {
+		return x.ProposalUrl
+	}
+	return ""
+}
+
 var File_cup_v1alpha1_resource_proto protoreflect.FileDescriptor
 
 const file_cup_v1alpha1_resource_proto_rawDesc = "" +
@@ -1395,7 +2015,54 @@ const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"FileChange\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x129\n" +
 	"\toperation\x18\x02 \x01(\x0e2\x1b.cup.v1alpha1.FileOperationR\toperation\x12\x12\n" +
-	"\x04diff\x18\x03 \x01(\tR\x04diff*\x82\x01\n" +
+	"\x04diff\x18\x03 \x01(\tR\x04diff\"\xbe\x04\n" +
+	"\fWatchRequest\x12c\n" +
+	"\x05group\x18\x01 \x01(\tBM\xbaHJrH\x10\x01\x18\xfd\x012A^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$R\x05group\x12D\n" +
+	"\aversion\x18\x02 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\aversion\x12B\n" +
+	"\x06plural\x18\x03 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\x06plural\x12I\n" +
+	"\tnamespace\x18\x04 \x01(\tB+\xbaH(\xd8\x01\x01r#\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\tnamespace\x12/\n" +
+	"\x0elabel_selector\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80 R\rlabelSelector\x12M\n" +
+	"\brevision\x18\x06 \x01(\tB1\xbaH.\xd8\x01\x01r)\x18@2%^[0-9a-f]{4,40}([.][1-9][0-9]{0,8})?$R\brevision\x123\n" +
+	"\x13send_initial_events\x18\a \x01(\bH\x00R\x11sendInitialEvents\x88\x01\x01\x12'\n" +
+	"\x0fallow_bookmarks\x18\b \x01(\bR\x0eallowBookmarksB\x16\n" +
+	"\x14_send_initial_events\"\xe4\x01\n" +
+	"\rWatchResponse\x120\n" +
+	"\x04type\x18\x01 \x01(\x0e2\x1c.cup.v1alpha1.WatchEventTypeR\x04type\x122\n" +
+	"\bresource\x18\x02 \x01(\v2\x16.cup.v1alpha1.ResourceR\bresource\x12\x16\n" +
+	"\x06commit\x18\x03 \x01(\tR\x06commit\x12,\n" +
+	"\x12initial_events_end\x18\x04 \x01(\bR\x10initialEventsEnd\x12'\n" +
+	"\x0fresume_revision\x18\x05 \x01(\tR\x0eresumeRevision\"\xf8\x05\n" +
+	"\x0eHistoryRequest\x12c\n" +
+	"\x05group\x18\x01 \x01(\tBM\xbaHJrH\x10\x01\x18\xfd\x012A^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$R\x05group\x12D\n" +
+	"\aversion\x18\x02 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\aversion\x12B\n" +
+	"\x06plural\x18\x03 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\x06plural\x12H\n" +
+	"\tnamespace\x18\x04 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\tnamespace\x12a\n" +
+	"\x04name\x18\x05 \x01(\tBM\xbaHJrH\x10\x01\x18\xfd\x012A^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$R\x04name\x12{\n" +
+	"\x05until\x18\x06 \x01(\tBe\xbaHb\xba\x014\n" +
+	"\x05until\x12\x15must not contain '..'\x1a\x14!this.contains('..')\xd8\x01\x01r&\x18\xff\x012!^[A-Za-z0-9][A-Za-z0-9._/+@~^-]*$R\x05until\x12{\n" +
+	"\x05since\x18\a \x01(\tBe\xbaHb\xba\x014\n" +
+	"\x05since\x12\x15must not contain '..'\x1a\x14!this.contains('..')\xd8\x01\x01r&\x18\xff\x012!^[A-Za-z0-9][A-Za-z0-9._/+@~^-]*$R\x05since\x12'\n" +
+	"\tpage_size\x18\b \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xe8\a(\x00R\bpageSize\x12'\n" +
+	"\n" +
+	"page_token\x18\t \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\tpageToken\"\x87\x01\n" +
+	"\x0fHistoryResponse\x124\n" +
+	"\aentries\x18\x01 \x03(\v2\x1a.cup.v1alpha1.HistoryEntryR\aentries\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x16\n" +
+	"\x06commit\x18\x03 \x01(\tR\x06commit\"\xd2\x02\n" +
+	"\fHistoryEntry\x12\x16\n" +
+	"\x06commit\x18\x01 \x01(\tR\x06commit\x12\x12\n" +
+	"\x04time\x18\x02 \x01(\tR\x04time\x12\x1f\n" +
+	"\vauthor_name\x18\x03 \x01(\tR\n" +
+	"authorName\x12!\n" +
+	"\fauthor_email\x18\x04 \x01(\tR\vauthorEmail\x12\x1c\n" +
+	"\trequester\x18\x05 \x01(\tR\trequester\x12\x18\n" +
+	"\asubject\x18\x06 \x01(\tR\asubject\x120\n" +
+	"\x06change\x18\a \x01(\x0e2\x18.cup.v1alpha1.ChangeTypeR\x06change\x12)\n" +
+	"\x10resource_version\x18\b \x01(\tR\x0fresourceVersion\x12\x1a\n" +
+	"\bproposal\x18\t \x01(\tR\bproposal\x12!\n" +
+	"\fproposal_url\x18\n" +
+	" \x01(\tR\vproposalUrl*\x82\x01\n" +
 	"\fWriteOutcome\x12\x1d\n" +
 	"\x19WRITE_OUTCOME_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17WRITE_OUTCOME_UNCHANGED\x10\x01\x12\x1b\n" +
@@ -1405,12 +2072,26 @@ const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"\x1aFILE_OPERATION_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15FILE_OPERATION_CREATE\x10\x01\x12\x19\n" +
 	"\x15FILE_OPERATION_UPDATE\x10\x02\x12\x19\n" +
-	"\x15FILE_OPERATION_DELETE\x10\x032\x97\x02\n" +
+	"\x15FILE_OPERATION_DELETE\x10\x03*\xaa\x01\n" +
+	"\x0eWatchEventType\x12 \n" +
+	"\x1cWATCH_EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16WATCH_EVENT_TYPE_ADDED\x10\x01\x12\x1d\n" +
+	"\x19WATCH_EVENT_TYPE_MODIFIED\x10\x02\x12\x1c\n" +
+	"\x18WATCH_EVENT_TYPE_DELETED\x10\x03\x12\x1d\n" +
+	"\x19WATCH_EVENT_TYPE_BOOKMARK\x10\x04*u\n" +
+	"\n" +
+	"ChangeType\x12\x1b\n" +
+	"\x17CHANGE_TYPE_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13CHANGE_TYPE_CREATED\x10\x01\x12\x18\n" +
+	"\x14CHANGE_TYPE_MODIFIED\x10\x02\x12\x17\n" +
+	"\x13CHANGE_TYPE_DELETED\x10\x032\xad\x03\n" +
 	"\x0fResourceService\x12?\n" +
 	"\x03Get\x12\x18.cup.v1alpha1.GetRequest\x1a\x19.cup.v1alpha1.GetResponse\"\x03\x90\x02\x01\x12B\n" +
 	"\x04List\x12\x19.cup.v1alpha1.ListRequest\x1a\x1a.cup.v1alpha1.ListResponse\"\x03\x90\x02\x01\x12:\n" +
 	"\x03Put\x12\x18.cup.v1alpha1.PutRequest\x1a\x19.cup.v1alpha1.PutResponse\x12C\n" +
-	"\x06Delete\x12\x1b.cup.v1alpha1.DeleteRequest\x1a\x1c.cup.v1alpha1.DeleteResponseB\xa7\x01\n" +
+	"\x06Delete\x12\x1b.cup.v1alpha1.DeleteRequest\x1a\x1c.cup.v1alpha1.DeleteResponse\x12G\n" +
+	"\x05Watch\x12\x1a.cup.v1alpha1.WatchRequest\x1a\x1b.cup.v1alpha1.WatchResponse\"\x03\x90\x02\x010\x01\x12K\n" +
+	"\aHistory\x12\x1c.cup.v1alpha1.HistoryRequest\x1a\x1d.cup.v1alpha1.HistoryResponse\"\x03\x90\x02\x01B\xa7\x01\n" +
 	"\x10com.cup.v1alpha1B\rResourceProtoP\x01Z3github.com/cup-dev/cup/gen/cup/v1alpha1;cupv1alpha1\xa2\x02\x03CXX\xaa\x02\fCup.V1alpha1\xca\x02\fCup\\V1alpha1\xe2\x02\x18Cup\\V1alpha1\\GPBMetadata\xea\x02\rCup::V1alpha1b\x06proto3"
 
 var (
@@ -1425,59 +2106,74 @@ func file_cup_v1alpha1_resource_proto_rawDescGZIP() []byte {
 	return file_cup_v1alpha1_resource_proto_rawDescData
 }
 
-var file_cup_v1alpha1_resource_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_cup_v1alpha1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_cup_v1alpha1_resource_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_cup_v1alpha1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_cup_v1alpha1_resource_proto_goTypes = []any{
 	(WriteOutcome)(0),       // 0: cup.v1alpha1.WriteOutcome
 	(FileOperation)(0),      // 1: cup.v1alpha1.FileOperation
-	(*Resource)(nil),        // 2: cup.v1alpha1.Resource
-	(*ObjectMeta)(nil),      // 3: cup.v1alpha1.ObjectMeta
-	(*GetRequest)(nil),      // 4: cup.v1alpha1.GetRequest
-	(*GetResponse)(nil),     // 5: cup.v1alpha1.GetResponse
-	(*ListRequest)(nil),     // 6: cup.v1alpha1.ListRequest
-	(*ListResponse)(nil),    // 7: cup.v1alpha1.ListResponse
-	(*ListWarning)(nil),     // 8: cup.v1alpha1.ListWarning
-	(*PutRequest)(nil),      // 9: cup.v1alpha1.PutRequest
-	(*PutResponse)(nil),     // 10: cup.v1alpha1.PutResponse
-	(*DeleteRequest)(nil),   // 11: cup.v1alpha1.DeleteRequest
-	(*DeleteResponse)(nil),  // 12: cup.v1alpha1.DeleteResponse
-	(*WriteResult)(nil),     // 13: cup.v1alpha1.WriteResult
-	(*FileChange)(nil),      // 14: cup.v1alpha1.FileChange
-	nil,                     // 15: cup.v1alpha1.ObjectMeta.LabelsEntry
-	nil,                     // 16: cup.v1alpha1.ObjectMeta.AnnotationsEntry
-	(*structpb.Struct)(nil), // 17: google.protobuf.Struct
-	(*Proposal)(nil),        // 18: cup.v1alpha1.Proposal
+	(WatchEventType)(0),     // 2: cup.v1alpha1.WatchEventType
+	(ChangeType)(0),         // 3: cup.v1alpha1.ChangeType
+	(*Resource)(nil),        // 4: cup.v1alpha1.Resource
+	(*ObjectMeta)(nil),      // 5: cup.v1alpha1.ObjectMeta
+	(*GetRequest)(nil),      // 6: cup.v1alpha1.GetRequest
+	(*GetResponse)(nil),     // 7: cup.v1alpha1.GetResponse
+	(*ListRequest)(nil),     // 8: cup.v1alpha1.ListRequest
+	(*ListResponse)(nil),    // 9: cup.v1alpha1.ListResponse
+	(*ListWarning)(nil),     // 10: cup.v1alpha1.ListWarning
+	(*PutRequest)(nil),      // 11: cup.v1alpha1.PutRequest
+	(*PutResponse)(nil),     // 12: cup.v1alpha1.PutResponse
+	(*DeleteRequest)(nil),   // 13: cup.v1alpha1.DeleteRequest
+	(*DeleteResponse)(nil),  // 14: cup.v1alpha1.DeleteResponse
+	(*WriteResult)(nil),     // 15: cup.v1alpha1.WriteResult
+	(*FileChange)(nil),      // 16: cup.v1alpha1.FileChange
+	(*WatchRequest)(nil),    // 17: cup.v1alpha1.WatchRequest
+	(*WatchResponse)(nil),   // 18: cup.v1alpha1.WatchResponse
+	(*HistoryRequest)(nil),  // 19: cup.v1alpha1.HistoryRequest
+	(*HistoryResponse)(nil), // 20: cup.v1alpha1.HistoryResponse
+	(*HistoryEntry)(nil),    // 21: cup.v1alpha1.HistoryEntry
+	nil,                     // 22: cup.v1alpha1.ObjectMeta.LabelsEntry
+	nil,                     // 23: cup.v1alpha1.ObjectMeta.AnnotationsEntry
+	(*structpb.Struct)(nil), // 24: google.protobuf.Struct
+	(*Proposal)(nil),        // 25: cup.v1alpha1.Proposal
 }
 var file_cup_v1alpha1_resource_proto_depIdxs = []int32{
-	3,  // 0: cup.v1alpha1.Resource.metadata:type_name -> cup.v1alpha1.ObjectMeta
-	17, // 1: cup.v1alpha1.Resource.spec:type_name -> google.protobuf.Struct
-	15, // 2: cup.v1alpha1.ObjectMeta.labels:type_name -> cup.v1alpha1.ObjectMeta.LabelsEntry
-	16, // 3: cup.v1alpha1.ObjectMeta.annotations:type_name -> cup.v1alpha1.ObjectMeta.AnnotationsEntry
-	2,  // 4: cup.v1alpha1.GetResponse.resource:type_name -> cup.v1alpha1.Resource
-	18, // 5: cup.v1alpha1.GetResponse.proposals:type_name -> cup.v1alpha1.Proposal
-	2,  // 6: cup.v1alpha1.ListResponse.items:type_name -> cup.v1alpha1.Resource
-	8,  // 7: cup.v1alpha1.ListResponse.warnings:type_name -> cup.v1alpha1.ListWarning
-	2,  // 8: cup.v1alpha1.PutRequest.resource:type_name -> cup.v1alpha1.Resource
-	13, // 9: cup.v1alpha1.PutResponse.result:type_name -> cup.v1alpha1.WriteResult
-	2,  // 10: cup.v1alpha1.PutResponse.resource:type_name -> cup.v1alpha1.Resource
-	13, // 11: cup.v1alpha1.DeleteResponse.result:type_name -> cup.v1alpha1.WriteResult
+	5,  // 0: cup.v1alpha1.Resource.metadata:type_name -> cup.v1alpha1.ObjectMeta
+	24, // 1: cup.v1alpha1.Resource.spec:type_name -> google.protobuf.Struct
+	22, // 2: cup.v1alpha1.ObjectMeta.labels:type_name -> cup.v1alpha1.ObjectMeta.LabelsEntry
+	23, // 3: cup.v1alpha1.ObjectMeta.annotations:type_name -> cup.v1alpha1.ObjectMeta.AnnotationsEntry
+	4,  // 4: cup.v1alpha1.GetResponse.resource:type_name -> cup.v1alpha1.Resource
+	25, // 5: cup.v1alpha1.GetResponse.proposals:type_name -> cup.v1alpha1.Proposal
+	4,  // 6: cup.v1alpha1.ListResponse.items:type_name -> cup.v1alpha1.Resource
+	10, // 7: cup.v1alpha1.ListResponse.warnings:type_name -> cup.v1alpha1.ListWarning
+	4,  // 8: cup.v1alpha1.PutRequest.resource:type_name -> cup.v1alpha1.Resource
+	15, // 9: cup.v1alpha1.PutResponse.result:type_name -> cup.v1alpha1.WriteResult
+	4,  // 10: cup.v1alpha1.PutResponse.resource:type_name -> cup.v1alpha1.Resource
+	15, // 11: cup.v1alpha1.DeleteResponse.result:type_name -> cup.v1alpha1.WriteResult
 	0,  // 12: cup.v1alpha1.WriteResult.outcome:type_name -> cup.v1alpha1.WriteOutcome
-	14, // 13: cup.v1alpha1.WriteResult.changes:type_name -> cup.v1alpha1.FileChange
-	18, // 14: cup.v1alpha1.WriteResult.proposal:type_name -> cup.v1alpha1.Proposal
+	16, // 13: cup.v1alpha1.WriteResult.changes:type_name -> cup.v1alpha1.FileChange
+	25, // 14: cup.v1alpha1.WriteResult.proposal:type_name -> cup.v1alpha1.Proposal
 	1,  // 15: cup.v1alpha1.FileChange.operation:type_name -> cup.v1alpha1.FileOperation
-	4,  // 16: cup.v1alpha1.ResourceService.Get:input_type -> cup.v1alpha1.GetRequest
-	6,  // 17: cup.v1alpha1.ResourceService.List:input_type -> cup.v1alpha1.ListRequest
-	9,  // 18: cup.v1alpha1.ResourceService.Put:input_type -> cup.v1alpha1.PutRequest
-	11, // 19: cup.v1alpha1.ResourceService.Delete:input_type -> cup.v1alpha1.DeleteRequest
-	5,  // 20: cup.v1alpha1.ResourceService.Get:output_type -> cup.v1alpha1.GetResponse
-	7,  // 21: cup.v1alpha1.ResourceService.List:output_type -> cup.v1alpha1.ListResponse
-	10, // 22: cup.v1alpha1.ResourceService.Put:output_type -> cup.v1alpha1.PutResponse
-	12, // 23: cup.v1alpha1.ResourceService.Delete:output_type -> cup.v1alpha1.DeleteResponse
-	20, // [20:24] is the sub-list for method output_type
-	16, // [16:20] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	2,  // 16: cup.v1alpha1.WatchResponse.type:type_name -> cup.v1alpha1.WatchEventType
+	4,  // 17: cup.v1alpha1.WatchResponse.resource:type_name -> cup.v1alpha1.Resource
+	21, // 18: cup.v1alpha1.HistoryResponse.entries:type_name -> cup.v1alpha1.HistoryEntry
+	3,  // 19: cup.v1alpha1.HistoryEntry.change:type_name -> cup.v1alpha1.ChangeType
+	6,  // 20: cup.v1alpha1.ResourceService.Get:input_type -> cup.v1alpha1.GetRequest
+	8,  // 21: cup.v1alpha1.ResourceService.List:input_type -> cup.v1alpha1.ListRequest
+	11, // 22: cup.v1alpha1.ResourceService.Put:input_type -> cup.v1alpha1.PutRequest
+	13, // 23: cup.v1alpha1.ResourceService.Delete:input_type -> cup.v1alpha1.DeleteRequest
+	17, // 24: cup.v1alpha1.ResourceService.Watch:input_type -> cup.v1alpha1.WatchRequest
+	19, // 25: cup.v1alpha1.ResourceService.History:input_type -> cup.v1alpha1.HistoryRequest
+	7,  // 26: cup.v1alpha1.ResourceService.Get:output_type -> cup.v1alpha1.GetResponse
+	9,  // 27: cup.v1alpha1.ResourceService.List:output_type -> cup.v1alpha1.ListResponse
+	12, // 28: cup.v1alpha1.ResourceService.Put:output_type -> cup.v1alpha1.PutResponse
+	14, // 29: cup.v1alpha1.ResourceService.Delete:output_type -> cup.v1alpha1.DeleteResponse
+	18, // 30: cup.v1alpha1.ResourceService.Watch:output_type -> cup.v1alpha1.WatchResponse
+	20, // 31: cup.v1alpha1.ResourceService.History:output_type -> cup.v1alpha1.HistoryResponse
+	26, // [26:32] is the sub-list for method output_type
+	20, // [20:26] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_cup_v1alpha1_resource_proto_init() }
@@ -1486,13 +2182,14 @@ func file_cup_v1alpha1_resource_proto_init() {
 		return
 	}
 	file_cup_v1alpha1_proposal_proto_init()
+	file_cup_v1alpha1_resource_proto_msgTypes[13].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cup_v1alpha1_resource_proto_rawDesc), len(file_cup_v1alpha1_resource_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   15,
+			NumEnums:      4,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

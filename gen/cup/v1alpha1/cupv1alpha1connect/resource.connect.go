@@ -41,6 +41,10 @@ const (
 	ResourceServicePutProcedure = "/cup.v1alpha1.ResourceService/Put"
 	// ResourceServiceDeleteProcedure is the fully-qualified name of the ResourceService's Delete RPC.
 	ResourceServiceDeleteProcedure = "/cup.v1alpha1.ResourceService/Delete"
+	// ResourceServiceWatchProcedure is the fully-qualified name of the ResourceService's Watch RPC.
+	ResourceServiceWatchProcedure = "/cup.v1alpha1.ResourceService/Watch"
+	// ResourceServiceHistoryProcedure is the fully-qualified name of the ResourceService's History RPC.
+	ResourceServiceHistoryProcedure = "/cup.v1alpha1.ResourceService/History"
 )
 
 // ResourceServiceClient is a client for the cup.v1alpha1.ResourceService service.
@@ -53,6 +57,18 @@ type ResourceServiceClient interface {
 	Put(context.Context, *connect.Request[v1alpha1.PutRequest]) (*connect.Response[v1alpha1.PutResponse], error)
 	// Delete removes a resource.
 	Delete(context.Context, *connect.Request[v1alpha1.DeleteRequest]) (*connect.Response[v1alpha1.DeleteResponse], error)
+	// Watch streams the changes to the resources of one type, in one
+	// namespace or in all, commit by commit on the served branch. Without a
+	// revision it starts with the current state (ADDED events, then a
+	// BOOKMARK); with one it sends every change after that commit, however
+	// old, then live changes. A revision that is not on the branch's
+	// first-parent history is FAILED_PRECONDITION: list again and watch from
+	// the commit the list was read from. A watcher that falls too far behind
+	// is closed with RESOURCE_EXHAUSTED; the error's message and the
+	// Cup-Resume-Revision trailer name the commit to resume from.
+	Watch(context.Context, *connect.Request[v1alpha1.WatchRequest]) (*connect.ServerStreamForClient[v1alpha1.WatchResponse], error)
+	// History lists the commits that changed one resource, newest first.
+	History(context.Context, *connect.Request[v1alpha1.HistoryRequest]) (*connect.Response[v1alpha1.HistoryResponse], error)
 }
 
 // NewResourceServiceClient constructs a client for the cup.v1alpha1.ResourceService service. By
@@ -92,15 +108,31 @@ func NewResourceServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 			connect.WithSchema(resourceServiceMethods.ByName("Delete")),
 			connect.WithClientOptions(opts...),
 		),
+		watch: connect.NewClient[v1alpha1.WatchRequest, v1alpha1.WatchResponse](
+			httpClient,
+			baseURL+ResourceServiceWatchProcedure,
+			connect.WithSchema(resourceServiceMethods.ByName("Watch")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		history: connect.NewClient[v1alpha1.HistoryRequest, v1alpha1.HistoryResponse](
+			httpClient,
+			baseURL+ResourceServiceHistoryProcedure,
+			connect.WithSchema(resourceServiceMethods.ByName("History")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // resourceServiceClient implements ResourceServiceClient.
 type resourceServiceClient struct {
-	get    *connect.Client[v1alpha1.GetRequest, v1alpha1.GetResponse]
-	list   *connect.Client[v1alpha1.ListRequest, v1alpha1.ListResponse]
-	put    *connect.Client[v1alpha1.PutRequest, v1alpha1.PutResponse]
-	delete *connect.Client[v1alpha1.DeleteRequest, v1alpha1.DeleteResponse]
+	get     *connect.Client[v1alpha1.GetRequest, v1alpha1.GetResponse]
+	list    *connect.Client[v1alpha1.ListRequest, v1alpha1.ListResponse]
+	put     *connect.Client[v1alpha1.PutRequest, v1alpha1.PutResponse]
+	delete  *connect.Client[v1alpha1.DeleteRequest, v1alpha1.DeleteResponse]
+	watch   *connect.Client[v1alpha1.WatchRequest, v1alpha1.WatchResponse]
+	history *connect.Client[v1alpha1.HistoryRequest, v1alpha1.HistoryResponse]
 }
 
 // Get calls cup.v1alpha1.ResourceService.Get.
@@ -123,6 +155,16 @@ func (c *resourceServiceClient) Delete(ctx context.Context, req *connect.Request
 	return c.delete.CallUnary(ctx, req)
 }
 
+// Watch calls cup.v1alpha1.ResourceService.Watch.
+func (c *resourceServiceClient) Watch(ctx context.Context, req *connect.Request[v1alpha1.WatchRequest]) (*connect.ServerStreamForClient[v1alpha1.WatchResponse], error) {
+	return c.watch.CallServerStream(ctx, req)
+}
+
+// History calls cup.v1alpha1.ResourceService.History.
+func (c *resourceServiceClient) History(ctx context.Context, req *connect.Request[v1alpha1.HistoryRequest]) (*connect.Response[v1alpha1.HistoryResponse], error) {
+	return c.history.CallUnary(ctx, req)
+}
+
 // ResourceServiceHandler is an implementation of the cup.v1alpha1.ResourceService service.
 type ResourceServiceHandler interface {
 	// Get returns one resource.
@@ -133,6 +175,18 @@ type ResourceServiceHandler interface {
 	Put(context.Context, *connect.Request[v1alpha1.PutRequest]) (*connect.Response[v1alpha1.PutResponse], error)
 	// Delete removes a resource.
 	Delete(context.Context, *connect.Request[v1alpha1.DeleteRequest]) (*connect.Response[v1alpha1.DeleteResponse], error)
+	// Watch streams the changes to the resources of one type, in one
+	// namespace or in all, commit by commit on the served branch. Without a
+	// revision it starts with the current state (ADDED events, then a
+	// BOOKMARK); with one it sends every change after that commit, however
+	// old, then live changes. A revision that is not on the branch's
+	// first-parent history is FAILED_PRECONDITION: list again and watch from
+	// the commit the list was read from. A watcher that falls too far behind
+	// is closed with RESOURCE_EXHAUSTED; the error's message and the
+	// Cup-Resume-Revision trailer name the commit to resume from.
+	Watch(context.Context, *connect.Request[v1alpha1.WatchRequest], *connect.ServerStream[v1alpha1.WatchResponse]) error
+	// History lists the commits that changed one resource, newest first.
+	History(context.Context, *connect.Request[v1alpha1.HistoryRequest]) (*connect.Response[v1alpha1.HistoryResponse], error)
 }
 
 // NewResourceServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -168,6 +222,20 @@ func NewResourceServiceHandler(svc ResourceServiceHandler, opts ...connect.Handl
 		connect.WithSchema(resourceServiceMethods.ByName("Delete")),
 		connect.WithHandlerOptions(opts...),
 	)
+	resourceServiceWatchHandler := connect.NewServerStreamHandler(
+		ResourceServiceWatchProcedure,
+		svc.Watch,
+		connect.WithSchema(resourceServiceMethods.ByName("Watch")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	resourceServiceHistoryHandler := connect.NewUnaryHandler(
+		ResourceServiceHistoryProcedure,
+		svc.History,
+		connect.WithSchema(resourceServiceMethods.ByName("History")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/cup.v1alpha1.ResourceService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case ResourceServiceGetProcedure:
@@ -178,6 +246,10 @@ func NewResourceServiceHandler(svc ResourceServiceHandler, opts ...connect.Handl
 			resourceServicePutHandler.ServeHTTP(w, r)
 		case ResourceServiceDeleteProcedure:
 			resourceServiceDeleteHandler.ServeHTTP(w, r)
+		case ResourceServiceWatchProcedure:
+			resourceServiceWatchHandler.ServeHTTP(w, r)
+		case ResourceServiceHistoryProcedure:
+			resourceServiceHistoryHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -201,4 +273,12 @@ func (UnimplementedResourceServiceHandler) Put(context.Context, *connect.Request
 
 func (UnimplementedResourceServiceHandler) Delete(context.Context, *connect.Request[v1alpha1.DeleteRequest]) (*connect.Response[v1alpha1.DeleteResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("cup.v1alpha1.ResourceService.Delete is not implemented"))
+}
+
+func (UnimplementedResourceServiceHandler) Watch(context.Context, *connect.Request[v1alpha1.WatchRequest], *connect.ServerStream[v1alpha1.WatchResponse]) error {
+	return connect.NewError(connect.CodeUnimplemented, errors.New("cup.v1alpha1.ResourceService.Watch is not implemented"))
+}
+
+func (UnimplementedResourceServiceHandler) History(context.Context, *connect.Request[v1alpha1.HistoryRequest]) (*connect.Response[v1alpha1.HistoryResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("cup.v1alpha1.ResourceService.History is not implemented"))
 }

@@ -685,6 +685,309 @@ export declare type FileChange = Message<"cup.v1alpha1.FileChange"> & {
 export declare const FileChangeSchema: GenMessage<FileChange>;
 
 /**
+ * WatchRequest names the resources to watch and where to start.
+ *
+ * @generated from message cup.v1alpha1.WatchRequest
+ */
+export declare type WatchRequest = Message<"cup.v1alpha1.WatchRequest"> & {
+  /**
+   * @generated from field: string group = 1;
+   */
+  group: string;
+
+  /**
+   * @generated from field: string version = 2;
+   */
+  version: string;
+
+  /**
+   * @generated from field: string plural = 3;
+   */
+  plural: string;
+
+  /**
+   * A DNS label; empty for every namespace the caller may watch.
+   *
+   * @generated from field: string namespace = 4;
+   */
+  namespace: string;
+
+  /**
+   * A Kubernetes label selector. A resource whose labels stop matching is
+   * DELETED for this watch, one that starts to match is ADDED.
+   *
+   * @generated from field: string label_selector = 5;
+   */
+  labelSelector: string;
+
+  /**
+   * Where to resume: a commit (a full or short id), every change after
+   * which follows, or an event's resume_revision. Empty to start at the
+   * branch's head.
+   *
+   * @generated from field: string revision = 6;
+   */
+  revision: string;
+
+  /**
+   * Send the state at the starting commit as ADDED events, then a BOOKMARK
+   * with initial_events_end set, before the changes. Unset means true
+   * without a revision and false with one.
+   *
+   * @generated from field: optional bool send_initial_events = 7;
+   */
+  sendInitialEvents?: boolean | undefined;
+
+  /**
+   * Send a BOOKMARK with the current head every few seconds (cupd
+   * --watch-bookmark-interval) while nothing else is sent, so that an idle
+   * watcher can resume from a recent commit.
+   *
+   * @generated from field: bool allow_bookmarks = 8;
+   */
+  allowBookmarks: boolean;
+};
+
+/**
+ * Describes the message cup.v1alpha1.WatchRequest.
+ * Use `create(WatchRequestSchema)` to create a new message.
+ */
+export declare const WatchRequestSchema: GenMessage<WatchRequest>;
+
+/**
+ * WatchResponse is one event: a change, or a bookmark.
+ *
+ * @generated from message cup.v1alpha1.WatchResponse
+ */
+export declare type WatchResponse = Message<"cup.v1alpha1.WatchResponse"> & {
+  /**
+   * @generated from field: cup.v1alpha1.WatchEventType type = 1;
+   */
+  type: WatchEventType;
+
+  /**
+   * The resource after the change; for DELETED its last state; unset for
+   * BOOKMARK.
+   *
+   * @generated from field: cup.v1alpha1.Resource resource = 2;
+   */
+  resource?: Resource | undefined;
+
+  /**
+   * The commit the change happened in (for BOOKMARK, the commit up to
+   * which everything was sent). Resume from it: a watch with this revision
+   * sends what follows this event's commit.
+   *
+   * @generated from field: string commit = 3;
+   */
+  commit: string;
+
+  /**
+   * Set on the BOOKMARK that ends the initial state.
+   *
+   * @generated from field: bool initial_events_end = 4;
+   */
+  initialEventsEnd: boolean;
+
+  /**
+   * Pass as WatchRequest.revision to resume right after this event: the
+   * commit, when this is the last event the commit has for this watch (and
+   * on bookmarks); else "<commit>.<n>", n being how many events of the
+   * commit this watch has had, so that a watch cut between two events of
+   * one commit resumes with the next, and every change arrives once.
+   *
+   * @generated from field: string resume_revision = 5;
+   */
+  resumeRevision: string;
+};
+
+/**
+ * Describes the message cup.v1alpha1.WatchResponse.
+ * Use `create(WatchResponseSchema)` to create a new message.
+ */
+export declare const WatchResponseSchema: GenMessage<WatchResponse>;
+
+/**
+ * HistoryRequest names a resource and a page of its history.
+ *
+ * @generated from message cup.v1alpha1.HistoryRequest
+ */
+export declare type HistoryRequest = Message<"cup.v1alpha1.HistoryRequest"> & {
+  /**
+   * @generated from field: string group = 1;
+   */
+  group: string;
+
+  /**
+   * @generated from field: string version = 2;
+   */
+  version: string;
+
+  /**
+   * @generated from field: string plural = 3;
+   */
+  plural: string;
+
+  /**
+   * @generated from field: string namespace = 4;
+   */
+  namespace: string;
+
+  /**
+   * @generated from field: string name = 5;
+   */
+  name: string;
+
+  /**
+   * The newest commit to look at: a branch, tag or commit; empty for the
+   * configured branch. Ignored when page_token is set.
+   *
+   * @generated from field: string until = 6;
+   */
+  until: string;
+
+  /**
+   * Stop before this commit: only changes made after it are listed. Empty
+   * for the whole history.
+   *
+   * @generated from field: string since = 7;
+   */
+  since: string;
+
+  /**
+   * The most entries to return; 0 for 20.
+   *
+   * @generated from field: int32 page_size = 8;
+   */
+  pageSize: number;
+
+  /**
+   * The next_page_token of a previous response.
+   *
+   * @generated from field: string page_token = 9;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message cup.v1alpha1.HistoryRequest.
+ * Use `create(HistoryRequestSchema)` to create a new message.
+ */
+export declare const HistoryRequestSchema: GenMessage<HistoryRequest>;
+
+/**
+ * HistoryResponse holds a page of a resource's history, newest first.
+ *
+ * @generated from message cup.v1alpha1.HistoryResponse
+ */
+export declare type HistoryResponse = Message<"cup.v1alpha1.HistoryResponse"> & {
+  /**
+   * @generated from field: repeated cup.v1alpha1.HistoryEntry entries = 1;
+   */
+  entries: HistoryEntry[];
+
+  /**
+   * Pass as page_token to get the next page; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+
+  /**
+   * The commit the history was read from (until, resolved).
+   *
+   * @generated from field: string commit = 3;
+   */
+  commit: string;
+};
+
+/**
+ * Describes the message cup.v1alpha1.HistoryResponse.
+ * Use `create(HistoryResponseSchema)` to create a new message.
+ */
+export declare const HistoryResponseSchema: GenMessage<HistoryResponse>;
+
+/**
+ * HistoryEntry is one commit that changed a resource, on the first-parent
+ * history of the branch (a merged proposal is its merge commit).
+ *
+ * @generated from message cup.v1alpha1.HistoryEntry
+ */
+export declare type HistoryEntry = Message<"cup.v1alpha1.HistoryEntry"> & {
+  /**
+   * The commit's full id.
+   *
+   * @generated from field: string commit = 1;
+   */
+  commit: string;
+
+  /**
+   * When the commit was made (its committer date), in RFC 3339.
+   *
+   * @generated from field: string time = 2;
+   */
+  time: string;
+
+  /**
+   * The commit's author.
+   *
+   * @generated from field: string author_name = 3;
+   */
+  authorName: string;
+
+  /**
+   * @generated from field: string author_email = 4;
+   */
+  authorEmail: string;
+
+  /**
+   * Who asked cup for the change (the Requested-by trailer), when cup
+   * made it for an authenticated caller.
+   *
+   * @generated from field: string requester = 5;
+   */
+  requester: string;
+
+  /**
+   * The first line of the commit message.
+   *
+   * @generated from field: string subject = 6;
+   */
+  subject: string;
+
+  /**
+   * @generated from field: cup.v1alpha1.ChangeType change = 7;
+   */
+  change: ChangeType;
+
+  /**
+   * The resource's resourceVersion after the commit; empty when deleted.
+   *
+   * @generated from field: string resource_version = 8;
+   */
+  resourceVersion: string;
+
+  /**
+   * The proposal the change came from, when the commit merged one cup
+   * opened (its number on the host, and its web page when known).
+   *
+   * @generated from field: string proposal = 9;
+   */
+  proposal: string;
+
+  /**
+   * @generated from field: string proposal_url = 10;
+   */
+  proposalUrl: string;
+};
+
+/**
+ * Describes the message cup.v1alpha1.HistoryEntry.
+ * Use `create(HistoryEntrySchema)` to create a new message.
+ */
+export declare const HistoryEntrySchema: GenMessage<HistoryEntry>;
+
+/**
  * WriteOutcome says what a write did.
  *
  * @generated from enum cup.v1alpha1.WriteOutcome
@@ -755,6 +1058,84 @@ export enum FileOperation {
 export declare const FileOperationSchema: GenEnum<FileOperation>;
 
 /**
+ * WatchEventType says what happened to a resource.
+ *
+ * @generated from enum cup.v1alpha1.WatchEventType
+ */
+export enum WatchEventType {
+  /**
+   * @generated from enum value: WATCH_EVENT_TYPE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The resource appeared (or started to match the label selector).
+   *
+   * @generated from enum value: WATCH_EVENT_TYPE_ADDED = 1;
+   */
+  ADDED = 1,
+
+  /**
+   * The resource changed.
+   *
+   * @generated from enum value: WATCH_EVENT_TYPE_MODIFIED = 2;
+   */
+  MODIFIED = 2,
+
+  /**
+   * The resource went away (or stopped matching the label selector); the
+   * event carries its last state.
+   *
+   * @generated from enum value: WATCH_EVENT_TYPE_DELETED = 3;
+   */
+  DELETED = 3,
+
+  /**
+   * Nothing happened: the watch has sent everything up to commit.
+   *
+   * @generated from enum value: WATCH_EVENT_TYPE_BOOKMARK = 4;
+   */
+  BOOKMARK = 4,
+}
+
+/**
+ * Describes the enum cup.v1alpha1.WatchEventType.
+ */
+export declare const WatchEventTypeSchema: GenEnum<WatchEventType>;
+
+/**
+ * ChangeType says what a commit did to a resource.
+ *
+ * @generated from enum cup.v1alpha1.ChangeType
+ */
+export enum ChangeType {
+  /**
+   * @generated from enum value: CHANGE_TYPE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: CHANGE_TYPE_CREATED = 1;
+   */
+  CREATED = 1,
+
+  /**
+   * @generated from enum value: CHANGE_TYPE_MODIFIED = 2;
+   */
+  MODIFIED = 2,
+
+  /**
+   * @generated from enum value: CHANGE_TYPE_DELETED = 3;
+   */
+  DELETED = 3,
+}
+
+/**
+ * Describes the enum cup.v1alpha1.ChangeType.
+ */
+export declare const ChangeTypeSchema: GenEnum<ChangeType>;
+
+/**
  * ResourceService reads and writes the resources kept in a repository.
  *
  * Requests name the type by group, version and plural, as in the REST form
@@ -803,6 +1184,34 @@ export declare const ResourceService: GenService<{
     methodKind: "unary";
     input: typeof DeleteRequestSchema;
     output: typeof DeleteResponseSchema;
+  },
+  /**
+   * Watch streams the changes to the resources of one type, in one
+   * namespace or in all, commit by commit on the served branch. Without a
+   * revision it starts with the current state (ADDED events, then a
+   * BOOKMARK); with one it sends every change after that commit, however
+   * old, then live changes. A revision that is not on the branch's
+   * first-parent history is FAILED_PRECONDITION: list again and watch from
+   * the commit the list was read from. A watcher that falls too far behind
+   * is closed with RESOURCE_EXHAUSTED; the error's message and the
+   * Cup-Resume-Revision trailer name the commit to resume from.
+   *
+   * @generated from rpc cup.v1alpha1.ResourceService.Watch
+   */
+  watch: {
+    methodKind: "server_streaming";
+    input: typeof WatchRequestSchema;
+    output: typeof WatchResponseSchema;
+  },
+  /**
+   * History lists the commits that changed one resource, newest first.
+   *
+   * @generated from rpc cup.v1alpha1.ResourceService.History
+   */
+  history: {
+    methodKind: "unary";
+    input: typeof HistoryRequestSchema;
+    output: typeof HistoryResponseSchema;
   },
 }>;
 
