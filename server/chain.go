@@ -278,31 +278,76 @@ func recordWrite(ctx context.Context, w *writeTarget) *writeRecord {
 // interceptor is the chain's call layer for Connect's handlers: it starts
 // the call, refuses requests holding fields the proto does not have,
 // validates them against the proto's rules before any handler runs, and
-// finishes the call.
-func (s *Server) interceptor() connect.Interceptor {
-	return connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
-		return func(ctx context.Context, req connect.AnyRequest) (res connect.AnyResponse, err error) {
-			ctx, c := s.startCall(ctx, req.Spec().Procedure, connectForm(req.Peer().Protocol), req.Header())
-			defer func() {
-				if p := recover(); p != nil {
-					// Connect's recovery answers; the chain logs it.
-					s.finish(ctx, c, fmt.Errorf("panic: %v\n%s", p, debug.Stack()))
-					panic(p)
-				}
-			}()
-			err = refuseUnknown(req.Any())
-			if err == nil {
-				err = s.validate(req.Any())
+// finishes the call. Streaming calls (Watch) go through the same steps:
+// their request is checked as the handler receives it.
+func (s *Server) interceptor() connect.Interceptor { return chainInterceptor{s} }
+
+type chainInterceptor struct{ s *Server }
+
+func (i chainInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	s := i.s
+	return func(ctx context.Context, req connect.AnyRequest) (res connect.AnyResponse, err error) {
+		ctx, c := s.startCall(ctx, req.Spec().Procedure, connectForm(req.Peer().Protocol), req.Header())
+		defer func() {
+			if p := recover(); p != nil {
+				// Connect's recovery answers; the chain logs it.
+				s.finish(ctx, c, fmt.Errorf("panic: %v\n%s", p, debug.Stack()))
+				panic(p)
 			}
-			if err == nil {
-				res, err = next(ctx, req)
-			}
-			if ce := s.finish(ctx, c, err); ce != nil {
-				return nil, ce
-			}
-			return res, nil
+		}()
+		err = refuseUnknown(req.Any())
+		if err == nil {
+			err = s.validate(req.Any())
 		}
-	})
+		if err == nil {
+			res, err = next(ctx, req)
+		}
+		if ce := s.finish(ctx, c, err); ce != nil {
+			return nil, ce
+		}
+		return res, nil
+	}
+}
+
+func (i chainInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (i chainInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	s := i.s
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) (err error) {
+		ctx, c := s.startCall(ctx, conn.Spec().Procedure, connectForm(conn.Peer().Protocol), conn.RequestHeader())
+		defer func() {
+			if p := recover(); p != nil {
+				s.finish(ctx, c, fmt.Errorf("panic: %v\n%s", p, debug.Stack()))
+				panic(p)
+			}
+		}()
+		err = next(ctx, checkedConn{conn, s})
+		ce := s.finish(ctx, c, err)
+		if ce == nil {
+			return nil
+		}
+		resumeTrailer(err, ce)
+		return ce
+	}
+}
+
+// checkedConn refuses and validates the messages a streaming handler
+// receives, as the unary chain does its request.
+type checkedConn struct {
+	connect.StreamingHandlerConn
+	s *Server
+}
+
+func (c checkedConn) Receive(msg any) error {
+	if err := c.StreamingHandlerConn.Receive(msg); err != nil {
+		return err
+	}
+	if err := refuseUnknown(msg); err != nil {
+		return err
+	}
+	return c.s.validate(msg)
 }
 
 // restCall is the chain's call layer for a route of the REST form: it

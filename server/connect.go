@@ -215,3 +215,35 @@ func (e *entry) proto() (*cupv1alpha1.Resource, error) {
 	}
 	return r, nil
 }
+
+func (h *resourceService) Watch(ctx context.Context, req *connect.Request[cupv1alpha1.WatchRequest], stream *connect.ServerStream[cupv1alpha1.WatchResponse]) error {
+	m := req.Msg
+	q := watchQuery{labelSelector: m.LabelSelector, revision: m.Revision, bookmarks: m.AllowBookmarks}
+	if m.SendInitialEvents != nil {
+		v := *m.SendInitialEvents
+		q.sendInitial = &v
+	}
+	return h.s.watch(ctx, ref{m.Group, m.Version, m.Plural, m.Namespace, ""}, q, func(ev *watchEvent) error {
+		out := &cupv1alpha1.WatchResponse{Type: ev.typ, Commit: ev.commit, InitialEventsEnd: ev.initialEnd, ResumeRevision: ev.resume}
+		if ev.entry != nil {
+			pb, err := ev.entry.proto()
+			if err != nil {
+				return err
+			}
+			out.Resource = pb
+		}
+		watchSend(ctx)
+		return stream.Send(out)
+	})
+}
+
+func (h *resourceService) History(ctx context.Context, req *connect.Request[cupv1alpha1.HistoryRequest]) (*connect.Response[cupv1alpha1.HistoryResponse], error) {
+	m := req.Msg
+	p, err := h.s.history(ctx, ref{m.Group, m.Version, m.Plural, m.Namespace, m.Name}, historyQuery{
+		until: m.Until, since: m.Since, pageToken: m.PageToken, pageSize: int(m.PageSize),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&cupv1alpha1.HistoryResponse{Entries: p.entries, NextPageToken: p.next, Commit: p.commit}), nil
+}

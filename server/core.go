@@ -103,12 +103,18 @@ func queryHash(at ref, labelSelector string) uint64 {
 	return h.Sum64()
 }
 
-// list reads a page of the resources at names, by q.
-func (s *Server) list(ctx context.Context, at ref, q listQuery) (*page, error) {
-	if err := s.authorize(ctx, at.attributes(auth.VerbList)); err != nil {
+// typeFor returns the type at names, once the policy lets the caller do
+// verb there.
+func (s *Server) typeFor(ctx context.Context, at ref, verb string) (*Type, error) {
+	if err := s.authorize(ctx, at.attributes(verb)); err != nil {
 		return nil, err
 	}
-	t, err := s.lookup(at.group, at.version, at.plural)
+	return s.lookup(at.group, at.version, at.plural)
+}
+
+// list reads a page of the resources at names, by q.
+func (s *Server) list(ctx context.Context, at ref, q listQuery) (*page, error) {
+	t, err := s.typeFor(ctx, at, auth.VerbList)
 	if err != nil {
 		return nil, err
 	}
@@ -195,10 +201,7 @@ func decodeToken(s string) (pageToken, error) {
 // get reads the resource at names, at revision (the default branch when
 // empty); it returns the commit read too.
 func (s *Server) get(ctx context.Context, at ref, revision string) (*entry, string, error) {
-	if err := s.authorize(ctx, at.attributes(auth.VerbGet)); err != nil {
-		return nil, "", err
-	}
-	t, err := s.lookup(at.group, at.version, at.plural)
+	t, err := s.typeFor(ctx, at, auth.VerbGet)
 	if err != nil {
 		return nil, "", err
 	}
@@ -216,10 +219,7 @@ func (s *Server) get(ctx context.Context, at ref, revision string) (*entry, stri
 // put writes in.resource at names: it returns the write's result and the
 // resource as stored.
 func (s *Server) put(ctx context.Context, at ref, in *putInput, o writeOptions) (*cupv1alpha1.WriteResult, *entry, error) {
-	if err := s.authorize(ctx, at.attributes(auth.VerbPut)); err != nil {
-		return nil, nil, err
-	}
-	t, err := s.lookup(at.group, at.version, at.plural)
+	t, err := s.typeFor(ctx, at, auth.VerbPut)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -254,10 +254,7 @@ func (s *Server) put(ctx context.Context, at ref, in *putInput, o writeOptions) 
 
 // del deletes the resource at names.
 func (s *Server) del(ctx context.Context, at ref, o writeOptions) (*cupv1alpha1.WriteResult, error) {
-	if err := s.authorize(ctx, at.attributes(auth.VerbDelete)); err != nil {
-		return nil, err
-	}
-	t, err := s.lookup(at.group, at.version, at.plural)
+	t, err := s.typeFor(ctx, at, auth.VerbDelete)
 	if err != nil {
 		return nil, err
 	}

@@ -14,13 +14,15 @@
 // A call passes four layers, each knowing less of protocols than the one
 // before:
 //
-//	adapters      connect.go, rest.go, decode.go, discovery.go, proposals.go
+//	adapters      connect.go, rest.go, rest_watch.go, decode.go, discovery.go,
+//	    │         proposals.go
 //	    │         decode a request, encode the answer; nothing else
 //	chain         chain.go, auth.go, limits.go, validate.go, errors.go
 //	    │         request id, timeout, authentication, the call's start and
 //	    │         end, validation, error mapping and logging, written once
 //	core          core.go, check.go, write.go, listing.go, entry.go,
-//	    │         interner.go, memo.go, calls.go, inflight.go, problems.go
+//	    │         interner.go, memo.go, calls.go, inflight.go, problems.go,
+//	    │         watch.go, watchhub.go, events.go, history.go
 //	    │         get, list, put and delete of resources, in no protocol's
 //	    │         terms; authorization; sentinel errors
 //	contracts     controller.Controller, source.Source (and scm.SCM behind
@@ -50,6 +52,16 @@
 // InvalidArgument errors naming the field. It asks the policy before it
 // looks anything up, and bounds controller calls (calls.go), writes and
 // request bodies (limits.go, inflight.go).
+//
+// Change over time: a commit's events (events.go) are the resources its
+// diff against its first parent changed, found from the changed paths
+// (controller.PathMapper) or by comparing listings, computed once per
+// commit, type and namespace and memoised for every watcher. A watch
+// (watch.go) walks the branch's first-parent history from where it starts
+// and follows the head (watchHub, which polls it while watches are open
+// and is poked by every write); history (history.go) walks the same
+// history backwards for one resource. Both need the source's
+// source.History ability.
 //
 // Below the core, controllers map resources onto files in a snapshot of
 // the source, and the source turns a write into a commit (or a proposal).

@@ -40,6 +40,9 @@ var codeFor = []struct {
 	hint string
 }{
 	{controller.ErrNotFound, connect.CodeNotFound, ""},
+	{errRevisionGone, connect.CodeFailedPrecondition, ""},
+	{errWatchTooSlow, connect.CodeResourceExhausted, ""},
+	{errNoNamespaces, connect.CodeFailedPrecondition, ""},
 	{errPreconditionFailed, connect.CodeAborted, ""},
 	{controller.ErrInvalid, connect.CodeInvalidArgument, ""},
 	{controller.ErrMalformed, connect.CodeFailedPrecondition, ""},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -82,10 +83,22 @@ func (s *Server) withTimeout(h http.Handler) http.Handler {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		if isWatch(r) {
+			// A watch lasts as long as its client wants: its request must
+			// arrive within the limit, and each event must be written
+			// within it (watchSend), but the call has no deadline.
+			if r.Body != nil && r.Body != http.NoBody {
+				if err := rc.SetReadDeadline(time.Now().Add(d)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+					s.cfg.logger.WarnContext(r.Context(), "setting the request's read deadline", "error", err)
+				}
+			}
+			h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), watchWriterKey{}, &watchWriter{rc: rc, limit: d})))
+			return
+		}
 		ctx, cancel := context.WithTimeoutCause(r.Context(), d, &timeoutError{limit: d})
 		defer cancel()
 		deadline, _ := ctx.Deadline()
-		rc := http.NewResponseController(w)
 		if r.Body != nil && r.Body != http.NoBody {
 			// No body, no deadline: HTTP/1.1 then already reads ahead
 			// in the background to notice the client leaving, and a
@@ -101,6 +114,36 @@ func (s *Server) withTimeout(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// isWatch reports whether r asks for a watch: the Watch RPC, or a REST
+// list with watch=true (or 1).
+func isWatch(r *http.Request) bool {
+	if r.URL.Path == "/cup.v1alpha1.ResourceService/Watch" {
+		return true
+	}
+	if r.Method != http.MethodGet || !strings.Contains(r.URL.RawQuery, "watch") {
+		return false
+	}
+	w := r.URL.Query()["watch"]
+	return len(w) == 1 && (w[0] == "true" || w[0] == "1")
+}
+
+type watchWriterKey struct{}
+
+// watchWriter bounds the writes of a watch's answer.
+type watchWriter struct {
+	rc    *http.ResponseController
+	limit time.Duration
+}
+
+// watchSend lets the next write of the watch that ctx serves take up to the
+// request timeout: a client that reads nothing for that long is gone, and
+// its watch ends.
+func watchSend(ctx context.Context) {
+	if w, _ := ctx.Value(watchWriterKey{}).(*watchWriter); w != nil {
+		_ = w.rc.SetWriteDeadline(time.Now().Add(w.limit))
+	}
 }
 
 // explainTimeout replaces a deadline error with one naming the server's

@@ -44,7 +44,20 @@ type memoKey struct {
 	typ       *Type
 	namespace string
 	name      string // "" for a namespace listing
+	// what tells derived values apart from reads (memoRead): a commit's
+	// events, whose name is the commit they are relative to (events.go),
+	// and a page of history (history.go).
+	what memoWhat
 }
+
+// memoWhat says what a memo entry holds.
+type memoWhat uint8
+
+const (
+	memoRead    memoWhat = iota // a resource, or with no name a listing
+	memoEvents                  // a commit's events for a type and namespace
+	memoHistory                 // a page of a resource's history
+)
 
 type memoItem struct {
 	key  memoKey

@@ -45,6 +45,7 @@ type observer struct {
 	writeQueue prometheus.Histogram
 	mu         sync.RWMutex
 	series     map[seriesKey]*callSeries
+	watch      watchMetrics
 }
 
 // memoStats counts the memo's lookups, read by the metrics.
@@ -74,7 +75,13 @@ func (m *memoStats) miss() { m.misses.Add(1) }
 //     (committed, unchanged, dry_run) or, when they failed, by Connect code;
 //   - cup_server_write_queue_seconds: how long a write waited before its
 //     change began (for a write slot, and for the source's lock on its
-//     target).
+//     target);
+//   - cup_server_watches: watches open; cup_server_watches_closed_total{reason}:
+//     watches ended, by why (client, slow, error);
+//   - cup_server_watch_events_sent_total{type}: events sent to watchers;
+//   - cup_server_watch_commits_computed_total and
+//     cup_server_watch_events_computed_total: commits whose events were
+//     computed (once for every watcher), and the events they held.
 //
 // procedure is the RPC a call is ("/cup.v1alpha1.ResourceService/Get");
 // the REST form's calls carry the RPC their route maps to, or the route's
@@ -114,12 +121,14 @@ func newObserver(cfg *config, mem *memo) (*observer, error) {
 	if tp := cfg.tracerProvider; tp != nil {
 		o.tracer = tp.Tracer(tracerName)
 	}
+	o.watch = newWatchMetrics()
 	reg := cfg.metrics
 	if reg == nil {
 		return o, nil
 	}
 	collectors := []prometheus.Collector{
 		o.started, o.handled, o.handling, o.inFlight, o.writes, o.writeQueue,
+		o.watch.open, o.watch.closed, o.watch.sent, o.watch.computed, o.watch.computedEvents,
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "cup_server_memo_hits_total",
 			Help: "Reads the memo answered (waits for another call's computation of the same read included).",
@@ -300,6 +309,10 @@ var restProcedures = map[string]string{
 	"DELETE " + itemPath:    cupv1alpha1connect.ResourceServiceDeleteProcedure,
 	"GET " + proposalsPath:  cupv1alpha1connect.ProposalServiceListProposalsProcedure,
 	"GET " + proposalPath:   cupv1alpha1connect.ProposalServiceGetProposalProcedure,
+	"GET " + historyPath:    cupv1alpha1connect.ResourceServiceHistoryProcedure,
+	// A watch is a GET of the collection with watch=true (watchPattern).
+	watchPattern:               cupv1alpha1connect.ResourceServiceWatchProcedure,
+	"GET " + allNamespacesPath: cupv1alpha1connect.ResourceServiceWatchProcedure,
 }
 
 // restProcedure is the procedure label of a REST call of the route

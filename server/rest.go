@@ -54,7 +54,7 @@ func (s *Server) routeREST(mux *http.ServeMux) {
 	write := []string{"revision", "message", "dryRun", "idempotencyKey", "resourceVersion", "changeSet"}
 	mux.Handle("GET /apis", s.rest(s.restDefinitions))
 	mux.Handle("GET /apis/{$}", s.rest(s.restDefinitions))
-	mux.Handle("GET "+collectionPath, s.rest(s.restList, "revision", "labelSelector", "continue", "limit", "problems"))
+	s.routeWatch(mux, s.restList, []string{"revision", "labelSelector", "continue", "limit", "problems"})
 	mux.Handle("GET "+itemPath, s.rest(s.restGet, "revision"))
 	mux.Handle("PUT "+itemPath, s.rest(s.restPut, write...))
 	mux.Handle("DELETE "+itemPath, s.rest(s.restDelete, write...))
@@ -180,15 +180,11 @@ func (s *Server) restList(w http.ResponseWriter, r *http.Request) {
 		Namespace: r.PathValue("namespace"), Revision: q.Get("revision"),
 		LabelSelector: q.Get("labelSelector"), PageToken: q.Get("continue"),
 	}
-	if l := q.Get("limit"); l != "" {
-		n, err := strconv.ParseInt(l, 10, 32)
-		if err != nil {
-			s.writeError(w, r, fieldError("limit", "%q is not a whole number", l))
-			return
-		}
-		req.PageSize = int32(n)
-	}
 	var err error
+	if req.PageSize, err = limitParam(q.Get("limit")); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	if req.Problems, err = boolParam(q.Get("problems"), "problems"); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -407,6 +403,18 @@ func (p *writeParameters) options() writeOptions {
 }
 
 // restRef is what the path of a REST request names.
+// limitParam parses a page size given as the limit parameter; "" is 0.
+func limitParam(l string) (int32, error) {
+	if l == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(l, 10, 32)
+	if err != nil {
+		return 0, fieldError("limit", "%q is not a whole number", l)
+	}
+	return int32(n), nil
+}
+
 func restRef(r *http.Request) ref {
 	return ref{r.PathValue("group"), r.PathValue("version"), r.PathValue("plural"), r.PathValue("namespace"), r.PathValue("name")}
 }

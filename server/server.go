@@ -76,6 +76,11 @@ type config struct {
 	metrics        prometheus.Registerer
 	tracerProvider trace.TracerProvider
 	surface        surfaceConfig
+
+	maxWatches       int
+	watchBuffer      int
+	bookmarkInterval time.Duration
+	watchPoll        time.Duration
 }
 
 // Option configures a Server.
@@ -112,6 +117,8 @@ type Server struct {
 	bodies    *bodyBudget
 	calls     *callSlots
 	obs       *observer
+	watchers  watchSlots
+	hub       *watchHub
 }
 
 // New returns a Server for src serving types. It fails when two types share a
@@ -123,6 +130,8 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 		maxListPage: DefaultMaxListPage, requestTimeout: DefaultRequestTimeout, maxWrites: DefaultMaxConcurrentWrites,
 		maxDepth: DefaultMaxJSONDepth, maxResource: DefaultMaxResourceBytes, maxInflight: DefaultMaxInflightRequestBytes,
 		maxCalls: DefaultMaxControllerCalls(), maxQueued: DefaultMaxQueuedControllerCalls,
+		maxWatches: DefaultMaxWatches, watchBuffer: DefaultWatchBuffer,
+		bookmarkInterval: DefaultWatchBookmarkInterval, watchPoll: DefaultWatchPollInterval,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -144,6 +153,9 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 	if src == nil {
 		return nil, errors.New("server: nil source")
 	}
+	if err := checkWatchConfig(&cfg); err != nil {
+		return nil, err
+	}
 	if err := checkOrigins(cfg.surface.corsOrigins); err != nil {
 		return nil, err
 	}
@@ -161,8 +173,10 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 	s := &Server{
 		cfg: cfg, src: src, types: make(map[controller.Type]*Type), validator: v, memo: newMemo(cfg.cacheBudget),
 		interner: newInterner(), writes: newWriteSlots(cfg.maxWrites), calls: calls,
-		bodies: newBodyBudget(cfg.maxInflight, cfg.maxBody),
+		bodies:   newBodyBudget(cfg.maxInflight, cfg.maxBody),
+		watchers: make(watchSlots, cfg.maxWatches),
 	}
+	s.hub = newWatchHub(s)
 	for _, t := range types {
 		if t.Group == "" || t.Version == "" || t.Plural == "" || t.Kind == "" {
 			return nil, fmt.Errorf("server: type %s/%s/%s: group, version, kind and plural are required", t.Group, t.Version, t.Plural)

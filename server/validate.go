@@ -119,11 +119,13 @@ func shape(v *protovalidate.Violation) string {
 		dnsLabel     = "a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63 characters"
 		branchChars  = "letters, digits and '._/+@-', starting with a letter or digit, without '..', at most 255 characters"
 	)
-	write := false
+	write, watch := false, false
 	if fd := v.FieldDescriptor; fd != nil {
 		switch fd.ContainingMessage().Name() {
 		case "PutRequest", "DeleteRequest":
 			write = true
+		case "WatchRequest":
+			watch = true
 		}
 	}
 	switch last.GetFieldName() {
@@ -134,9 +136,14 @@ func shape(v *protovalidate.Violation) string {
 	case "resource_version":
 		return "a resourceVersion as a read returned it: lowercase hexadecimal digits"
 	case "revision":
+		if watch {
+			return "a commit id (4 to 40 lowercase hexadecimal digits), or a resume_revision as an event gave it (<commit>.<n>)"
+		}
 		if write {
 			return "a branch: " + branchChars
 		}
+		return "a branch, tag or commit: letters, digits and '._/+@~^-', starting with a letter or digit, without '..', at most 255 characters"
+	case "until", "since":
 		return "a branch, tag or commit: letters, digits and '._/+@~^-', starting with a letter or digit, without '..', at most 255 characters"
 	case "change_set":
 		return "a change set, a branch a write returned (WriteResult.branch): " + branchChars

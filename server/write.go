@@ -178,6 +178,9 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (result *cupv1alpha1
 	if err != nil {
 		return nil, w.explain(err)
 	}
+	if res.Commit != "" && !res.Replayed {
+		s.hub.poke() // watches see the commit now, not at the next poll
+	}
 	out := &cupv1alpha1.WriteResult{BaseCommit: res.Base, Commit: res.Commit, Branch: res.Branch, Replayed: res.Replayed}
 	if res.Proposal != nil {
 		out.Proposal = writtenProposal(res, s.targetBranch(w))

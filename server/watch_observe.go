@@ -1,0 +1,63 @@
+package server
+
+import (
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
+)
+
+// watchMetrics are the watches' metrics (see newObserver).
+type watchMetrics struct {
+	open           prometheus.Gauge
+	closed         *prometheus.CounterVec // reason
+	sent           *prometheus.CounterVec // type
+	computed       prometheus.Counter
+	computedEvents prometheus.Counter
+}
+
+func newWatchMetrics() watchMetrics {
+	return watchMetrics{
+		open: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "cup_server_watches",
+			Help: "Watches open now.",
+		}),
+		closed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cup_server_watches_closed_total",
+			Help: "Watches ended, by reason: client (the client left), slow (it fell behind), error.",
+		}, []string{"reason"}),
+		sent: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cup_server_watch_events_sent_total",
+			Help: "Events sent to watchers, by type (added, modified, deleted, bookmark).",
+		}, []string{"type"}),
+		computed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cup_server_watch_commits_computed_total",
+			Help: "Commits (for a type and namespace) whose events were computed; every watcher shares them.",
+		}),
+		computedEvents: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cup_server_watch_events_computed_total",
+			Help: "Events the computed commits held.",
+		}),
+	}
+}
+
+func (o *observer) watchStarted() { o.watch.open.Inc() }
+func (o *observer) watchEnded(reason string) {
+	o.watch.open.Dec()
+	o.watch.closed.WithLabelValues(reason).Inc()
+}
+
+func (o *observer) eventSent(t cupv1alpha1.WatchEventType) {
+	o.watch.sent.WithLabelValues(strings.ToLower(eventTypeName(t))).Inc()
+}
+
+func (o *observer) eventsComputed(n int) {
+	o.watch.computed.Inc()
+	o.watch.computedEvents.Add(float64(n))
+}
+
+// eventTypeName is t as the REST form and the metrics name it, "ADDED".
+func eventTypeName(t cupv1alpha1.WatchEventType) string {
+	return strings.TrimPrefix(t.String(), "WATCH_EVENT_TYPE_")
+}
