@@ -73,6 +73,10 @@ type serveFlags struct {
 	maxHeaderBytes  int
 	allowedHosts    []string
 	corsOrigins     []string
+	maxWatches      int
+	watchBuffer     int
+	bookmarkEvery   time.Duration
+	watchPoll       time.Duration
 
 	writeMode     string
 	branchPrefix  string
@@ -152,6 +156,10 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.IntVar(&f.maxHeaderBytes, "max-header-bytes", server.DefaultMaxHeaderBytes, "largest request line and headers accepted, in bytes; larger get 431 (0: Go's bound, 1 MiB)")
 	fl.StringSliceVar(&f.allowedHosts, "allowed-hosts", nil, "host names requests may name in their Host header besides localhost, *.localhost, 127.0.0.1 and [::1] (\"*.example.com\" for subdomains, \"*\" for any); checked when set, and always when --address is a loopback address (a guard against DNS rebinding)")
 	fl.StringSliceVar(&f.corsOrigins, "cors-allowed-origins", nil, "origins (scheme://host[:port], one * wildcard allowed) whose web pages may call cupd from a browser, over Connect, gRPC-Web and REST; \"*\" allows any page the user opens, so use it only with --policy (off when empty)")
+	fl.IntVar(&f.maxWatches, "max-watches", server.DefaultMaxWatches, "most watches open at once; more are refused with RESOURCE_EXHAUSTED (HTTP 429) (0: the default)")
+	fl.IntVar(&f.watchBuffer, "watch-buffer", server.DefaultWatchBuffer, "events a live watch may have waiting to be sent; a watcher further behind is closed with RESOURCE_EXHAUSTED and the revision to resume from (0: the default)")
+	fl.DurationVar(&f.bookmarkEvery, "watch-bookmark-interval", server.DefaultWatchBookmarkInterval, "how often a watch that allows bookmarks gets one with the current head (0: the default)")
+	fl.DurationVar(&f.watchPoll, "watch-poll-interval", server.DefaultWatchPollInterval, "how often the served branch's head is read while watches are open, to see commits made outside cupd; writes through cupd are seen at once (0: the default)")
 	fl.StringVar(&f.debugAddress, "debug-address", "", "host:port for /debug/pprof (off when empty; never expose it publicly)")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to let calls in flight finish on SIGINT or SIGTERM")
 	fl.StringVar(&f.writeMode, "write-mode", "", "where writes go: direct (commit on the branch), branch (a new branch cup/<id> per write: a change set) or proposal (a change set and its pull/merge request); default proposal with --scm, else direct")
@@ -464,6 +472,10 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 		MaxConnections:               unbounded(maxConns),
 		AllowedHosts:                 hosts,
 		CORSAllowedOrigins:           f.corsOrigins,
+		MaxWatches:                   f.maxWatches,
+		WatchBuffer:                  f.watchBuffer,
+		WatchBookmarkInterval:        f.bookmarkEvery,
+		WatchPollInterval:            f.watchPoll,
 		SCM: app.SCM{
 			Provider: f.scm, URL: f.scmURL, Repository: f.scmRepository,
 			TokenFile: f.scmTokenFile, TokenEnv: f.scmTokenEnv,

@@ -142,6 +142,10 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		server.WithMaxInflightRequestBytes(opts.MaxInflightRequestBytes),
 		server.WithMaxConcurrentControllerCalls(opts.MaxConcurrentControllerCalls),
 		server.WithMaxQueuedControllerCalls(opts.MaxQueuedControllerCalls),
+		server.WithMaxWatches(opts.MaxWatches),
+		server.WithWatchBuffer(opts.WatchBuffer),
+		server.WithWatchBookmarkInterval(opts.WatchBookmarkInterval),
+		server.WithWatchPollInterval(opts.WatchPollInterval),
 	)
 	sopts = append(sopts, server.WithMetrics(reg),
 		server.WithCORS(opts.CORSAllowedOrigins), server.WithRepository(gitsource.Redact(a.repo), a.branch))

@@ -39,6 +39,10 @@ type Options struct {
 	MaxInflightRequestBytes      int64
 	MaxConcurrentControllerCalls int
 	MaxQueuedControllerCalls     int
+	MaxWatches                   int
+	WatchBuffer                  int
+	WatchBookmarkInterval        time.Duration
+	WatchPollInterval            time.Duration
 	// Remote configures the source when Repository is a URL.
 	Remote Remote
 	// WriteMode is where writes go: "direct" (the default) or "branch".

@@ -43,11 +43,14 @@ describe("generated package @cup-dev/api", () => {
         ["List", "list", "unary"],
         ["Put", "put", "unary"],
         ["Delete", "delete", "unary"],
+        ["Watch", "watch", "server_streaming"],
+        ["History", "history", "unary"],
       ],
     );
     // Reads are marked side-effect free, so Connect clients may use HTTP GET.
     assert.equal(ResourceService.method.get.idempotency, MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS);
     assert.equal(ResourceService.method.put.idempotency, MethodOptions_IdempotencyLevel.IDEMPOTENCY_UNKNOWN);
+    assert.equal(ResourceService.method.watch.idempotency, MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS);
     assert.equal(DiscoveryService.typeName, "cup.v1alpha1.DiscoveryService");
     assert.deepEqual(
       DiscoveryService.methods.map((m) => m.localName),
