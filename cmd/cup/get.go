@@ -21,6 +21,7 @@ func (c *cli) newGetCommand() *cobra.Command {
 		selector, revision, output string
 		allNamespaces, problems    bool
 		limit                      int32
+		wf                         watchFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "get TYPE [NAME...] | TYPE/NAME...",
@@ -45,14 +46,26 @@ A list leaves out files that hold nothing readable by the name their path
 gives (they do not decode, name another resource, or have a name the API
 refuses) and warns of them on stderr, as kubectl prints warnings: the first
 20, and how many more. --problems prints every such file instead, with
-what is wrong with it.`,
+what is wrong with it.
+
+--watch (-w) prints the resources, then each change as it is committed,
+until interrupted: a row per change (a deleted resource's row too), or
+with -o json or yaml each changed resource (with --output-watch-events, as
+{"type": "ADDED|MODIFIED|DELETED", "object": {...}}: JSON one event a line,
+YAML documents separated by ---). With a NAME, only that resource's
+changes. --watch-only leaves out the resources as they are first. With
+--revision, the watch starts at that commit: it prints the resources as
+they were there (unless --watch-only), then every change since. A watch
+the server closes for falling behind is resumed where it was cut.`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: c.completeTypes,
 		Example: `  cup get flags
   cup get fl new-checkout -o yaml
   cup get flag/new-checkout flag/dark-mode -n staging
   cup get flags -l 'team in (payments,web)' -o wide
-  cup get flags --problems`,
+  cup get flags --problems
+  cup get flags -w
+  cup get flag new-checkout -w -o json --output-watch-events`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch output {
 			case "table", "wide", "json", "yaml", "name":
@@ -66,6 +79,9 @@ what is wrong with it.`,
 				return errors.New("--problems lists the problems of a whole type: give TYPE alone, without names or -l")
 			}
 			ctx := cmd.Context()
+			if wf.requested() {
+				return c.watch(ctx, &wf, watchQuery{args: args, selector: selector, revision: revision, output: output, problems: problems})
+			}
 			conn, err := c.connect()
 			if err != nil {
 				return err
@@ -204,6 +220,7 @@ what is wrong with it.`,
 	f.StringVarP(&output, "output", "o", "table", "table, wide, json, yaml or name")
 	f.Int32Var(&limit, "limit", 0, "resources per request when listing (0: the server's default); every page is printed")
 	f.BoolVar(&problems, "problems", false, "print every file the list leaves out (PATH and REASON) instead of the resources")
+	wf.add(f)
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "wide", "json", "yaml", "name"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }

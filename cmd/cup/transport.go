@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -82,18 +81,7 @@ type bearer struct {
 	token, file string
 }
 
-func (b bearer) interceptor() connect.Interceptor {
-	return connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
-		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-			token, err := b.get()
-			if err != nil {
-				return nil, err
-			}
-			req.Header().Set("Authorization", "Bearer "+token)
-			return next(ctx, req)
-		}
-	})
-}
+func (b bearer) interceptor() connect.Interceptor { return bearerInterceptor{b} }
 
 func (b bearer) get() (string, error) {
 	if b.token != "" {
