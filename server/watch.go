@@ -298,6 +298,17 @@ func (w *watcher) produce(ctx context.Context, out chan<- *watchEvent, overflow 
 			return nil
 		}
 	}
+	if !w.initial {
+		// The watch is established: say where it starts, which also gets
+		// the answer's headers to a client that waits for them.
+		resume := w.start
+		if w.skip > 0 {
+			resume = fmt.Sprintf("%s.%d", w.start, w.skip)
+		}
+		if !put(&watchEvent{typ: cupv1alpha1.WatchEventType_WATCH_EVENT_TYPE_BOOKMARK, commit: w.start, resume: resume}) {
+			return nil
+		}
+	}
 	if w.skip > 0 {
 		parent, err := firstParent(ctx, w.h, w.start)
 		if err != nil {

@@ -136,6 +136,10 @@ func TestWatchResume(t *testing.T) {
 	req := flagsWatch("default")
 	req.Revision = start[:12]
 	next, _ := watchStream(t, srv, p, req)
+	// It says where it starts, the revision as it resolves.
+	if ev := next(); seen(ev) != "BOOKMARK "+start+" end=false" || ev.GetResumeRevision() != start {
+		t.Fatalf("first event %s (resume %s), want a BOOKMARK at %s", seen(ev), ev.GetResumeRevision(), start)
+	}
 	for i, want := range []string{"MODIFIED default/dark-mode", "MODIFIED default/new-checkout", "MODIFIED default/dark-mode"} {
 		if ev := next(); seen(ev) != want || ev.GetCommit() != commits[i] {
 			t.Fatalf("event %d: %s at %s, want %s at %s", i, seen(ev), ev.GetCommit(), want, commits[i])

@@ -155,6 +155,10 @@ describe("Watch against cupd (go run ./cmd/cupd serve)", () => {
           { ...flags, revision: modified.resumeRevision },
           { signal: ac2.signal },
         )[Symbol.asyncIterator]();
+        // It says where it starts: a BOOKMARK at the revision it resumes from.
+        const start = await next(resumed, ac2, "the BOOKMARK that starts the resumed watch");
+        assert.equal(start.type, WatchEventType.BOOKMARK, show(start));
+        assert.equal(start.resumeRevision, modified.resumeRevision);
         const pending = next(resumed, ac2, "the MODIFIED event of the second put");
         pending.catch(() => {}); // awaited below; no unhandled rejection while the put runs
         const second = await putRollout("second");

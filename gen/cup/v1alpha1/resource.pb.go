@@ -1410,7 +1410,9 @@ type WatchRequest struct {
 	Revision string `protobuf:"bytes,6,opt,name=revision,proto3" json:"revision,omitempty"`
 	// Send the state at the starting commit as ADDED events, then a BOOKMARK
 	// with initial_events_end set, before the changes. Unset means true
-	// without a revision and false with one.
+	// without a revision and false with one. A watch without them starts
+	// with a BOOKMARK at the commit it starts from (its resume_revision the
+	// revision asked for), so that the client knows it is established.
 	SendInitialEvents *bool `protobuf:"varint,7,opt,name=send_initial_events,json=sendInitialEvents,proto3,oneof" json:"send_initial_events,omitempty"`
 	// Send a BOOKMARK with the current head every few seconds (cupd
 	// --watch-bookmark-interval) while nothing else is sent, so that an idle

@@ -732,7 +732,9 @@ export declare type WatchRequest = Message<"cup.v1alpha1.WatchRequest"> & {
   /**
    * Send the state at the starting commit as ADDED events, then a BOOKMARK
    * with initial_events_end set, before the changes. Unset means true
-   * without a revision and false with one.
+   * without a revision and false with one. A watch without them starts
+   * with a BOOKMARK at the commit it starts from (its resume_revision the
+   * revision asked for), so that the client knows it is established.
    *
    * @generated from field: optional bool send_initial_events = 7;
    */
