@@ -35,7 +35,7 @@ const (
 	// DefaultHistoryPage is the page size of a history that asks for none.
 	defaultHistoryPage  = 20
 	historyWalk         = 100_000
-	historyWalkUnmapped = 1_000
+	historyWalkUnmapped = 250
 )
 
 // historyQuery is what a history asks besides the resource.

@@ -115,6 +115,11 @@ func (s *Server) watch(ctx context.Context, at ref, q watchQuery, send func(*wat
 	if err != nil {
 		return err
 	}
+	select {
+	case <-s.hub.closing:
+		return errShuttingDown
+	default:
+	}
 	release, err := s.watchers.acquire()
 	if err != nil {
 		return err
@@ -150,6 +155,13 @@ func (s *Server) watch(ctx context.Context, at ref, q watchQuery, send func(*wat
 	w.initial = q.revision == ""
 	if q.sendInitial != nil {
 		w.initial = *q.sendInitial
+	}
+	if at.namespace == "" && !w.initial {
+		// Fail now, not at the first commit, when the namespaces cannot
+		// be told.
+		if _, err := s.namespacesAt(ctx, t, head); err != nil {
+			return err
+		}
 	}
 	if w.initial {
 		w.skip = 0 // the state at the commit holds all of it
@@ -233,6 +245,9 @@ func (w *watcher) run(send func(*watchEvent) error) error {
 			}
 		case <-overflow:
 			return tooSlow()
+		case <-w.s.hub.closing:
+			reason = "shutdown"
+			return errShuttingDown
 		case err := <-done:
 			select {
 			case <-overflow:

@@ -25,7 +25,7 @@ func newWatchMetrics() watchMetrics {
 		}),
 		closed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cup_server_watches_closed_total",
-			Help: "Watches ended, by reason: client (the client left), slow (it fell behind), error.",
+			Help: "Watches ended, by reason: client (the client left), slow (it fell behind), shutdown, error.",
 		}, []string{"reason"}),
 		sent: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cup_server_watch_events_sent_total",

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -68,6 +69,18 @@ func checkWatchConfig(c *config) error {
 	return nil
 }
 
+// CloseWatches ends every watch, open or to come, with Unavailable: the
+// server is shutting down, and its clients resume elsewhere or later. Call
+// it as the HTTP server shuts down (http.Server.RegisterOnShutdown): a
+// watch lasts as long as its client wants, and would otherwise hold the
+// shutdown until its timeout.
+func (s *Server) CloseWatches() {
+	s.hub.closeOnce.Do(func() { close(s.hub.closing) })
+}
+
+// errShuttingDown ends the watches of a server that shuts down.
+var errShuttingDown = connect.NewError(connect.CodeUnavailable, errors.New("the server is shutting down: watch again, from the last resume revision"))
+
 // watchSlots bounds the watches open at once.
 type watchSlots chan struct{}
 
@@ -96,10 +109,14 @@ type watchHub struct {
 	stop    context.CancelFunc
 	stopped chan struct{}
 	pokes   chan struct{}
+
+	// closing ends every watch when closed (CloseWatches).
+	closing   chan struct{}
+	closeOnce sync.Once
 }
 
 func newWatchHub(s *Server) *watchHub {
-	return &watchHub{s: s, ch: make(chan struct{}), pokes: make(chan struct{}, 1)}
+	return &watchHub{s: s, ch: make(chan struct{}), pokes: make(chan struct{}, 1), closing: make(chan struct{})}
 }
 
 // head is the head last read.

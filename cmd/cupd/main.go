@@ -515,6 +515,7 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 		_ = a.Run(runCtx)
 	}()
 	defer func() { stopRun(); <-ran }()
+	srv.RegisterOnShutdown(a.CloseWatches) // watches end at once rather than hold the shutdown
 	g.open(a.Handler(), a.Listener, a.ConnState)
 
 	logger.Info("serving", "address", url, "repository", a.Repository(), "branch", a.Branch(), "demo", a.Demo())

@@ -27,6 +27,7 @@ import (
 // App is a wired server.
 type App struct {
 	handler   http.Handler
+	server    *server.Server
 	src       repoSource
 	remote    *gitsource.Source  // nil for a local repository
 	proposals *proposals.Manager // nil without an SCM
@@ -172,6 +173,7 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 			Help: "Calls refused because --max-inflight-request-bytes was reached.",
 		}, func() float64 { return float64(srv.BodyStats().Refused) }),
 	)
+	a.server = srv
 	a.handler = withHosts(withOperations(srv.Handler(), a.remote, a.proposals, reg, opts.WebhookSecret, opts.Logger), opts.AllowedHosts)
 	if len(types) > 0 {
 		t := types[0]
@@ -197,6 +199,10 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	return a.remote.Run(ctx)
 }
+
+// CloseWatches ends the server's watches (server.Server.CloseWatches), as
+// the HTTP server shuts down.
+func (a *App) CloseWatches() { a.server.CloseWatches() }
 
 // Handler is the server's HTTP handler.
 func (a *App) Handler() http.Handler { return a.handler }
