@@ -211,6 +211,9 @@ func (s *Server) lookup(group, version, plural string) (*Type, error) {
 		fmt.Sprintf("no resource type %q in %s/%s is served: GET /apis lists the served types", plural, group, version)}
 }
 
+// compressMinBytes is the smallest answer a Connect handler compresses.
+const compressMinBytes = 1 << 10
+
 // Handler returns the HTTP handler serving every protocol on one port:
 // Connect, gRPC and gRPC-Web for every service, gRPC reflection, the REST
 // form under /apis, gRPC health checking, an index at GET /, the build at
@@ -223,6 +226,10 @@ func (s *Server) Handler() http.Handler {
 	opts := []connect.HandlerOption{
 		connect.WithInterceptors(s.interceptor()),
 		connect.WithReadMaxBytes(int(s.cfg.maxBody)),
+		// Answers under 1 KiB go uncompressed even to clients that accept
+		// gzip: compressing a watch event of a few hundred bytes for each
+		// of a thousand watchers cost more CPU than sending it.
+		connect.WithCompressMinBytes(compressMinBytes),
 		// The chain (interceptor) logs the panic.
 		connect.WithRecover(func(context.Context, connect.Spec, http.Header, any) error {
 			return connect.NewError(connect.CodeInternal, errors.New(internalMessage))

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
+	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
 )
 
 // The demo's Segments are served by the WASM example controller
@@ -133,4 +134,44 @@ func readFile(t *testing.T, f *fixture, name string) string {
 		t.Fatal(err)
 	}
 	return string(files[name])
+}
+
+// TestWASMKindWatch: a type whose controller maps no paths (the WASM
+// segments) is watched by comparing the namespace's listings at each
+// commit; across namespaces it is refused, since its controller cannot
+// tell which exist.
+func TestWASMKindWatch(t *testing.T) {
+	t.Parallel()
+	f := newAppFixture(t)
+	p := protocols[0]
+	client := cupv1alpha1connect.NewResourceServiceClient(p.httpClient(), f.url, p.opts...)
+	no := false
+	req := &cupv1alpha1.WatchRequest{Group: "flags.cup.dev", Version: "v1alpha1", Plural: "segments", Namespace: "staging", SendInitialEvents: &no}
+	s, err := client.Watch(t.Context(), connect.NewRequest(req))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.Receive() || s.Msg().GetType() != cupv1alpha1.WatchEventType_WATCH_EVENT_TYPE_BOOKMARK {
+		t.Fatalf("first event %v, %v; want the starting BOOKMARK", s.Msg(), s.Err())
+	}
+	if r := f.do(t, "PUT", "/apis/flags.cup.dev/v1alpha1/namespaces/staging/segments/qa", `{"spec": {"description": "Testers.", "rules": [{"attribute": "role", "values": ["qa"]}]}}`); r.status != 202 {
+		t.Fatalf("PUT = %d %s", r.status, r.body)
+	}
+	if !s.Receive() {
+		t.Fatal(s.Err())
+	}
+	if ev := s.Msg(); ev.GetType() != cupv1alpha1.WatchEventType_WATCH_EVENT_TYPE_ADDED || ev.GetResource().GetMetadata().GetName() != "qa" {
+		t.Fatalf("after the put: %v", ev)
+	}
+	req.Namespace = ""
+	all, err := client.Watch(t.Context(), connect.NewRequest(req))
+	if err == nil {
+		for all.Receive() {
+		}
+		err = all.Err()
+	}
+	if connect.CodeOf(err) != connect.CodeFailedPrecondition || !strings.Contains(err.Error(), "name a namespace") {
+		t.Fatalf("watch of segments across namespaces: %v, want FailedPrecondition asking for a namespace", err)
+	}
 }
