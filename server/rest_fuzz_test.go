@@ -147,6 +147,10 @@ func FuzzREST(f *testing.F) {
 			`{"group": "fuzz.cup.dev", "version": "v1", "plural": "items", "namespace": "default", "name": "../x", "resource": {}}`},
 		{"GET", "/apis/cup.dev/v1alpha1/proposals", "", ""},
 		{"GET", "/healthz", "", ""},
+		{"GET", items + "?watch=true&labelSelector=team%3Dops", "", ""},
+		{"GET", items + "?watch=1&resourceVersion=0123456789abcdef.2&allowWatchBookmarks=true", "", ""},
+		{"GET", "/apis/fuzz.cup.dev/v1/items?watch=true&sendInitialEvents=false", "", ""},
+		{"GET", items + "/a/history?limit=2&since=main", "", ""},
 	} {
 		f.Add(s.method, s.target, s.header, s.body)
 	}
@@ -162,7 +166,11 @@ func FuzzREST(f *testing.F) {
 		}
 		defer repo.reset(t)
 		req.RemoteAddr = "192.0.2.1:1234"
-		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		timeout := 30 * time.Second
+		if strings.Contains(req.URL.RawQuery, "watch") || strings.HasSuffix(req.URL.Path, "/Watch") {
+			timeout = 100 * time.Millisecond // a watch lasts until its client leaves
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), timeout)
 		defer cancel()
 		rec := httptest.NewRecorder()
 		repo.handler.ServeHTTP(rec, req.WithContext(ctx))
@@ -306,6 +314,16 @@ func (g *guardedSource) takeBad() []string {
 	bad := g.bad
 	g.bad = nil
 	return bad
+}
+
+// Commit and ChangedPaths forward the source's History ability, which
+// watches and history need.
+func (g *guardedSource) Commit(ctx context.Context, id string) (*source.Commit, error) {
+	return g.Source.(source.History).Commit(ctx, id)
+}
+
+func (g *guardedSource) ChangedPaths(ctx context.Context, from, to string) ([]string, error) {
+	return g.Source.(source.History).ChangedPaths(ctx, from, to)
 }
 
 func (g *guardedSource) View(ctx context.Context, rev string) (*source.Snapshot, error) {
