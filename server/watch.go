@@ -224,7 +224,12 @@ func (w *watcher) run(send func(*watchEvent) error) error {
 	}
 	deliver := func(ev *watchEvent) error {
 		if err := send(ev); err != nil {
-			return err
+			// The client left, or stopped reading: its doing, not the
+			// server's.
+			if w.ctx.Err() != nil {
+				return w.ctx.Err()
+			}
+			return connect.NewError(connect.CodeCanceled, fmt.Errorf("the watch's client stopped reading: %w", err))
 		}
 		w.s.obs.eventSent(ev.typ)
 		if ev.resume != "" {
