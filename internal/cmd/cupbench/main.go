@@ -38,6 +38,7 @@ func main() {
 	lists := flag.Int("lists", 30, "list requests of the whole namespace")
 	writes := flag.Int("writes", 100, "sequential put requests (direct commits)")
 	layout := flag.String("layout", "flat", "file layout: flat (items/<namespace>/<name>.json) or sharded (items/<namespace>/<shard>/<name>.json)")
+	watchers := flag.Int("watchers", 1000, "idle watches to open after the load, for the resident memory they cost and the delivery of one write's event to all (0: none)")
 	setup := flag.String("setup", "", "only generate the repository (DIR/repo.git) and configuration (DIR/config) of the first size into DIR, for use with other load tools such as wrk, and exit")
 	flag.Parse()
 
@@ -54,7 +55,7 @@ func main() {
 			fmt.Printf("generated %d resources (%d bytes) in %s\n", n, raw, *setup)
 			return
 		}
-		if err := run(*cupd, n, benchrepo.Layout(*layout), *clients, *getFor, *lists, *writes); err != nil {
+		if err := run(*cupd, n, benchrepo.Layout(*layout), *clients, *getFor, *lists, *writes, *watchers); err != nil {
 			fatalf("%d resources: %v", n, err)
 		}
 	}
@@ -65,7 +66,7 @@ func fatalf(format string, args ...any) {
 	os.Exit(1)
 }
 
-func run(cupd string, n int, layout benchrepo.Layout, clients int, getFor time.Duration, lists, writes int) error {
+func run(cupd string, n int, layout benchrepo.Layout, clients int, getFor time.Duration, lists, writes, watchers int) error {
 	dir, err := os.MkdirTemp("", "cupbench-*")
 	if err != nil {
 		return err
@@ -184,7 +185,70 @@ func run(cupd string, n int, layout benchrepo.Layout, clients int, getFor time.D
 	}
 	fmt.Printf("list  after a write (cold commit): %v\n", time.Since(t0).Round(time.Microsecond))
 	fmt.Printf("cupd RSS after the load: %s (raw resources %.1f MiB)\n", rss(cmd.Process.Pid), float64(raw)/(1<<20))
+	if watchers > 0 {
+		return watch(ctx, hc, base, cmd.Process.Pid, watchers, note)
+	}
 	return nil
+}
+
+// watch opens n idle watches of the items over the REST form, each on its
+// own connection, and reports cupd's resident memory with them open, then
+// how long one write's event takes to reach every one.
+func watch(ctx context.Context, hc *http.Client, base string, pid, n int, note string) error {
+	before := rssKiB(pid)
+	wc := &http.Client{Transport: &http.Transport{MaxConnsPerHost: n + 1, MaxIdleConnsPerHost: n + 1}}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	arrived := make(chan time.Time, n)
+	for range n {
+		req, err := http.NewRequestWithContext(ctx, "GET", base+"?watch=true&sendInitialEvents=false", nil)
+		if err != nil {
+			return err
+		}
+		res, err := wc.Do(req)
+		if err != nil {
+			return err
+		}
+		if res.StatusCode != 200 {
+			return fmt.Errorf("watch: %s", res.Status)
+		}
+		sc := bufio.NewScanner(res.Body)
+		if !sc.Scan() { // the BOOKMARK that starts it
+			return fmt.Errorf("watch ended: %v", sc.Err())
+		}
+		go func() {
+			defer res.Body.Close()
+			for sc.Scan() {
+				if strings.Contains(sc.Text(), `"type":"MODIFIED"`) {
+					arrived <- time.Now()
+				}
+			}
+		}()
+	}
+	after := rssKiB(pid)
+	fmt.Printf("watch %d idle:     cupd RSS %d KiB more (%.1f KiB a watch)\n", n, after-before, float64(after-before)/float64(n))
+	t0 := time.Now()
+	if _, err := fetch(hc, "PUT", base+"/"+benchrepo.Name(0), benchrepo.Item(0, "watched "+note[:100]), 202); err != nil {
+		return err
+	}
+	lat := make([]time.Duration, 0, n)
+	timeout := time.After(time.Minute)
+	for range n {
+		select {
+		case at := <-arrived:
+			lat = append(lat, at.Sub(t0))
+		case <-timeout:
+			return fmt.Errorf("%d of %d watches had the event after a minute", len(lat), n)
+		}
+	}
+	fmt.Printf("watch event to all %d: p50 %-9v p99 %-9v (from the put's request)\n", n, pct(lat, 50), pct(lat, 99))
+	return nil
+}
+
+// rssKiB is pid's resident memory in KiB, 0 when unknown.
+func rssKiB(pid int) int {
+	kib, _ := strconv.Atoi(strings.TrimSuffix(rss(pid), " kB"))
+	return kib
 }
 
 func serverURL(r io.Reader) (string, error) {
