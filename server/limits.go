@@ -156,27 +156,38 @@ func explainTimeout(ctx context.Context, err error) error {
 	return err
 }
 
-// writeSlots bounds concurrent writes; nil when unbounded.
-type writeSlots chan struct{}
-
-func newWriteSlots(n int) writeSlots {
-	if n <= 0 {
-		return nil
-	}
-	return make(writeSlots, n)
+// slots bounds how many of something run at once; nil when unbounded.
+// refused says, in a ResourceExhausted error, that all n are taken.
+type slots struct {
+	ch      chan struct{}
+	refused func(n int) error
 }
 
-// acquire takes a slot for one write, or fails with ResourceExhausted when
-// every slot is taken. release gives it back.
-func (ws writeSlots) acquire() (release func(), err error) {
-	if ws == nil {
+func newSlots(n int, refused func(n int) error) slots {
+	if n <= 0 {
+		return slots{}
+	}
+	return slots{ch: make(chan struct{}, n), refused: refused}
+}
+
+// acquire takes a slot, or fails with refused when every slot is taken.
+// release gives it back.
+func (sl slots) acquire() (release func(), err error) {
+	if sl.ch == nil {
 		return func() {}, nil
 	}
 	select {
-	case ws <- struct{}{}:
-		return func() { <-ws }, nil
+	case sl.ch <- struct{}{}:
+		return func() { <-sl.ch }, nil
 	default:
-		return nil, connect.NewError(connect.CodeResourceExhausted, fmt.Errorf(
-			"the server is already working on %d writes, its limit (cupd --max-concurrent-writes): retry in a moment", cap(ws)))
+		return nil, sl.refused(cap(sl.ch))
 	}
+}
+
+// newWriteSlots bounds concurrent writes (--max-concurrent-writes).
+func newWriteSlots(n int) slots {
+	return newSlots(n, func(n int) error {
+		return connect.NewError(connect.CodeResourceExhausted, fmt.Errorf(
+			"the server is already working on %d writes, its limit (cupd --max-concurrent-writes): retry in a moment", n))
+	})
 }

@@ -106,15 +106,9 @@ func (s *Server) restNoRoute(w http.ResponseWriter, r *http.Request) {
 		if c := callFrom(r.Context()); c != nil {
 			c.err = connect.NewError(connect.CodeUnimplemented, errMethodNotAllowed)
 		}
-		b, _ := json.Marshal(struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		}{connect.CodeUnimplemented.String(), fmt.Sprintf("%s is not served on %s: use %s", r.Method, r.URL.Path, allow)})
-		h := w.Header()
-		h.Set("Allow", allow)
-		h.Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusMethodNotAllowed)
-		_, _ = w.Write(b)
+		w.Header().Set("Allow", allow)
+		writeErrorJSONStatus(w, connect.NewError(connect.CodeUnimplemented, fmt.Errorf("%s is not served on %s: use %s", r.Method, r.URL.Path, allow)),
+			http.StatusMethodNotAllowed)
 		return
 	}
 	s.writeError(w, r, connect.NewError(connect.CodeNotFound, fmt.Errorf(
@@ -507,14 +501,20 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeErrorJSON(w, toConnect(err))
 }
 
-// writeErrorJSON answers ce in the REST form's JSON.
+// writeErrorJSON answers ce in the REST form's JSON, with the status of
+// its code.
 func writeErrorJSON(w http.ResponseWriter, ce *connect.Error) {
+	writeErrorJSONStatus(w, ce, httpStatus(ce.Code()))
+}
+
+// writeErrorJSONStatus answers ce in the REST form's JSON with status.
+func writeErrorJSONStatus(w http.ResponseWriter, ce *connect.Error, status int) {
 	b, _ := json.Marshal(struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 	}{ce.Code().String(), ce.Message()})
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(httpStatus(ce.Code()))
+	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }
 

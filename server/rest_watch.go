@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net/http"
 
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
@@ -103,7 +102,10 @@ func (s *Server) restWatch(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		_ = rc.Flush()
 	}
-	apiVersion := req.Group + "/" + req.Version
+	apiVersion, kind := req.Group+"/"+req.Version, ""
+	if t, err := s.lookup(req.Group, req.Version, req.Plural); err == nil {
+		kind = t.Kind
+	}
 	var line bytes.Buffer
 	qry := watchQuery{labelSelector: req.LabelSelector, revision: req.Revision, sendInitial: req.SendInitialEvents,
 		bookmarks: req.AllowBookmarks, ready: start}
@@ -116,7 +118,7 @@ func (s *Server) restWatch(w http.ResponseWriter, r *http.Request) {
 		if ev.entry != nil {
 			line.Write(ev.entry.json)
 		} else {
-			b, _ := json.Marshal(bookmarkObject(apiVersion, s.kindOf(req), ev))
+			b, _ := json.Marshal(bookmarkObject(apiVersion, kind, ev))
 			line.Write(b)
 		}
 		line.WriteString(`,"commit":"`)
@@ -161,14 +163,6 @@ func (s *Server) restWatch(w http.ResponseWriter, r *http.Request) {
 	_ = rc.Flush()
 }
 
-// kindOf is the kind of the type req names, "" when none is served.
-func (s *Server) kindOf(req *cupv1alpha1.WatchRequest) string {
-	if t, err := s.lookup(req.Group, req.Version, req.Plural); err == nil {
-		return t.Kind
-	}
-	return ""
-}
-
 // bookmarkObject is the object of a BOOKMARK line, as Kubernetes sends it.
 func bookmarkObject(apiVersion, kind string, ev *watchEvent) any {
 	meta := map[string]any{"resourceVersion": ev.commit}
@@ -176,17 +170,6 @@ func bookmarkObject(apiVersion, kind string, ev *watchEvent) any {
 		meta["annotations"] = map[string]string{"k8s.io/initial-events-end": "true"}
 	}
 	return map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": meta}
-}
-
-// writeErrorJSONStatus answers ce in the REST form's JSON with status.
-func writeErrorJSONStatus(w http.ResponseWriter, ce *connect.Error, status int) {
-	b, _ := json.Marshal(struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	}{ce.Code().String(), ce.Message()})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
 }
 
 func (s *Server) restHistory(w http.ResponseWriter, r *http.Request) {

@@ -113,11 +113,11 @@ type Server struct {
 	validator protovalidate.Validator
 	memo      *memo
 	interner  *interner
-	writes    writeSlots
+	writes    slots
 	bodies    *bodyBudget
 	calls     *callSlots
 	obs       *observer
-	watchers  watchSlots
+	watchers  slots
 	hub       *watchHub
 }
 
@@ -174,7 +174,7 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 		cfg: cfg, src: src, types: make(map[controller.Type]*Type), validator: v, memo: newMemo(cfg.cacheBudget),
 		interner: newInterner(), writes: newWriteSlots(cfg.maxWrites), calls: calls,
 		bodies:   newBodyBudget(cfg.maxInflight, cfg.maxBody),
-		watchers: make(watchSlots, cfg.maxWatches),
+		watchers: newWatchSlots(cfg.maxWatches),
 	}
 	s.hub = newWatchHub(s)
 	for _, t := range types {

@@ -76,6 +76,20 @@ func (e *resumeError) Unwrap() error { return e.err }
 // ResourceExhausted, the revision to resume from.
 const headerResumeRevision = "Cup-Resume-Revision"
 
+// resumeAt is the resume revision after the first n events of commit: the
+// commit itself for none, else "<commit>.<n>". parseResume reads it.
+func resumeAt(commit string, n int) string {
+	if n == 0 {
+		return commit
+	}
+	return commit + "." + strconv.Itoa(n)
+}
+
+// bookmark is a BOOKMARK at commit, to resume from resume.
+func bookmark(commit, resume string, initialEnd bool) *watchEvent {
+	return &watchEvent{typ: cupv1alpha1.WatchEventType_WATCH_EVENT_TYPE_BOOKMARK, commit: commit, resume: resume, initialEnd: initialEnd}
+}
+
 // parseResume splits a resume revision into its commit and the number of
 // the commit's events already had.
 func parseResume(rev string) (commit string, n int, err error) {
@@ -218,10 +232,7 @@ func (w *watcher) run(send func(*watchEvent) error) error {
 	w.s.obs.watchStarted()
 	reason := "client"
 	defer func() { w.s.obs.watchEnded(reason) }()
-	resume := w.start
-	if w.skip > 0 {
-		resume = fmt.Sprintf("%s.%d", w.start, w.skip)
-	}
+	resume := resumeAt(w.start, w.skip)
 	deliver := func(ev *watchEvent) error {
 		if err := send(ev); err != nil {
 			// The client left, or stopped reading: its doing, not the
@@ -314,18 +325,14 @@ func (w *watcher) produce(ctx context.Context, out chan<- *watchEvent, overflow 
 			}
 		}
 		w.initialEvents = nil
-		if !put(&watchEvent{typ: cupv1alpha1.WatchEventType_WATCH_EVENT_TYPE_BOOKMARK, commit: w.start, resume: w.start, initialEnd: true}) {
+		if !put(bookmark(w.start, w.start, true)) {
 			return nil
 		}
 	}
 	if !w.initial {
 		// The watch is established: say where it starts, which also gets
 		// the answer's headers to a client that waits for them.
-		resume := w.start
-		if w.skip > 0 {
-			resume = fmt.Sprintf("%s.%d", w.start, w.skip)
-		}
-		if !put(&watchEvent{typ: cupv1alpha1.WatchEventType_WATCH_EVENT_TYPE_BOOKMARK, commit: w.start, resume: resume}) {
+		if !put(bookmark(w.start, resumeAt(w.start, w.skip), false)) {
 			return nil
 		}
 	}
@@ -379,7 +386,7 @@ func (w *watcher) produce(ctx context.Context, out chan<- *watchEvent, overflow 
 				return nil
 			case <-changed:
 			case <-tick:
-				if !put(&watchEvent{typ: cupv1alpha1.WatchEventType_WATCH_EVENT_TYPE_BOOKMARK, commit: cursor, resume: cursor}) {
+				if !put(bookmark(cursor, cursor, false)) {
 					return nil
 				}
 			}
@@ -436,9 +443,9 @@ func (w *watcher) filter(commit string, evs []rawEvent) []*watchEvent {
 		out = append(out, ev)
 	}
 	for i, ev := range out {
-		ev.resume = commit
+		ev.resume = commit // the last: the whole commit is had
 		if i < len(out)-1 {
-			ev.resume = commit + "." + strconv.Itoa(i+1)
+			ev.resume = resumeAt(commit, i+1)
 		}
 	}
 	return out

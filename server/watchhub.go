@@ -81,17 +81,12 @@ func (s *Server) CloseWatches() {
 // errShuttingDown ends the watches of a server that shuts down.
 var errShuttingDown = connect.NewError(connect.CodeUnavailable, errors.New("the server is shutting down: watch again, from the last resume revision"))
 
-// watchSlots bounds the watches open at once.
-type watchSlots chan struct{}
-
-func (ws watchSlots) acquire() (release func(), err error) {
-	select {
-	case ws <- struct{}{}:
-		return func() { <-ws }, nil
-	default:
-		return nil, connect.NewError(connect.CodeResourceExhausted, fmt.Errorf(
-			"the server has %d watches open, its limit (cupd --max-watches): retry later", cap(ws)))
-	}
+// newWatchSlots bounds the watches open at once (--max-watches).
+func newWatchSlots(n int) slots {
+	return newSlots(n, func(n int) error {
+		return connect.NewError(connect.CodeResourceExhausted, fmt.Errorf(
+			"the server has %d watches open, its limit (cupd --max-watches): retry later", n))
+	})
 }
 
 // watchHub follows the head of the served branch for the live watches: one
