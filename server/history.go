@@ -142,6 +142,12 @@ func (s *Server) walkHistory(ctx context.Context, h source.History, t *Type, at 
 			return nil, err
 		}
 	}
+	// Each commit is looked up once: as the commit walked, then as its
+	// child's parent.
+	after, err := s.pointAt(ctx, from, path)
+	if err != nil {
+		return nil, err
+	}
 	walked, last := 0, ""
 	for c := from; c != "" && c != since; walked++ {
 		if walked == limit {
@@ -157,10 +163,15 @@ func (s *Server) walkHistory(ctx context.Context, h source.History, t *Type, at 
 		if len(ci.Parents) > 0 {
 			parent = ci.Parents[0]
 		}
-		e, err := s.historyEntry(ctx, t, at, path, ci, parent)
+		before, err := s.pointAt(ctx, parent, path)
 		if err != nil {
 			return nil, err
 		}
+		e, err := s.historyEntry(ctx, h, t, at, ci, before, after)
+		if err != nil {
+			return nil, err
+		}
+		after = before
 		if e != nil {
 			p.entries = append(p.entries, e)
 			if len(p.entries) == size {
@@ -175,27 +186,48 @@ func (s *Server) walkHistory(ctx context.Context, h source.History, t *Type, at 
 	return p, nil
 }
 
-// historyEntry returns the entry of commit ci for the resource, nil when
-// the commit did not change it.
-func (s *Server) historyEntry(ctx context.Context, t *Type, at ref, path string, ci *source.Commit, parent string) (*cupv1alpha1.HistoryEntry, error) {
-	var before *source.Snapshot
-	after, err := s.src.View(ctx, ci.ID)
+// historyPoint is a commit of a history walk: its snapshot (nil for
+// none, before a root commit) and the blob at the resource's path.
+type historyPoint struct {
+	snap *source.Snapshot
+	// blob is the id of the file at the path, "" where there is none;
+	// known is false when the snapshot cannot name it (then the resource
+	// is read).
+	blob  string
+	known bool
+}
+
+// pointAt looks commit ("" for none) up for a walk over path ("" when the
+// controller names no file).
+func (s *Server) pointAt(ctx context.Context, commit, path string) (historyPoint, error) {
+	if commit == "" {
+		return historyPoint{known: true}, nil
+	}
+	snap, err := s.src.View(ctx, commit)
 	if err != nil {
-		return nil, err
+		return historyPoint{}, err
 	}
-	if parent != "" {
-		if before, err = s.src.View(ctx, parent); err != nil {
-			return nil, err
-		}
+	pt := historyPoint{snap: snap}
+	if cf, ok := snap.FS.(controller.ContentIDFS); ok && path != "" {
+		pt.known = true
+		if id, err := cf.ContentID(path); err == nil {
+			pt.blob = id
+		} // else absent, or not a file: no blob
 	}
-	if path != "" && sameBlob(before, after, path) {
+	return pt, nil
+}
+
+// historyEntry returns the entry of commit ci for the resource, nil when
+// the commit did not change it: before is its first parent, after itself.
+func (s *Server) historyEntry(ctx context.Context, h source.History, t *Type, at ref, ci *source.Commit, before, after historyPoint) (*cupv1alpha1.HistoryEntry, error) {
+	if before.known && after.known && before.blob == after.blob {
 		return nil, nil
 	}
-	old, err := s.readOrAbsent(ctx, t, before, at.namespace, at.name)
+	old, err := s.readOrAbsent(ctx, t, before.snap, at.namespace, at.name)
 	if err != nil {
 		return nil, err
 	}
-	new, err := s.readOrAbsent(ctx, t, after, at.namespace, at.name)
+	new, err := s.readOrAbsent(ctx, t, after.snap, at.namespace, at.name)
 	if err != nil {
 		return nil, err
 	}
@@ -220,8 +252,8 @@ func (s *Server) historyEntry(ctx context.Context, t *Type, at ref, path string,
 	e.Requester = requesterOf(ci.Message)
 	if len(ci.Parents) > 1 {
 		// A merge: the proposal it merged, and who asked for its change.
-		if h, err := s.historyOf(); err == nil {
-			if side, err := h.Commit(ctx, ci.Parents[1]); err == nil && e.Requester == "" {
+		if e.Requester == "" {
+			if side, err := h.Commit(ctx, ci.Parents[1]); err == nil {
 				e.Requester = requesterOf(side.Message)
 			}
 		}
@@ -233,28 +265,6 @@ func (s *Server) historyEntry(ctx context.Context, t *Type, at ref, path string,
 		}
 	}
 	return e, nil
-}
-
-// sameBlob reports whether the file at path is the same in both snapshots
-// (nil: the empty tree), by its blob id, without reading it.
-func sameBlob(before, after *source.Snapshot, path string) bool {
-	id := func(s *source.Snapshot) (string, bool) {
-		if s == nil {
-			return "", true
-		}
-		cf, ok := s.FS.(controller.ContentIDFS)
-		if !ok {
-			return "", false
-		}
-		id, err := cf.ContentID(path)
-		if err != nil {
-			return "", true // absent (or not a file): no blob
-		}
-		return id, true
-	}
-	a, ok1 := id(before)
-	b, ok2 := id(after)
-	return ok1 && ok2 && a == b
 }
 
 // subject is the first line of a commit message.
