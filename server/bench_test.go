@@ -35,10 +35,7 @@ func benchServerLayout(b *testing.B, n int, src string, layout benchrepo.Layout)
 	if _, err := benchrepo.Generate(dir, n, layout); err != nil {
 		b.Fatal(err)
 	}
-	opts := app.Options{
-		Repository: filepath.Join(dir, "repo.git"), ConfigDir: filepath.Join(dir, "config"),
-		Logger: slog.New(slog.DiscardHandler),
-	}
+	opts := benchOptions(dir)
 	if src != "local" {
 		opts.Repository = gittest.NewServer(b, gittest.WithRoot(dir)).URL("repo.git")
 	}
@@ -57,6 +54,25 @@ func benchServerLayout(b *testing.B, n int, src string, layout benchrepo.Layout)
 	ts.Start()
 	b.Cleanup(ts.Close)
 	return ts.URL + benchrepo.Path
+}
+
+// benchOptions serve the repository and configuration benchrepo.Generate
+// wrote into dir, logging nothing.
+func benchOptions(dir string) app.Options {
+	return app.Options{
+		Repository: filepath.Join(dir, "repo.git"), ConfigDir: filepath.Join(dir, "config"),
+		Logger: slog.New(slog.DiscardHandler),
+	}
+}
+
+// openBench opens the application over what benchrepo.Generate wrote into
+// dir.
+func openBench(b *testing.B, dir string) *app.App {
+	a, err := app.Open(b.Context(), benchOptions(dir))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return a
 }
 
 func call(b *testing.B, c *http.Client, method, url, body string, want int) {

@@ -3,7 +3,6 @@ package server_test
 import (
 	"bytes"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cup-dev/cup/internal/app"
 	"github.com/cup-dev/cup/internal/benchrepo"
 )
 
@@ -64,13 +62,7 @@ func historyServer(b *testing.B) (http.Handler, func()) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	a, err := app.Open(b.Context(), app.Options{
-		Repository: filepath.Join(dir, "repo.git"), ConfigDir: filepath.Join(dir, "config"),
-		Logger: slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	a := openBench(b, dir)
 	return a.Handler(), func() { _ = a.Close() }
 }
 

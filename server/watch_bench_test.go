@@ -3,10 +3,8 @@ package server_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -16,7 +14,6 @@ import (
 
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
-	"github.com/cup-dev/cup/internal/app"
 	"github.com/cup-dev/cup/internal/benchrepo"
 	"github.com/cup-dev/cup/server"
 )
@@ -47,13 +44,7 @@ func BenchmarkWatchLatency(b *testing.B) {
 			if _, err := benchrepo.Generate(dir, 1000, benchrepo.Flat); err != nil {
 				b.Fatal(err)
 			}
-			a, err := app.Open(b.Context(), app.Options{
-				Repository: filepath.Join(dir, "repo.git"), ConfigDir: filepath.Join(dir, "config"),
-				Logger: slog.New(slog.DiscardHandler),
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
+			a := openBench(b, dir)
 			defer a.Close()
 			ts := httptest.NewUnstartedServer(nil)
 			ts.Config = server.NewHTTPServer("", a.Handler())
@@ -145,13 +136,7 @@ func BenchmarkWatchResume(b *testing.B) {
 	}
 	for b.Loop() {
 		b.StopTimer()
-		a, err := app.Open(b.Context(), app.Options{
-			Repository: filepath.Join(dir, "repo.git"), ConfigDir: filepath.Join(dir, "config"),
-			Logger: slog.New(slog.DiscardHandler),
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
+		a := openBench(b, dir)
 		ts := httptest.NewUnstartedServer(nil)
 		ts.Config = server.NewHTTPServer("", a.Handler())
 		ts.Start()

@@ -32,20 +32,11 @@ error at the top of the file as # comments; an unchanged file cancels.`,
 		ValidArgsFunction: c.completeTypes,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			typ, name := args[0], ""
-			if len(args) == 2 {
-				name = args[1]
-			} else if t, n, ok := strings.Cut(typ, "/"); ok {
-				typ, name = t, n
-			}
-			if name == "" {
-				return errors.New("name the resource: TYPE NAME or TYPE/NAME")
-			}
-			conn, err := c.connect()
+			t, name, err := c.resourceArgs(ctx, args)
 			if err != nil {
 				return err
 			}
-			t, err := c.resolveType(ctx, typ)
+			conn, err := c.connect()
 			if err != nil {
 				return err
 			}
