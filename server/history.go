@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -144,7 +145,7 @@ func (s *Server) walkHistory(ctx context.Context, h source.History, t *Type, at 
 	}
 	// Each commit is looked up once: as the commit walked, then as its
 	// child's parent.
-	after, err := s.pointAt(ctx, from, path)
+	after, err := pointAt(ctx, h, from, path)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +164,7 @@ func (s *Server) walkHistory(ctx context.Context, h source.History, t *Type, at 
 		if len(ci.Parents) > 0 {
 			parent = ci.Parents[0]
 		}
-		before, err := s.pointAt(ctx, parent, path)
+		before, err := pointAt(ctx, h, parent, path)
 		if err != nil {
 			return nil, err
 		}
@@ -186,35 +187,43 @@ func (s *Server) walkHistory(ctx context.Context, h source.History, t *Type, at 
 	return p, nil
 }
 
-// historyPoint is a commit of a history walk: its snapshot (nil for
-// none, before a root commit) and the blob at the resource's path.
+// historyPoint is a commit of a history walk ("" for none, before a root
+// commit) and the content id of the file at the resource's path.
 type historyPoint struct {
-	snap *source.Snapshot
-	// blob is the id of the file at the path, "" where there is none;
-	// known is false when the snapshot cannot name it (then the resource
-	// is read).
+	commit string
+	// blob is the content id of the file at the path, "" where there is
+	// none; known is false when there is no path to look up (then the
+	// resource is read).
 	blob  string
 	known bool
 }
 
 // pointAt looks commit ("" for none) up for a walk over path ("" when the
-// controller names no file).
-func (s *Server) pointAt(ctx context.Context, commit, path string) (historyPoint, error) {
-	if commit == "" {
-		return historyPoint{known: true}, nil
+// controller names no file). It reads the trees along the path only: the
+// resource is read, from a snapshot, only at commits that changed it.
+func pointAt(ctx context.Context, h source.History, commit, path string) (historyPoint, error) {
+	pt := historyPoint{commit: commit, known: path != "" || commit == ""}
+	if commit == "" || path == "" {
+		return pt, nil
 	}
-	snap, err := s.src.View(ctx, commit)
-	if err != nil {
+	id, err := h.ContentID(ctx, commit, path)
+	switch {
+	case err == nil:
+		pt.blob = id
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrInvalid):
+		// no file there
+	default:
 		return historyPoint{}, err
 	}
-	pt := historyPoint{snap: snap}
-	if cf, ok := snap.FS.(controller.ContentIDFS); ok && path != "" {
-		pt.known = true
-		if id, err := cf.ContentID(path); err == nil {
-			pt.blob = id
-		} // else absent, or not a file: no blob
-	}
 	return pt, nil
+}
+
+// snapshot is the snapshot of a point of a walk, nil before a root commit.
+func (s *Server) snapshot(ctx context.Context, pt historyPoint) (*source.Snapshot, error) {
+	if pt.commit == "" {
+		return nil, nil
+	}
+	return s.src.View(ctx, pt.commit)
 }
 
 // historyEntry returns the entry of commit ci for the resource, nil when
@@ -223,14 +232,17 @@ func (s *Server) historyEntry(ctx context.Context, h source.History, t *Type, at
 	if before.known && after.known && before.blob == after.blob {
 		return nil, nil
 	}
-	old, err := s.readOrAbsent(ctx, t, before.snap, at.namespace, at.name)
-	if err != nil {
-		return nil, err
+	var read [2]*entry
+	for i, pt := range [2]historyPoint{before, after} {
+		snap, err := s.snapshot(ctx, pt)
+		if err != nil {
+			return nil, err
+		}
+		if read[i], err = s.readOrAbsent(ctx, t, snap, at.namespace, at.name); err != nil {
+			return nil, err
+		}
 	}
-	new, err := s.readOrAbsent(ctx, t, after.snap, at.namespace, at.name)
-	if err != nil {
-		return nil, err
-	}
+	old, new := read[0], read[1]
 	e := &cupv1alpha1.HistoryEntry{
 		Commit: ci.ID, Time: ci.Committer.When.UTC().Format(time.RFC3339),
 		AuthorName: ci.Author.Name, AuthorEmail: ci.Author.Email,

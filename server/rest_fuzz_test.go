@@ -316,14 +316,18 @@ func (g *guardedSource) takeBad() []string {
 	return bad
 }
 
-// Commit and ChangedPaths forward the source's History ability, which
-// watches and history need.
+// Commit, ChangedPaths and ContentID forward the source's History
+// ability, which watches and history need.
 func (g *guardedSource) Commit(ctx context.Context, id string) (*source.Commit, error) {
 	return g.Source.(source.History).Commit(ctx, id)
 }
 
 func (g *guardedSource) ChangedPaths(ctx context.Context, from, to string) ([]string, error) {
 	return g.Source.(source.History).ChangedPaths(ctx, from, to)
+}
+
+func (g *guardedSource) ContentID(ctx context.Context, commit, path string) (string, error) {
+	return g.Source.(source.History).ContentID(ctx, commit, path)
 }
 
 func (g *guardedSource) View(ctx context.Context, rev string) (*source.Snapshot, error) {

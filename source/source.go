@@ -325,6 +325,11 @@ type History interface {
 	// trees of the commits from and to, sorted; from "" stands for the
 	// empty tree. It reads only what differs, never a whole tree.
 	ChangedPaths(ctx context.Context, from, to string) ([]string, error)
+	// ContentID returns an id of the content of the file at path in the
+	// tree of the commit: equal ids mean equal content. A path with no
+	// file gives an error wrapping fs.ErrNotExist; a directory, one
+	// wrapping fs.ErrInvalid. It reads only the trees along the path.
+	ContentID(ctx context.Context, commit, path string) (string, error)
 }
 
 // MaxRevisionLen bounds the length of a revision.

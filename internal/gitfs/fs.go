@@ -38,6 +38,10 @@ var (
 type FS struct {
 	store *Store
 	root  plumbing.Hash
+	// scan makes walks look names up in trees that are not cached by
+	// scanning their content, without decoding or caching them: for one
+	// path looked up in many commits, as a history does.
+	scan bool
 }
 
 var (
@@ -225,11 +229,10 @@ func (f *FS) walk(name string, follow, raw bool) (entry, *symlinkHop, error) {
 	rest := name
 	for {
 		elem, after, more := strings.Cut(rest, "/")
-		t, err := f.store.tree(cur.hash)
+		e, ok, err := f.store.treeEntry(cur.hash, elem, f.scan)
 		if err != nil {
 			return entry{}, nil, err
 		}
-		e, ok := t.lookup(elem)
 		if !ok || !raw && !e.visible() {
 			return entry{}, nil, fs.ErrNotExist
 		}
@@ -238,12 +241,12 @@ func (f *FS) walk(name string, follow, raw bool) (entry, *symlinkHop, error) {
 			return entry{}, &symlinkHop{dir: strings.TrimSuffix(dir, "/"), rest: after, target: e.hash}, nil
 		}
 		if !more {
-			return *e, nil, nil
+			return e, nil, nil
 		}
 		if !e.isDir() {
 			return entry{}, nil, fs.ErrNotExist
 		}
-		cur, rest = *e, after
+		cur, rest = e, after
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strings"
 
@@ -56,6 +57,31 @@ func (s *Store) ChangedPaths(ctx context.Context, from, to string) ([]string, er
 	}
 	slices.SortFunc(paths, strings.Compare)
 	return paths, nil
+}
+
+// ContentID returns the id of the file at path in the tree of commit, a
+// blob id in hexadecimal, as
+// the sources' [source.History] ability answers it: an error wrapping
+// fs.ErrNotExist where there is none, fs.ErrInvalid where it is a
+// directory. Trees read for it are scanned, not decoded and cached: a
+// history looks one path up in many commits.
+func (s *Store) ContentID(ctx context.Context, commit, path string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	c, err := s.readCommitID(commit)
+	if err != nil {
+		return "", err
+	}
+	f := &FS{store: s, root: c.Tree, scan: true}
+	e, err := f.lookup("contentid", path, true)
+	if err != nil {
+		return "", err
+	}
+	if e.isDir() {
+		return "", &fs.PathError{Op: "contentid", Path: path, Err: fs.ErrInvalid}
+	}
+	return plumbing.Hash(e.hash).String(), nil
 }
 
 // readCommitID reads the commit with the full hexadecimal id, failing with

@@ -235,6 +235,33 @@ func (s *Store) tree(h plumbing.Hash) (*tree, error) {
 	return t, nil
 }
 
+// treeEntry looks name up in tree h: in the decoded tree, or with scan
+// and the tree not cached, by scanning its content (see [FS]).
+func (s *Store) treeEntry(h plumbing.Hash, name string, scan bool) (entry, bool, error) {
+	if t, ok := s.trees.get(h); ok || !scan {
+		if !ok {
+			var err error
+			if t, err = s.tree(h); err != nil {
+				return entry{}, false, err
+			}
+		}
+		e, ok := t.lookup(name)
+		if !ok {
+			return entry{}, false, nil
+		}
+		return *e, true, nil
+	}
+	data, err := s.ReadObject(plumbing.TreeObject, h)
+	if err != nil {
+		return entry{}, false, err
+	}
+	e, ok, err := scanTree(data, name)
+	if err != nil {
+		return entry{}, false, fmt.Errorf("tree %s: %w", h, err)
+	}
+	return e, ok, nil
+}
+
 // Peel follows h through annotated tags to a commit and returns the commit
 // and its tree. An object other than a commit or tag gives an error wrapping
 // [ErrNotCommit]; a missing one, an error wrapping plumbing.ErrObjectNotFound.

@@ -95,6 +95,34 @@ func (t *tree) lookup(name string) (*entry, bool) {
 
 var errMalformedTree = errors.New("malformed tree object")
 
+// scanTree finds the entry called name in the content of a tree object
+// without decoding the others. Names are unique in a well-formed tree; in
+// another, the first is found, as parseTree's lookup finds it.
+func scanTree(data []byte, name string) (entry, bool, error) {
+	for len(data) > 0 {
+		sp := bytes.IndexByte(data, ' ')
+		if sp <= 0 {
+			return entry{}, false, errMalformedTree
+		}
+		mode, err := strconv.ParseUint(string(data[:sp]), 8, 32)
+		if err != nil {
+			return entry{}, false, errMalformedTree
+		}
+		data = data[sp+1:]
+		nul := bytes.IndexByte(data, 0)
+		if nul < 0 || len(data) < nul+1+len(plumbing.ZeroHash) {
+			return entry{}, false, errMalformedTree
+		}
+		if string(data[:nul]) == name {
+			e := entry{name: name, mode: filemode.FileMode(mode)}
+			copy(e.hash[:], data[nul+1:])
+			return e, true, nil
+		}
+		data = data[nul+1+len(plumbing.ZeroHash):]
+	}
+	return entry{}, false, nil
+}
+
 // parseTree decodes the content of a tree object.
 func parseTree(data []byte) (*tree, error) {
 	// One string holds every name; entries slice into it.

@@ -216,3 +216,9 @@ func (s *Source) Commit(ctx context.Context, id string) (*source.Commit, error) 
 func (s *Source) ChangedPaths(ctx context.Context, from, to string) ([]string, error) {
 	return s.repo.store.ChangedPaths(ctx, from, to)
 }
+
+// ContentID returns the id of a file's content in a commit; see
+// source.History.
+func (s *Source) ContentID(ctx context.Context, commit, path string) (string, error) {
+	return s.repo.store.ContentID(ctx, commit, path)
+}

@@ -447,3 +447,12 @@ func (m *Manager) ChangedPaths(ctx context.Context, from, to string) ([]string, 
 	}
 	return h.ChangedPaths(ctx, from, to)
 }
+
+// ContentID reads from the wrapped source; see source.History.
+func (m *Manager) ContentID(ctx context.Context, commit, path string) (string, error) {
+	h, ok := m.cfg.Source.(source.History)
+	if !ok {
+		return "", errNoHistory
+	}
+	return h.ContentID(ctx, commit, path)
+}

@@ -227,7 +227,7 @@ func (s *Source) openStorage() error {
 				"dir", dir, "refs", removed)
 		}
 		s.cacheFS = fsys
-		fst := filesystem.NewStorageWithOptions(fsys, cache.NewObjectLRU(cache.MiByte),
+		fst := filesystem.NewStorageWithOptions(gitfs.MapPacks(fsys), cache.NewObjectLRU(cache.MiByte),
 			filesystem.Options{MaxOpenDescriptors: 32})
 		s.closer = fst.Close
 		st = fst
@@ -448,4 +448,13 @@ func (s *Source) ChangedPaths(ctx context.Context, from, to string) ([]string, e
 		return nil, err
 	}
 	return s.store.ChangedPaths(ctx, from, to)
+}
+
+// ContentID returns the id of a file's content in a commit fetched so far;
+// see source.History.
+func (s *Source) ContentID(ctx context.Context, commit, path string) (string, error) {
+	if _, err := s.current(); err != nil {
+		return "", err
+	}
+	return s.store.ContentID(ctx, commit, path)
 }

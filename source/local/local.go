@@ -288,3 +288,13 @@ func (s *Source) ChangedPaths(ctx context.Context, from, to string) ([]string, e
 	}
 	return r.store.ChangedPaths(ctx, from, to)
 }
+
+// ContentID returns the id of a file's content in a commit; see
+// source.History.
+func (s *Source) ContentID(ctx context.Context, commit, path string) (string, error) {
+	r, err := s.repo()
+	if err != nil {
+		return "", err
+	}
+	return r.store.ContentID(ctx, commit, path)
+}

@@ -117,12 +117,13 @@ func openRepo(path string, cfg *config) (*repo, error) {
 			return nil, fmt.Errorf("%w: %s is a SHA-256 repository, which is not supported", source.ErrUnavailable, path)
 		}
 	}
-	var dotGitFS billy.Filesystem = osfs.New(gitDir)
+	var dotGitFS billy.Filesystem = gitfs.MapPacks(osfs.New(gitDir))
 	if commonDir != gitDir {
-		dotGitFS = dotgit.NewRepositoryFilesystem(dotGitFS, osfs.New(commonDir))
+		dotGitFS = dotgit.NewRepositoryFilesystem(dotGitFS, gitfs.MapPacks(osfs.New(commonDir)))
 	}
-	// Pack files stay open between reads (up to 32 of them): go-git would
-	// otherwise open and scan the pack for every object. go-git's object
+	// Pack files stay open between reads (up to 32 of them), mapped into
+	// memory: go-git would otherwise open and scan the pack for every
+	// object. go-git's object
 	// cache stays small: gitfs caches decoded trees and blobs itself, so a
 	// large one would only hold the same blobs twice; it still serves the
 	// delta bases of packed objects.

@@ -2,6 +2,7 @@ package sourcetest
 
 import (
 	"errors"
+	"io/fs"
 	"slices"
 	"testing"
 
@@ -46,7 +47,29 @@ func testHistory(t *testing.T, f *fixture) {
 	if paths, err = h.ChangedPaths(ctx, f.c2, f.c2); err != nil || len(paths) != 0 {
 		t.Fatalf("ChangedPaths(c2, c2) = %q, %v; want none", paths, err)
 	}
+	ids := map[string]string{}
+	for _, c := range []string{f.c1, f.c2} {
+		for _, p := range []string{"README.md", appPath} {
+			id, err := h.ContentID(ctx, c, p)
+			if err != nil || id == "" {
+				t.Fatalf("ContentID(%s, %s) = %q, %v; want an id", c, p, id, err)
+			}
+			ids[c+" "+p] = id
+		}
+	}
+	if ids[f.c1+" README.md"] != ids[f.c2+" README.md"] || ids[f.c1+" "+appPath] == ids[f.c2+" "+appPath] || ids[f.c1+" README.md"] == ids[f.c1+" "+appPath] {
+		t.Fatalf("ContentID: %q; want README.md's the same in c1 and c2, %s's different", ids, appPath)
+	}
+	if _, err := h.ContentID(ctx, f.c1, "NEW.md"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ContentID(c1, NEW.md) = %v, want fs.ErrNotExist", err)
+	}
+	if _, err := h.ContentID(ctx, f.c1, "config"); !errors.Is(err, fs.ErrInvalid) {
+		t.Errorf("ContentID(c1, config) = %v, want fs.ErrInvalid", err)
+	}
 	for _, id := range []string{"0123456789abcdef0123456789abcdef01234567"} {
+		if _, err := h.ContentID(ctx, id, "README.md"); !errors.Is(err, source.ErrRevisionNotFound) {
+			t.Errorf("ContentID(%s, README.md) = %v, want ErrRevisionNotFound", id, err)
+		}
 		if _, err := h.Commit(ctx, id); !errors.Is(err, source.ErrRevisionNotFound) {
 			t.Errorf("Commit(%s) = %v, want ErrRevisionNotFound", id, err)
 		}
