@@ -3,7 +3,6 @@ package server_test
 import (
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -16,7 +15,7 @@ import (
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
 	"github.com/cup-dev/cup/internal/app"
-	"github.com/cup-dev/cup/server"
+	"github.com/cup-dev/cup/internal/servertest"
 	"github.com/cup-dev/cup/source"
 )
 
@@ -50,11 +49,8 @@ func newAppFixture(t *testing.T, opts ...func(*app.Options)) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = a.Close() })
-	ts := httptest.NewUnstartedServer(a.Handler())
-	ts.Config = server.NewHTTPServer("", a.Handler())
-	ts.Start()
-	t.Cleanup(ts.Close)
-	return &fixture{app: a, url: ts.URL, src: a.Source(), repo: diskRepository(a.Repository())}
+	url := servertest.Serve(t, a.Handler())
+	return &fixture{app: a, url: url, src: a.Source(), repo: diskRepository(a.Repository())}
 }
 
 // readRefList lists every reference of the repository at dir.

@@ -8,7 +8,9 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -134,13 +136,29 @@ func Start(t testing.TB, opts ...Option) *Server {
 }
 
 // Serve serves h with server.NewHTTPServer on 127.0.0.1 until the test
-// ends, and returns its base URL.
+// ends, and returns its base URL. The test ends only after every handler
+// has returned: a stream (a watch) still running would log to a test that
+// is over, which the race detector reports.
 func Serve(t testing.TB, h http.Handler, opts ...server.HTTPOption) string {
 	t.Helper()
+	var running sync.RWMutex // read-held by each running handler
 	ts := httptest.NewUnstartedServer(nil)
-	ts.Config = server.NewHTTPServer("", h, opts...)
+	ts.Config = server.NewHTTPServer("", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		running.RLock()
+		defer running.RUnlock()
+		h.ServeHTTP(w, r)
+	}), opts...)
 	ts.Start()
-	t.Cleanup(ts.Close)
+	t.Cleanup(func() {
+		ts.Close() // HTTP/2 handlers may still be running after it
+		done := make(chan struct{})
+		go func() { running.Lock(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("servertest: handlers still running 10 s after the server closed")
+		}
+	})
 	return ts.URL
 }
 
