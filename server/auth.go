@@ -37,9 +37,13 @@ func (s *Server) authenticate(h http.Handler) http.Handler {
 		id, err := s.cfg.authn.Authenticate(r)
 		if err != nil {
 			ce := authError(err)
-			logFailure(r.Context(), s.cfg.logger, r.Method+" "+r.URL.Path, err)
+			procedure := r.Method + " " + r.URL.Path
 			if ce.Code() == connect.CodeUnauthenticated {
+				logFailure(r.Context(), s.cfg.logger, procedure, ce)
 				w.Header().Set("WWW-Authenticate", wwwAuthenticate)
+			} else {
+				// The caller learns nothing of the cause; the log does.
+				s.cfg.logger.WarnContext(r.Context(), "call failed", "procedure", procedure, "code", ce.Code().String(), "error", err)
 			}
 			if ew.IsSupported(r) {
 				_ = ew.Write(w, r, ce)

@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"log/slog"
 	"regexp"
 	"slices"
@@ -9,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cup-dev/cup/auth"
 	"github.com/cup-dev/cup/internal/servertest"
 	"github.com/cup-dev/cup/server"
 )
@@ -195,5 +198,45 @@ func testLogLevels(t *testing.T, f *fixture, rec *recorder) {
 				t.Errorf("write line %v: want the commit", w.attrs)
 			}
 		})
+	}
+}
+
+// failingAuthn fails every request with err; allowNone allows nothing.
+type failingAuthn struct{ err error }
+
+func (a failingAuthn) Authenticate(*http.Request) (*auth.Identity, error) { return nil, a.err }
+
+type allowNone struct{}
+
+func (allowNone) Allowed(*auth.Identity, auth.Attributes) bool { return false }
+func (allowNone) Visible(*auth.Identity, string, string) bool  { return false }
+
+// TestAuthenticationFailuresAreLogged: a caller without good credentials
+// is a rejected call (debug, unauthenticated), not a server fault; an
+// authenticator that cannot decide (an issuer out of reach) is a warning
+// that names its cause, which the caller never sees.
+func TestAuthenticationFailuresAreLogged(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		err    error
+		level  slog.Level
+		code   string
+		inLog  string
+		status int
+	}{
+		{auth.Unauthenticatedf("malformed token"), slog.LevelDebug, "unauthenticated", "malformed token", 401},
+		{auth.ErrNoCredentials, slog.LevelDebug, "unauthenticated", "no credentials", 401},
+		{errors.New("issuer keys: dial tcp 10.0.0.1:443: i/o timeout"), slog.LevelWarn, "unavailable", "i/o timeout", 503},
+	} {
+		rec := newRecorder(t)
+		f := newFixture(t, servertest.WithServerOptions(server.WithLogger(slog.New(rec)), server.WithAuthorization(failingAuthn{tc.err}, allowNone{})))
+		r := f.do(t, "GET", flagsPath+"/dark-mode", "")
+		lines := rec.of(r.header.Get("X-Request-Id"))
+		if r.status != tc.status || len(lines) != 1 || lines[0].level != tc.level || lines[0].attrs["code"] != tc.code || !strings.Contains(lines[0].attrs["error"], tc.inLog) {
+			t.Errorf("%v: status %d, log %+v; want %d and one %s line with code %s naming %q", tc.err, r.status, lines, tc.status, tc.level, tc.code, tc.inLog)
+		}
+		if strings.Contains(string(r.body), "10.0.0.1") {
+			t.Errorf("%v: the answer names the cause: %s", tc.err, r.body)
+		}
 	}
 }
