@@ -3,8 +3,8 @@ package server_test
 import (
 	"context"
 	"errors"
-	"net/http"
 	"log/slog"
+	"net/http"
 	"regexp"
 	"slices"
 	"strings"
