@@ -1,0 +1,70 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/cup-dev/cup/controller"
+)
+
+// viewCache keeps the views of the last few commits: the head's, and the
+// one before it while changes between them are mapped.
+type viewCache struct {
+	mu    sync.Mutex
+	views []*view // newest last
+}
+
+const keptViews = 4
+
+// viewAt returns the view of commit: every resource of every type a
+// reconciler reads or writes, read through the store (whose reads are
+// memoised per commit).
+func (rt *Runtime) viewAt(ctx context.Context, commit string) (*view, error) {
+	rt.views.mu.Lock()
+	for _, v := range rt.views.views {
+		if v.commit == commit {
+			rt.views.mu.Unlock()
+			return v, nil
+		}
+	}
+	rt.views.mu.Unlock()
+	v := &view{commit: commit, types: map[controller.Type]*objects{}, index: map[string]*reconcilerIndex{}}
+	for _, r := range rt.rs {
+		types := []controller.Type{r.For}
+		for _, w := range r.Watches {
+			types = append(types, w.Type)
+		}
+		for _, o := range r.Outputs {
+			types = append(types, o.Type)
+		}
+		for _, t := range types {
+			if v.types[typeKey(t)] != nil {
+				continue
+			}
+			rs, err := rt.store.List(ctx, commit, t)
+			if err != nil {
+				return nil, fmt.Errorf("reading %s at %.12s: %w", t.Plural, commit, err)
+			}
+			v.types[typeKey(t)] = newObjects(rs)
+		}
+	}
+	for _, r := range rt.rs {
+		v.index[r.Name] = v.buildIndex(r)
+	}
+	rt.views.mu.Lock()
+	rt.views.views = append(rt.views.views, v)
+	if len(rt.views.views) > keptViews {
+		rt.views.views = rt.views.views[1:]
+	}
+	rt.views.mu.Unlock()
+	return v, nil
+}
+
+// indexOf returns r's indexes in the view.
+func (v *view) indexOf(r *Reconciler) *reconcilerIndex {
+	if ix := v.index[r.Name]; ix != nil {
+		return ix
+	}
+	return v.buildIndex(r)
+}

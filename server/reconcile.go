@@ -1,0 +1,139 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cup-dev/cup/controller"
+	"github.com/cup-dev/cup/runtime"
+	"github.com/cup-dev/cup/source"
+)
+
+// ReconcileStore returns the server as the reconciler runtime reads and
+// writes it: the served branch's head, every resource of a type at a
+// commit (through the memoised listings), and writes of outputs through
+// the source's write path, one commit per batch, with the controllers'
+// Put and Delete.
+func (s *Server) ReconcileStore() runtime.Store { return reconcileStore{s} }
+
+type reconcileStore struct{ s *Server }
+
+func (rs reconcileStore) Head(ctx context.Context) (string, error) {
+	snap, err := rs.s.src.View(ctx, "")
+	if err != nil {
+		return "", err
+	}
+	return snap.Commit, nil
+}
+
+func (rs reconcileStore) CommitTime(ctx context.Context, commit string) (time.Time, error) {
+	h, err := rs.s.historyOf()
+	if err != nil {
+		return time.Time{}, err
+	}
+	c, err := h.Commit(ctx, commit)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return c.Committer.When, nil
+}
+
+func (rs reconcileStore) List(ctx context.Context, commit string, ct controller.Type) ([]*controller.Resource, error) {
+	s := rs.s
+	t, err := s.lookup(ct.Group, ct.Version, ct.Plural)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := s.src.View(ctx, commit)
+	if err != nil {
+		return nil, err
+	}
+	namespaces, err := s.namespacesAt(ctx, t, snap)
+	if err != nil {
+		return nil, err
+	}
+	var out []*controller.Resource
+	for _, ns := range namespaces {
+		l, err := s.listEntries(ctx, t, snap, ns)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range l.items {
+			r, err := controller.ParseResource(e.json)
+			if err != nil {
+				return nil, fmt.Errorf("%s %s/%s: %w", t.Kind, ns, e.name, err)
+			}
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// Write commits a reconciler's changes. In direct mode the base must
+// still be the head: the outputs were computed from its inputs.
+func (rs reconcileStore) Write(ctx context.Context, req *runtime.WriteRequest) (*runtime.WriteResult, error) {
+	s := rs.s
+	release, err := s.writes.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	types := make([]*Type, len(req.Changes))
+	refs := make([]source.ResourceRef, len(req.Changes))
+	for i, c := range req.Changes {
+		t, err := s.lookup(c.Type.Group, c.Type.Version, c.Type.Plural)
+		if err != nil {
+			return nil, err
+		}
+		types[i] = t
+		refs[i] = source.ResourceRef{Group: t.Group, Version: t.Version, Kind: t.Kind, Plural: t.Plural, Namespace: c.Namespace, Name: c.Name}
+	}
+	res, err := s.src.Update(ctx, &source.UpdateRequest{
+		ChangeSet: req.ChangeSet,
+		Message:   req.Message,
+		Requester: "reconciler:" + req.Reconciler,
+		Resources: refs,
+		Apply: func(ctx context.Context, base *source.Snapshot, fs source.Writer) error {
+			if req.Mode == runtime.WriteDirect && base.Commit != req.Base {
+				return fmt.Errorf("%w: at %.12s, not %.12s", runtime.ErrStale, base.Commit, req.Base)
+			}
+			for i, c := range req.Changes {
+				t := types[i]
+				if c.Resource == nil {
+					err := callControllerErr(ctx, s, func() error {
+						return t.Controller.Delete(ctx, &controller.DeleteRequest{FS: fs, Type: t.Type, Namespace: c.Namespace, Name: c.Name})
+					})
+					if err != nil && !errors.Is(err, controller.ErrNotFound) {
+						return fmt.Errorf("deleting %s %s/%s: %w", t.Kind, c.Namespace, c.Name, err)
+					}
+					continue
+				}
+				// An output is checked as a put through the API is:
+				// names, size, and the type's schema.
+				r, err := s.checkResource(t, ref{group: t.Group, version: t.Version, plural: t.Plural, namespace: c.Namespace, name: c.Name},
+					&putInput{resource: *c.Resource.Clone(), specField: "spec"})
+				if err != nil {
+					return fmt.Errorf("output %s %s/%s: %w", t.Kind, c.Namespace, c.Name, err)
+				}
+				if err := callControllerErr(ctx, s, func() error {
+					return t.Controller.Put(ctx, &controller.PutRequest{FS: fs, Type: t.Type, Resource: r})
+				}); err != nil {
+					return fmt.Errorf("writing %s %s/%s: %w", t.Kind, c.Namespace, c.Name, err)
+				}
+			}
+			return nil
+		},
+	})
+	switch {
+	case errors.Is(err, source.ErrChangeSetNotFound):
+		return nil, fmt.Errorf("%w: %w", runtime.ErrChangeSetGone, err)
+	case err != nil:
+		return nil, err
+	}
+	if res.Commit != "" {
+		s.hub.poke()
+	}
+	return &runtime.WriteResult{Commit: res.Commit, ChangeSet: res.Branch}, nil
+}
