@@ -8,8 +8,8 @@ TOOLS := $(CURDIR)/.tools
 BUF := tools/node_modules/.bin/buf
 PROTOVALIDATE_VERSION := v1.2.2
 GO_TEST_FLAGS ?= -race -count=1 -timeout 20m
-# Go modules beside the main one: the WASM controller SDK and the example controllers.
-GO_MODULES := sdk/go examples/controllers/flagfile
+# Go modules beside the main one: the WASM SDK and the example controllers and reconcilers.
+GO_MODULES := sdk/go examples/controllers/flagfile examples/reconcilers/flagbundle
 
 .PHONY: help
 help: ## Describe the targets
@@ -60,8 +60,9 @@ build: examples ## Build cupd and cup into bin/; cupd embeds the demo's WASM mod
 	rm -f $(DEMO_WASM)
 
 .PHONY: examples
-examples: ## Build the example WASM controllers into bin/ (bin/flagfile.wasm)
+examples: ## Build the example WASM modules into bin/ (bin/flagfile.wasm, bin/flagbundle.wasm)
 	GOOS=wasip1 GOARCH=wasm GOWORK=off go -C examples/controllers/flagfile build -trimpath -ldflags='-s -w' -o $(CURDIR)/bin/flagfile.wasm ./
+	GOOS=wasip1 GOARCH=wasm GOWORK=off go -C examples/reconcilers/flagbundle build -trimpath -ldflags='-s -w' -o $(CURDIR)/bin/flagbundle.wasm ./
 
 # testfmt turns `go test -json` into a line per package as it finishes, each
 # failure in full as it happens, and a summary (internal/cmd/testfmt).
@@ -91,8 +92,8 @@ test-go: $(TESTFMT) ## Run the Go tests with the race detector
 	go test -json $(GO_TEST_FLAGS) ./... | $(TESTFMT)
 
 .PHONY: test-sdk
-test-sdk: $(TESTFMT) ## Run the Go tests of the WASM controller SDK and the example controllers
-	$(call phase,SDK and example controllers: $(GO_MODULES))
+test-sdk: $(TESTFMT) ## Run the Go tests of the WASM SDK and the example controllers and reconcilers
+	$(call phase,SDK and examples: $(GO_MODULES))
 	for m in $(GO_MODULES); do go -C $$m test -json $(GO_TEST_FLAGS) ./... | $(TESTFMT); done
 
 .PHONY: test-ts

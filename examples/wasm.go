@@ -37,18 +37,46 @@ var ErrNoDemoSource = errors.New("the demo's WASM module is not embedded, and it
 // module is the import path of the module whose checkout holds the source.
 const module = "github.com/cup-dev/cup"
 
-// sourceDirs are the folders, relative to the module root, whose files the
-// demo's module is built from: the example controller and the SDK it
-// replaces its dependency with.
-var sourceDirs = []string{"examples/controllers/flagfile", "sdk/go"}
+// wasmModule is a WASM module that DemoWASM or FlagBundleWASM builds from
+// its source in a checkout of the repository.
+type wasmModule struct {
+	// what names the module in errors: "the demo's WASM module".
+	what string
+	// dirs are the folders, relative to the module root, whose files the
+	// module is built from: the Go module of its main package first, then
+	// the SDK it replaces its dependency with.
+	dirs []string
+	// cacheDir is the folder below os.UserCacheDir()/cup that keeps the
+	// built modules, by source hash.
+	cacheDir string
+	// noSource is what the errors wrap when the source or the go command
+	// is missing.
+	noSource error
 
-// built holds the module built by this process, by source hash, so that
-// callers after the first (a test binary's many fixtures) neither hash
-// the cache file's path again nor build twice at once.
-var built struct {
-	sync.Mutex
-	hash string
-	b    []byte
+	// built holds the module built by this process, by source hash, so
+	// that callers after the first (a test binary's many fixtures) neither
+	// hash the cache file's path again nor build twice at once.
+	built struct {
+		sync.Mutex
+		hash string
+		b    []byte
+	}
+}
+
+// demoModule is the demo's WASM module: the example controller.
+var demoModule = &wasmModule{
+	what:     "the demo's WASM module",
+	dirs:     []string{"examples/controllers/flagfile", "sdk/go"},
+	cacheDir: "demo-wasm",
+	noSource: ErrNoDemoSource,
+}
+
+// flagBundleModule is the example reconciler's WASM module.
+var flagBundleModule = &wasmModule{
+	what:     "the flagbundle example's WASM module",
+	dirs:     []string{"examples/reconcilers/flagbundle", "sdk/go"},
+	cacheDir: "flagbundle-wasm",
+	noSource: errors.New("the source of the flagbundle example's WASM module or the go command is missing"),
 }
 
 // DemoWASM returns the demo's WASM module, to be served as [DemoWASMFile]:
@@ -66,48 +94,64 @@ func DemoWASM(ctx context.Context) ([]byte, error) {
 	if b, err := fs.ReadFile(Demo, "demo/"+DemoWASMFile); err == nil {
 		return b, nil
 	}
-	root, err := sourceRoot()
+	return demoModule.get(ctx)
+}
+
+// FlagBundleWASM returns the WASM module of the example reconciler in
+// examples/reconcilers/flagbundle, built from its source as [DemoWASM]
+// builds the demo's and kept in os.UserCacheDir()/cup/flagbundle-wasm/.
+// Nothing embeds it: without a checkout of the repository or a go command
+// it returns an error. It is safe for concurrent use, by goroutines and by
+// processes sharing the cache.
+func FlagBundleWASM(ctx context.Context) ([]byte, error) {
+	return flagBundleModule.get(ctx)
+}
+
+// get returns m built from its source: by this process before, from the
+// cache folder, or by the go command now.
+func (m *wasmModule) get(ctx context.Context) ([]byte, error) {
+	root, err := m.sourceRoot()
 	if err != nil {
 		return nil, err
 	}
-	hash, err := sourceHash(root)
+	hash, err := m.sourceHash(root)
 	if err != nil {
-		return nil, fmt.Errorf("reading the source of the demo's WASM module: %w", err)
+		return nil, fmt.Errorf("reading the source of %s: %w", m.what, err)
 	}
-	built.Lock()
-	defer built.Unlock()
-	if built.hash == hash {
-		return built.b, nil
+	m.built.Lock()
+	defer m.built.Unlock()
+	if m.built.hash == hash {
+		return m.built.b, nil
 	}
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		dir = os.TempDir()
 	}
-	dir = filepath.Join(dir, "cup", "demo-wasm")
+	dir = filepath.Join(dir, "cup", m.cacheDir)
 	out := filepath.Join(dir, hash+".wasm")
 	b, err := os.ReadFile(out)
 	if err != nil {
-		if b, err = build(ctx, filepath.Join(root, filepath.FromSlash(sourceDirs[0])), dir, out); err != nil {
+		if b, err = m.build(ctx, filepath.Join(root, filepath.FromSlash(m.dirs[0])), dir, out); err != nil {
 			return nil, err
 		}
 	}
-	built.hash, built.b = hash, b
+	m.built.hash, m.built.b = hash, b
 	return b, nil
 }
 
 // build runs the go command in src to build the module into out, by way
 // of a temporary file in dir so that no reader sees half a module.
-func build(ctx context.Context, src, dir, out string) ([]byte, error) {
+func (m *wasmModule) build(ctx context.Context, src, dir, out string) ([]byte, error) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNoDemoSource, err)
+		return nil, fmt.Errorf("%w: %w", m.noSource, err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("building the demo's WASM module: %w", err)
+		return nil, fmt.Errorf("building %s: %w", m.what, err)
 	}
 	f, err := os.CreateTemp(dir, "build-*.wasm")
 	if err != nil {
-		return nil, fmt.Errorf("building the demo's WASM module: %w", err)
+		return nil, fmt.Errorf("building %s: %w", m.what, err)
 	}
 	tmp := f.Name()
 	_ = f.Close()
@@ -116,14 +160,14 @@ func build(ctx context.Context, src, dir, out string) ([]byte, error) {
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "GOWORK=off", "GOFLAGS=", "CGO_ENABLED=0")
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("building the demo's WASM module in %s: %w\n%s", src, err, bytes.TrimSpace(msg))
+		return nil, fmt.Errorf("building %s in %s: %w\n%s", m.what, src, err, bytes.TrimSpace(msg))
 	}
 	b, err := os.ReadFile(tmp)
 	if err != nil {
-		return nil, fmt.Errorf("building the demo's WASM module: %w", err)
+		return nil, fmt.Errorf("building %s: %w", m.what, err)
 	}
 	if err := os.Rename(tmp, out); err != nil {
-		return nil, fmt.Errorf("caching the demo's WASM module: %w", err)
+		return nil, fmt.Errorf("caching %s: %w", m.what, err)
 	}
 	return b, nil
 }
@@ -131,18 +175,18 @@ func build(ctx context.Context, src, dir, out string) ([]byte, error) {
 // sourceRoot returns the root of a checkout of the repository that holds
 // the module's source: the one this package was built from, or else the
 // nearest above the working directory.
-func sourceRoot() (string, error) {
+func (m *wasmModule) sourceRoot() (string, error) {
 	var tried []string
 	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
 		root := filepath.Dir(filepath.Dir(file))
-		if isRoot(root) {
+		if m.isRoot(root) {
 			return root, nil
 		}
 		tried = append(tried, root)
 	}
 	if wd, err := os.Getwd(); err == nil {
 		for dir := wd; ; {
-			if isRoot(dir) {
+			if m.isRoot(dir) {
 				return dir, nil
 			}
 			parent := filepath.Dir(dir)
@@ -153,12 +197,12 @@ func sourceRoot() (string, error) {
 		}
 		tried = append(tried, wd+" and above")
 	}
-	return "", fmt.Errorf("%w: no checkout of %s holding %s (looked in %s)", ErrNoDemoSource, module, sourceDirs[0], strings.Join(tried, ", "))
+	return "", fmt.Errorf("%w: no checkout of %s holding %s (looked in %s)", m.noSource, module, m.dirs[0], strings.Join(tried, ", "))
 }
 
 // isRoot reports whether dir is the root of a checkout of the repository
 // holding the module's source.
-func isRoot(dir string) bool {
+func (m *wasmModule) isRoot(dir string) bool {
 	f, err := os.Open(filepath.Join(dir, "go.mod"))
 	if err != nil {
 		return false
@@ -170,7 +214,7 @@ func isRoot(dir string) bool {
 			if strings.Trim(fields[1], `"`) != module {
 				return false
 			}
-			_, err := os.Stat(filepath.Join(dir, filepath.FromSlash(sourceDirs[0]), "go.mod"))
+			_, err := os.Stat(filepath.Join(dir, filepath.FromSlash(m.dirs[0]), "go.mod"))
 			return err == nil
 		}
 	}
@@ -178,12 +222,12 @@ func isRoot(dir string) bool {
 }
 
 // sourceHash hashes what the module is built from: the Go files (tests
-// left out), go.mod and go.sum of each of sourceDirs, with their paths,
-// and the Go version.
-func sourceHash(root string) (string, error) {
+// left out), go.mod and go.sum of each of m.dirs, with their paths, and
+// the Go version.
+func (m *wasmModule) sourceHash(root string) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s %s\n", runtime.Version(), "-trimpath -ldflags=-s -w")
-	for _, d := range sourceDirs {
+	for _, d := range m.dirs {
 		var files []string
 		err := filepath.WalkDir(filepath.Join(root, filepath.FromSlash(d)), func(p string, e fs.DirEntry, err error) error {
 			if err != nil {

@@ -51,3 +51,25 @@ func TestDemoHasNoModule(t *testing.T) {
 		t.Errorf("%s missing", examples.DemoWASMConfig)
 	}
 }
+
+func TestFlagBundleWASM(t *testing.T) {
+	t.Parallel()
+	b, err := examples.FlagBundleWASM(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, []byte("\x00asm")) {
+		t.Fatalf("FlagBundleWASM = %d bytes starting %q, want a WASM module", len(b), b[:min(len(b), 8)])
+	}
+	demo, err := examples.DemoWASM(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(demo, b) {
+		t.Error("FlagBundleWASM and DemoWASM return the same module")
+	}
+	again, err := examples.FlagBundleWASM(t.Context())
+	if err != nil || !bytes.Equal(again, b) {
+		t.Fatalf("FlagBundleWASM again = %d bytes, %v; want the same module", len(again), err)
+	}
+}

@@ -53,6 +53,9 @@ type call struct {
 	args  []string // after the verb and the kind
 	stdin []byte
 	fs    experimentalsys.FS // mounted at "/"
+	// exec marks a run of [Controller.Exec]: its arguments are the verb
+	// and args, with no kind, and its environment is empty.
+	exec bool
 }
 
 // result is how a module run ended: its exit code and what it wrote.
@@ -92,15 +95,19 @@ func (c *Controller) run(ctx context.Context, cl *call) (res *result, err error)
 	mem := &memoryLimiter{limit: uint64(c.spec.MemoryLimitPages) << 16}
 	ctx = experimental.WithMemoryAllocator(ctx, mem)
 
-	args := append([]string{c.name, cl.verb, cl.typ.Kind}, cl.args...)
-	cfg := wazero.NewModuleConfig().
-		WithName("").
-		WithArgs(args...).
-		WithEnv("CUP_API_VERSION", cl.typ.APIVersion()).
-		WithEnv("CUP_GROUP", cl.typ.Group).
-		WithEnv("CUP_VERSION", cl.typ.Version).
-		WithEnv("CUP_KIND", cl.typ.Kind).
-		WithEnv("CUP_PLURAL", cl.typ.Plural).
+	cfg := wazero.NewModuleConfig().WithName("")
+	if cl.exec {
+		cfg = cfg.WithArgs(append([]string{c.name, cl.verb}, cl.args...)...)
+	} else {
+		cfg = cfg.
+			WithArgs(append([]string{c.name, cl.verb, cl.typ.Kind}, cl.args...)...).
+			WithEnv("CUP_API_VERSION", cl.typ.APIVersion()).
+			WithEnv("CUP_GROUP", cl.typ.Group).
+			WithEnv("CUP_VERSION", cl.typ.Version).
+			WithEnv("CUP_KIND", cl.typ.Kind).
+			WithEnv("CUP_PLURAL", cl.typ.Plural)
+	}
+	cfg = cfg.
 		WithStdin(bytes.NewReader(cl.stdin)).
 		WithStdout(stdout).
 		WithStderr(stderr).

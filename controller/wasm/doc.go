@@ -41,6 +41,13 @@
 // inside .git in any case, or holding a backslash) fails with "operation not
 // permitted".
 //
+// [Controller.Exec] runs a module for a protocol beyond these four verbs,
+// such as a reconciler's (package runtime/wasm): with the arguments it is
+// given after argv[0], bytes on stdin, a tree mounted read-only (or an
+// empty one) and an empty environment, under the same sandbox and limits.
+// It returns stdout, the exit code and what a failed module said, and
+// leaves what they mean to its caller.
+//
 // # Errors
 //
 // A module reports failure on stderr, as text or as one JSON message

@@ -24,7 +24,7 @@ var modules = map[string][]byte{}
 // flagfile, the example controller in examples/controllers/flagfile, which
 // is the demo's module (built once into the user's cache folder by
 // examples.DemoWASM, as cupd and every other test build it).
-var programs = []string{"conform", "faults", "empty", "flagfile"}
+var programs = []string{"conform", "faults", "empty", "exec", "flagfile"}
 
 // shared is the Runtime most tests use, as controllers share one in cupd.
 // TestMain compiles every program in it up front, so that tests running in

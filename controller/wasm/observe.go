@@ -18,7 +18,8 @@ import (
 // WithMetrics registers the Runtime's metrics with reg:
 //
 //   - cup_wasm_calls_total{controller,verb,outcome}: module runs, by
-//     controller name, verb (get, list, put, delete) and outcome: ok (exit
+//     controller name, verb (get, list, put, delete, or the verb of an
+//     [Controller.Exec] run, such as reconcile) and outcome: ok (exit
 //     code 0), exit (another exit code: the module reported a failure, a
 //     missing resource included), limit (memory or output), timeout,
 //     canceled (by the caller) or trap (a crash of the module, or a
@@ -34,8 +35,8 @@ func WithMetrics(reg prometheus.Registerer) RuntimeOption {
 
 // WithTracerProvider sets where the Runtime's Controllers send their
 // spans: one per module run, named "controller " and the verb
-// ("controller get"), with the controller's name, the kind, the verb and
-// the outcome as attributes. The default, and a nil tp: no spans.
+// ("controller get"), with the controller's name, the kind (but for an
+// [Controller.Exec] run), the verb and the outcome as attributes. The default, and a nil tp: no spans.
 func WithTracerProvider(tp trace.TracerProvider) RuntimeOption {
 	return func(c *runtimeConfig) { c.tracerProvider = tp }
 }
@@ -99,13 +100,17 @@ const (
 func (c *Controller) startRun(ctx context.Context, cl *call) (context.Context, func(outcome string, exit uint32, err error)) {
 	o := c.obs
 	start := time.Now()
-	ctx, span := o.tracer.Start(ctx, "controller "+cl.verb, trace.WithAttributes(
+	attrs := []attribute.KeyValue{
 		attribute.String("cup.controller", c.name),
 		attribute.String("cup.controller.type", "wasm"),
 		attribute.String("cup.verb", cl.verb),
-		attribute.String("cup.api_version", cl.typ.APIVersion()),
-		attribute.String("cup.kind", cl.typ.Kind),
-	))
+	}
+	if !cl.exec { // an Exec run is of no type
+		attrs = append(attrs,
+			attribute.String("cup.api_version", cl.typ.APIVersion()),
+			attribute.String("cup.kind", cl.typ.Kind))
+	}
+	ctx, span := o.tracer.Start(ctx, "controller "+cl.verb, trace.WithAttributes(attrs...))
 	return ctx, func(outcome string, exit uint32, err error) {
 		o.calls.WithLabelValues(c.name, cl.verb, outcome).Inc()
 		o.duration.WithLabelValues(c.name, cl.verb).Observe(time.Since(start).Seconds())

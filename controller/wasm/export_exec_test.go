@@ -1,0 +1,6 @@
+package wasm
+
+import "io/fs"
+
+// EmptyTree is the tree Exec mounts for a request without one.
+var EmptyTree fs.FS = emptyTree{}

@@ -1,0 +1,3 @@
+module cup.test/wasmreconcilers
+
+go 1.26
