@@ -71,7 +71,8 @@ type Write struct {
 // none.
 const DefaultMaxWritesPerMinute = 120
 
-// MapperKind is one of the four relationships Consul's controllers name.
+// MapperKind is how a secondary relates to primaries: the relationships
+// Consul's controllers name.
 type MapperKind string
 
 // Mapper kinds.

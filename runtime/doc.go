@@ -12,4 +12,9 @@
 // that differ (and deletes the primary's outputs that the run no longer
 // produced) as one commit per batch, and derives status conditions per
 // commit without committing them.
+//
+// [Runtime.Resync] reconciles every primary again at once, as the periodic
+// resync does, and [Runtime.WaitIdle] waits until the runtime has caught
+// up with the branch: together they let tests, benchmarks and tools write
+// and then wait for the outputs, without sleeping.
 package runtime

@@ -1,13 +1,11 @@
 package runtime
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 	"strings"
 
@@ -28,6 +26,9 @@ type outcome struct {
 	commit    string
 	changes   []Change
 	conflicts []string
+	// blocked are the outputs of the conflicts: a change of one of them
+	// wakes the primary.
+	blocked []ref
 	// err is the transform's failure; invalid says it blamed its inputs.
 	err      error
 	invalid  bool
@@ -40,7 +41,8 @@ var errPanic = errors.New("the transform panicked")
 
 // evaluate reconciles primary k of r in view v without writing: the
 // outputs to write and delete, the conflicts, or the transform's error.
-func evaluate(ctx context.Context, v *view, r *Reconciler, ix *reconcilerIndex, k key) *outcome {
+// same remembers the outputs found up to date (nil: none).
+func evaluate(ctx context.Context, v *view, r *Reconciler, ix *reconcilerIndex, k key, same *sameSpecs) *outcome {
 	out := &outcome{commit: v.commit}
 	primary := v.get(r.For, k)
 	owner := r.Name + "/" + k.Namespace + "/" + k.Name
@@ -125,9 +127,10 @@ func evaluate(ctx context.Context, v *view, r *Reconciler, ix *reconcilerIndex, 
 				who = "reconciler " + strings.SplitN(who, "/", 2)[0]
 			}
 			out.conflicts = append(out.conflicts, fmt.Sprintf("%s %s is owned by %s", t.Kind, rf.key, who))
+			out.blocked = append(out.blocked, rf)
 			continue
 		}
-		if have != nil && sameContent(have, want) {
+		if have != nil && same.sameContent(have, want) {
 			continue
 		}
 		out.changes = append(out.changes, Change{Type: t, Namespace: rf.Namespace, Name: rf.Name, Resource: want})
@@ -186,40 +189,4 @@ func compareRefs(a, b ref) int {
 		}
 	}
 	return 0
-}
-
-// sameContent reports whether a stored output already holds what a
-// reconcile wants: the same labels, annotations and spec (compared as
-// JSON values, so a controller's spelling of the file does not count).
-func sameContent(have, want *controller.Resource) bool {
-	if !maps.Equal(nonNil(have.Metadata.Labels), nonNil(want.Metadata.Labels)) ||
-		!maps.Equal(nonNil(have.Metadata.Annotations), nonNil(want.Metadata.Annotations)) {
-		return false
-	}
-	return reflect.DeepEqual(jsonValue(have.Spec), jsonValue(want.Spec))
-}
-
-func nonNil(m map[string]string) map[string]string {
-	if m == nil {
-		return map[string]string{}
-	}
-	return m
-}
-
-// jsonValue decodes a spec exactly (numbers as their text); no spec,
-// null and {} are the same.
-func jsonValue(b json.RawMessage) any {
-	if len(bytes.TrimSpace(b)) == 0 {
-		return map[string]any{}
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return string(b)
-	}
-	if v == nil {
-		return map[string]any{}
-	}
-	return v
 }

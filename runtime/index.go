@@ -1,10 +1,8 @@
 package runtime
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -81,12 +79,28 @@ type reconcilerIndex struct {
 	// reverse inverts names: for reference, primary → secondaries; for
 	// referencedBy, secondary → primaries.
 	reverse map[int]map[key][]key
+	// owners maps, for an owner mapper, a primary to the secondaries
+	// whose annotation names it.
+	owners map[int]map[key][]key
+	// labelled maps, for a selector mapper, each label of a namespace to
+	// the secondaries that carry it.
+	labelled map[int]map[labelPair][]key
+	// selecting maps, for a selector mapper, one label of each primary's
+	// selector (the least key) to the primaries, and selectAll holds the
+	// primaries whose selectors are empty, by namespace: a secondary
+	// matches only primaries found under one of its labels or in
+	// selectAll.
+	selecting map[int]map[labelPair][]key
+	selectAll map[int]map[string][]key
 	// owned are the outputs each primary owns.
 	owned map[key][]owned
 	// bound maps an input to the primaries whose outputs were computed
 	// from it.
 	bound map[string][]key
 }
+
+// labelPair is a label in a namespace, as the selector indexes hold it.
+type labelPair struct{ namespace, key, value string }
 
 // owned is an output and its type.
 type owned struct {
@@ -100,20 +114,48 @@ func (v *view) buildIndex(r *Reconciler) *reconcilerIndex {
 		selectors: map[int]map[key]map[string]string{},
 		names:     map[int]map[key][]key{},
 		reverse:   map[int]map[key][]key{},
+		owners:    map[int]map[key][]key{},
+		labelled:  map[int]map[labelPair][]key{},
+		selecting: map[int]map[labelPair][]key{},
+		selectAll: map[int]map[string][]key{},
 		owned:     map[key][]owned{},
 		bound:     map[string][]key{},
 	}
 	primaries := v.objectsOf(r.For)
 	for i, w := range r.Watches {
 		switch w.Mapper.Kind {
-		case MapSelector:
-			sel := map[key]map[string]string{}
-			for k, p := range primaries.byKey {
-				if m, ok := matchLabels(p, w.Mapper.Path); ok {
-					sel[k] = m
+		case MapOwner:
+			owners := map[key][]key{}
+			for k, s := range v.objectsOf(w.Type).byKey {
+				if pk, ok := ownerKey(s, w.Mapper.key(), k.Namespace); ok {
+					owners[pk] = append(owners[pk], k)
 				}
 			}
-			ix.selectors[i] = sel
+			ix.owners[i] = owners
+		case MapSelector:
+			sel, selecting, all := map[key]map[string]string{}, map[labelPair][]key{}, map[string][]key{}
+			for k, p := range primaries.byKey {
+				m, ok := matchLabels(p, w.Mapper.Path)
+				if !ok {
+					continue
+				}
+				sel[k] = m
+				if len(m) == 0 {
+					all[k.Namespace] = append(all[k.Namespace], k)
+					continue
+				}
+				least := slices.Min(slices.Collect(maps.Keys(m)))
+				lp := labelPair{k.Namespace, least, m[least]}
+				selecting[lp] = append(selecting[lp], k)
+			}
+			labelled := map[labelPair][]key{}
+			for k, s := range v.objectsOf(w.Type).byKey {
+				for lk, lv := range s.Metadata.Labels {
+					lp := labelPair{k.Namespace, lk, lv}
+					labelled[lp] = append(labelled[lp], k)
+				}
+			}
+			ix.selectors[i], ix.selecting[i], ix.selectAll[i], ix.labelled[i] = sel, selecting, all, labelled
 		case MapReference, MapReferencedBy:
 			holders := v.objectsOf(w.Type).byKey
 			if w.Mapper.Kind == MapReferencedBy {
@@ -170,10 +212,12 @@ func (v *view) primariesOf(r *Reconciler, ix *reconcilerIndex, i int, res *contr
 			return []key{pk}
 		}
 	case MapSelector:
-		var out []key
-		for pk, sel := range ix.selectors[i] {
-			if pk.Namespace == k.Namespace && selectorMatches(sel, res.Metadata.Labels) {
-				out = append(out, pk)
+		out := slices.Clone(ix.selectAll[i][k.Namespace])
+		for lk, lv := range res.Metadata.Labels {
+			for _, pk := range ix.selecting[i][labelPair{k.Namespace, lk, lv}] {
+				if selectorMatches(ix.selectors[i][pk], res.Metadata.Labels) {
+					out = append(out, pk)
+				}
 			}
 		}
 		return out
@@ -200,20 +244,9 @@ func (v *view) inputsOf(r *Reconciler, ix *reconcilerIndex, i int, p key) []*con
 			out = append(out, s)
 		}
 	case MapOwner:
-		for _, s := range secondaries.byNamespace[p.Namespace] {
-			if pk, ok := ownerKey(s, w.Mapper.key(), p.Namespace); ok && pk == p {
+		for _, sk := range ix.owners[i][p] {
+			if s := secondaries.byKey[sk]; s != nil {
 				out = append(out, s)
-			}
-		}
-		// Owners in other namespaces are rare; they name the namespace.
-		for ns, l := range secondaries.byNamespace {
-			if ns == p.Namespace {
-				continue
-			}
-			for _, s := range l {
-				if pk, ok := ownerKey(s, w.Mapper.key(), ns); ok && pk == p {
-					out = append(out, s)
-				}
 			}
 		}
 	case MapSelector:
@@ -221,8 +254,19 @@ func (v *view) inputsOf(r *Reconciler, ix *reconcilerIndex, i int, p key) []*con
 		if !ok {
 			return nil
 		}
-		for _, s := range secondaries.byNamespace[p.Namespace] {
-			if selectorMatches(sel, s.Metadata.Labels) {
+		if len(sel) == 0 {
+			return slices.Clone(secondaries.byNamespace[p.Namespace])
+		}
+		// The secondaries that carry the selector's rarest label.
+		var fewest []key
+		first := true
+		for lk, lv := range sel {
+			if l := ix.labelled[i][labelPair{p.Namespace, lk, lv}]; first || len(l) < len(fewest) {
+				fewest, first = l, false
+			}
+		}
+		for _, sk := range fewest {
+			if s := secondaries.byKey[sk]; s != nil && selectorMatches(sel, s.Metadata.Labels) {
 				out = append(out, s)
 			}
 		}
@@ -261,117 +305,6 @@ func ownerKey(res *controller.Resource, annotation, namespace string) (key, bool
 		return key{namespace, parts[0]}, true
 	}
 	return key{parts[len(parts)-2], parts[len(parts)-1]}, parts[len(parts)-1] != ""
-}
-
-// parsePath parses a dotted path of object fields.
-func parsePath(p string) ([]string, error) {
-	if p == "" {
-		return nil, errors.New("required, e.g. spec.selector")
-	}
-	parts := strings.Split(p, ".")
-	for _, s := range parts {
-		if s == "" {
-			return nil, fmt.Errorf("%q has an empty field name", p)
-		}
-	}
-	if parts[0] != "spec" && parts[0] != "metadata" {
-		return nil, fmt.Errorf("%q does not start with spec. or metadata.", p)
-	}
-	return parts, nil
-}
-
-// valueAt returns the JSON value at path in res, nil where there is none.
-func valueAt(res *controller.Resource, path string) any {
-	parts, err := parsePath(path)
-	if err != nil {
-		return nil
-	}
-	var cur any
-	switch parts[0] {
-	case "spec":
-		if len(res.Spec) == 0 {
-			return nil
-		}
-		dec := json.NewDecoder(bytes.NewReader(res.Spec))
-		dec.UseNumber()
-		if dec.Decode(&cur) != nil {
-			return nil
-		}
-	case "metadata":
-		m := map[string]any{"namespace": res.Metadata.Namespace, "name": res.Metadata.Name}
-		if res.Metadata.Labels != nil {
-			m["labels"] = toAny(res.Metadata.Labels)
-		}
-		if res.Metadata.Annotations != nil {
-			m["annotations"] = toAny(res.Metadata.Annotations)
-		}
-		cur = m
-	}
-	for _, p := range parts[1:] {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		cur = m[p]
-	}
-	return cur
-}
-
-func toAny(m map[string]string) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
-// namesAt returns the names the value at path holds: a string, or a list
-// of strings (other values are skipped).
-func namesAt(res *controller.Resource, path string) []string {
-	switch v := valueAt(res, path).(type) {
-	case string:
-		if v != "" {
-			return []string{v}
-		}
-	case []any:
-		var out []string
-		for _, e := range v {
-			if s, ok := e.(string); ok && s != "" {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
-	return nil
-}
-
-// matchLabels reads the label selector at path: {"matchLabels": {...}}.
-// An empty selector matches everything in the namespace.
-func matchLabels(res *controller.Resource, path string) (map[string]string, bool) {
-	m, ok := valueAt(res, path).(map[string]any)
-	if !ok {
-		return nil, false
-	}
-	out := map[string]string{}
-	if ml, ok := m["matchLabels"].(map[string]any); ok {
-		for k, v := range ml {
-			s, ok := v.(string)
-			if !ok {
-				return nil, false
-			}
-			out[k] = s
-		}
-	}
-	return out, true
-}
-
-func selectorMatches(sel, labels map[string]string) bool {
-	for k, v := range sel {
-		if got, ok := labels[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
 }
 
 // compareResources orders resources by apiVersion, kind, namespace and

@@ -3,8 +3,9 @@ package runtime
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,8 +19,13 @@ import (
 type Store interface {
 	// Head returns the commit at the head of the served branch.
 	Head(ctx context.Context) (string, error)
-	// List returns every resource of t at commit, in every namespace.
-	List(ctx context.Context, commit string, t controller.Type) ([]*controller.Resource, error)
+	// List returns the resources of t at commit in the namespaces given,
+	// or in every namespace for nil; an error wrapping
+	// ErrNamespacesUnknown says t's controller cannot tell which
+	// namespaces hold resources (then the runtime names them). The
+	// runtime never modifies the resources returned (it hands clones to
+	// transforms), so a store may share them between calls and commits.
+	List(ctx context.Context, commit string, t controller.Type, namespaces []string) ([]*controller.Resource, error)
 	// CommitTime returns when commit was committed.
 	CommitTime(ctx context.Context, commit string) (time.Time, error)
 	// Write makes the changes one commit, through the normal write path.
@@ -48,6 +54,10 @@ type WriteResult struct {
 	// ChangeSet is the change set written to, in proposal mode.
 	ChangeSet string
 }
+
+// ErrNamespacesUnknown reports a type whose namespaces a store cannot
+// list: its inputs are read in the namespaces of the primaries.
+var ErrNamespacesUnknown = errors.New("the type's namespaces cannot be listed")
 
 // ErrStale reports a write whose base is no longer the branch's head.
 var ErrStale = errors.New("the branch moved since the outputs were computed")
@@ -105,6 +115,25 @@ type Runtime struct {
 	pausedTill map[int]time.Time
 	changeSets map[int]string
 	views      viewCache
+	// blocked holds, per reconciler, the outputs that primaries want but
+	// another owner holds (a conflict), and blocking the same by primary:
+	// when such an output changes, its primaries are reconciled again.
+	blocked  map[int]map[ref]map[key]bool
+	blocking map[work][]ref
+	// timers counts the batch windows armed and not yet stopped or done.
+	timers sync.WaitGroup
+	// followMu serialises follow: the head read moves only forward.
+	followMu sync.Mutex
+	// mapping says that follow has read a new head and is queueing the
+	// primaries its changes wake.
+	mapping bool
+	// same remembers the outputs found up to date.
+	same sameSpecs
+	// flushing counts the batches being written.
+	flushing int
+	// changed is closed (and cleared) when a reconcile or a write ends
+	// or a new head is read: WaitIdle looks again.
+	changed chan struct{}
 }
 
 // New checks the reconcilers and returns a runtime over store; Run starts
@@ -146,6 +175,8 @@ func New(store Store, rs []*Reconciler, o Options) (*Runtime, error) {
 		writes:     map[int][]time.Time{},
 		pausedTill: map[int]time.Time{},
 		changeSets: map[int]string{},
+		blocked:    map[int]map[ref]map[key]bool{},
+		blocking:   map[work][]ref{},
 	}
 	if rt.m == nil {
 		rt.m = NewMetrics(nil)
@@ -180,6 +211,7 @@ func (rt *Runtime) Run(ctx context.Context) error {
 		rt.q.ShutDown()
 		wg.Wait()
 		rt.flushAll(context.WithoutCancel(ctx))
+		rt.timers.Wait() // a window that closed meanwhile is being written
 	}()
 	lastResync := rt.o.Clock.Now()
 	for {
@@ -204,8 +236,10 @@ func (rt *Runtime) Run(ctx context.Context) error {
 }
 
 // follow loads the view of a new head and queues what changed since the
-// last one (every primary, the first time).
+// last one (every primary, the first time). Calls are serialised.
 func (rt *Runtime) follow(ctx context.Context) error {
+	rt.followMu.Lock()
+	defer rt.followMu.Unlock()
 	head, err := rt.store.Head(ctx)
 	if err != nil {
 		return err
@@ -222,13 +256,20 @@ func (rt *Runtime) follow(ctx context.Context) error {
 	}
 	rt.mu.Lock()
 	rt.cur = next
+	rt.mapping = true // until the changes are queued: not idle
 	rt.mu.Unlock()
+	defer func() {
+		rt.mu.Lock()
+		rt.mapping = false
+		rt.mu.Unlock()
+		rt.notify()
+	}()
 	if prev == nil {
 		rt.resync()
 		return nil
 	}
 	for i, r := range rt.rs {
-		for _, k := range wake(prev, next, r) {
+		for _, k := range wake(prev, next, r, func(o ref) []key { return rt.blockedOn(i, o) }) {
 			rt.add(work{i, k})
 		}
 	}
@@ -245,11 +286,16 @@ func (rt *Runtime) resync() {
 		return
 	}
 	for i, r := range rt.rs {
-		for k := range v.objectsOf(r.For).byKey {
+		// Each key once: a key queued twice could be taken by a worker
+		// in between, and reconciled twice.
+		primaries, owners := v.objectsOf(r.For).byKey, v.indexOf(r).owned
+		for k := range primaries {
 			rt.add(work{i, k})
 		}
-		for k := range v.indexOf(r).owned {
-			rt.add(work{i, k})
+		for k := range owners {
+			if _, ok := primaries[k]; !ok {
+				rt.add(work{i, k})
+			}
 		}
 	}
 }
@@ -269,6 +315,7 @@ func (rt *Runtime) worker(ctx context.Context) {
 		}
 		rt.reconcile(ctx, w)
 		rt.q.Done(w)
+		rt.notify()
 		st := rt.q.Stats()
 		rt.m.depth.Set(float64(st.Ready + st.Waiting))
 		rt.m.longest.Set(st.LongestRunning.Seconds())
@@ -291,16 +338,16 @@ func (rt *Runtime) reconcile(ctx context.Context, w work) {
 	}
 	start := rt.o.Clock.Now()
 	tctx, cancel := context.WithTimeout(ctx, rt.o.Timeout)
-	out := evaluate(tctx, v, r, v.indexOf(r), w.key)
+	out := evaluate(tctx, v, r, v.indexOf(r), w.key, &rt.same)
 	cancel()
 	rt.m.duration.WithLabelValues(r.Name).Observe(rt.o.Clock.Now().Sub(start).Seconds())
 	result := "success"
 	switch {
-	case out.panicked:
-		rt.m.panics.WithLabelValues(r.Name).Inc()
-		fallthrough
 	case out.err != nil:
 		result = "error"
+		if out.panicked {
+			rt.m.panics.WithLabelValues(r.Name).Inc()
+		}
 		rt.m.errors.WithLabelValues(r.Name).Inc()
 		rt.log.WarnContext(ctx, "reconcile failed", "reconciler", r.Name, "primary", w.key.String(), "commit", v.commit, "error", out.err)
 		if out.invalid {
@@ -310,9 +357,11 @@ func (rt *Runtime) reconcile(ctx context.Context, w work) {
 			rt.m.retries.WithLabelValues(r.Name).Inc()
 		}
 	case len(out.changes) > 0:
+		rt.setBlocked(w, v, out.blocked)
 		result = "write"
 		rt.enqueueWrite(ctx, w, v.commit, out.changes)
 	default:
+		rt.setBlocked(w, v, out.blocked)
 		rt.q.Forget(w)
 		if out.resp != nil && out.resp.RequeueAfter > 0 {
 			result = "requeue_after"
@@ -324,170 +373,46 @@ func (rt *Runtime) reconcile(ctx context.Context, w work) {
 		"result", result, "changes", len(out.changes), "conflicts", len(out.conflicts))
 }
 
-// wake returns the primaries of r that the changes between two views
-// wake: changed primaries, the primaries changed inputs map to (before
-// and after the change), the owners of changed outputs, and the primaries
-// whose outputs were bound to a changed input.
-func wake(prev, next *view, r *Reconciler) []key {
-	seen := map[key]bool{}
-	var out []key
-	add := func(k key) {
-		if !seen[k] {
-			seen[k] = true
-			out = append(out, k)
-		}
-	}
-	pix, nix := prev.indexOf(r), next.indexOf(r)
-	for _, k := range changedKeys(prev.objectsOf(r.For), next.objectsOf(r.For)) {
-		add(k)
-	}
-	for i, w := range r.Watches {
-		po, no := prev.objectsOf(w.Type), next.objectsOf(w.Type)
-		for _, k := range changedKeys(po, no) {
-			for _, pair := range []struct {
-				v   *view
-				ix  *reconcilerIndex
-				res *controller.Resource
-			}{{prev, pix, po.byKey[k]}, {next, nix, no.byKey[k]}} {
-				if pair.res == nil {
-					continue
-				}
-				for _, pk := range pair.v.primariesOf(r, pair.ix, i, pair.res) {
-					add(pk)
-				}
-				for _, pk := range pair.ix.bound[refString(w.Type, pair.res)] {
-					add(pk)
-				}
+// setBlocked records the outputs that primary w wants and another owner
+// holds, as evaluated at v: a change of one of them wakes w (see wake).
+// If the runtime has read a newer head meanwhile, whose changes were
+// mapped before this record was made, w is queued again.
+func (rt *Runtime) setBlocked(w work, v *view, refs []ref) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	for _, o := range rt.blocking[w] {
+		if m := rt.blocked[w.reconciler][o]; m != nil {
+			delete(m, w.key)
+			if len(m) == 0 {
+				delete(rt.blocked[w.reconciler], o)
 			}
 		}
 	}
-	for _, o := range r.Outputs {
-		po, no := prev.objectsOf(o.Type), next.objectsOf(o.Type)
-		for _, k := range changedKeys(po, no) {
-			for _, res := range []*controller.Resource{po.byKey[k], no.byKey[k]} {
-				if res == nil {
-					continue
-				}
-				if pk, ok := ownerKey(res, AnnotationOwner, k.Namespace); ok && ownedBy(res, r.Name) {
-					add(pk)
-				}
-			}
-		}
+	delete(rt.blocking, w)
+	if len(refs) == 0 {
+		return
 	}
-	return out
+	rt.blocking[w] = refs
+	byRef := rt.blocked[w.reconciler]
+	if byRef == nil {
+		byRef = map[ref]map[key]bool{}
+		rt.blocked[w.reconciler] = byRef
+	}
+	for _, o := range refs {
+		if byRef[o] == nil {
+			byRef[o] = map[key]bool{}
+		}
+		byRef[o][w.key] = true
+	}
+	if rt.cur != v {
+		_ = rt.q.Add(w) // re-run after this reconcile: the head moved
+	}
 }
 
-func ownedBy(res *controller.Resource, reconciler string) bool {
-	v := res.Metadata.Annotations[AnnotationOwner]
-	return len(v) > len(reconciler) && v[:len(reconciler)] == reconciler && v[len(reconciler)] == '/'
-}
-
-// changedKeys returns the keys whose resources differ between a and b.
-func changedKeys(a, b *objects) []key {
-	var out []key
-	for k, ra := range a.byKey {
-		if rb, ok := b.byKey[k]; !ok || rb.Metadata.ResourceVersion != ra.Metadata.ResourceVersion || rb.Metadata.ResourceVersion == "" {
-			out = append(out, k)
-		}
-	}
-	for k := range b.byKey {
-		if _, ok := a.byKey[k]; !ok {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
-// Status derives the conditions of primary (namespace, name) of every
-// reconciler whose primary type is t, at commit ("" for the head): a pure
-// function of the commit and the reconcilers, so any replica answers the
-// same. ObservedRevision is the commit, and LastTransitionTime the time of
-// that commit (the runtime keeps no history of conditions: the commit is
-// when the state it describes was reached). A paused reconciler adds
-// Paused, which is the runtime's own state.
-func (rt *Runtime) Status(ctx context.Context, commit string, t controller.Type, namespace, name string) ([]Condition, error) {
-	if commit == "" {
-		head, err := rt.store.Head(ctx)
-		if err != nil {
-			return nil, err
-		}
-		commit = head
-	}
-	v, err := rt.viewAt(ctx, commit)
-	if err != nil {
-		return nil, err
-	}
-	when, err := rt.store.CommitTime(ctx, v.commit)
-	if err != nil {
-		return nil, err
-	}
-	var conds []Condition
-	for i, r := range rt.rs {
-		if typeKey(r.For) != typeKey(t) {
-			continue
-		}
-		tctx, cancel := context.WithTimeout(ctx, rt.o.Timeout)
-		out := evaluate(tctx, v, r, v.indexOf(r), key{namespace, name})
-		cancel()
-		cs := conditionsOf(r, out)
-		rt.mu.Lock()
-		till, paused := rt.pausedTill[i]
-		rt.mu.Unlock()
-		if paused && rt.o.Clock.Now().Before(till) {
-			cs = append(cs, Condition{Type: ConditionPaused, Status: True, Reason: "Runaway",
-				Message: fmt.Sprintf("more than %d commits in a minute; writes resume at %s", r.maxWrites(), till.UTC().Format(time.RFC3339))})
-		}
-		for j := range cs {
-			cs[j].Reconciler = r.Name
-			cs[j].ObservedRevision = v.commit
-			cs[j].LastTransitionTime = when.UTC()
-		}
-		conds = append(conds, cs...)
-	}
-	return conds, nil
-}
-
-func (r *Reconciler) maxWrites() int {
-	if r.Write.MaxWritesPerMinute > 0 {
-		return r.Write.MaxWritesPerMinute
-	}
-	return DefaultMaxWritesPerMinute
-}
-
-// conditionsOf turns an outcome into conditions.
-func conditionsOf(r *Reconciler, out *outcome) []Condition {
-	cond := func(t string, s Status, reason, msg string) Condition {
-		return Condition{Type: t, Status: s, Reason: reason, Message: msg}
-	}
-	var cs []Condition
-	switch {
-	case out.invalid:
-		cs = append(cs, cond(ConditionReady, False, "InvalidInput", out.err.Error()),
-			cond(ConditionInvalidInput, True, "InvalidInput", out.err.Error()))
-		return cs
-	case out.err != nil:
-		cs = append(cs, cond(ConditionReady, False, "TransformFailed", out.err.Error()),
-			cond(ConditionTransformFailed, True, "TransformFailed", out.err.Error()))
-		return cs
-	}
-	ready := cond(ConditionReady, True, "Converged", "the outputs match the inputs")
-	conv := cond(ConditionConverged, True, "Converged", "the outputs match the inputs")
-	if n := len(out.changes); n > 0 {
-		msg := fmt.Sprintf("%d output(s) to write or delete", n)
-		ready = cond(ConditionReady, False, "Pending", msg)
-		conv = cond(ConditionConverged, False, "Pending", msg)
-	}
-	if len(out.conflicts) > 0 {
-		msg := out.conflicts[0]
-		if len(out.conflicts) > 1 {
-			msg += fmt.Sprintf(" (and %d more)", len(out.conflicts)-1)
-		}
-		ready = cond(ConditionReady, False, "Conflict", msg)
-		cs = append(cs, cond(ConditionConflict, True, "OwnedElsewhere", msg))
-	}
-	cs = append([]Condition{ready, conv}, cs...)
-	if out.resp != nil {
-		cs = append(cs, out.resp.Conditions...)
-	}
-	return cs
+// blockedOn returns the primaries of reconciler i that want output o,
+// which another owner holds.
+func (rt *Runtime) blockedOn(i int, o ref) []key {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return slices.Collect(maps.Keys(rt.blocked[i][o]))
 }

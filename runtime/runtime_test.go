@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -107,16 +108,29 @@ func bundleReconciler(tr runtime.Transform) *runtime.Reconciler {
 	}
 }
 
-// start serves the demo with the bundle types and runs the runtime over
-// the server until the test ends.
-func start(t *testing.T, rs ...*runtime.Reconciler) (*servertest.Server, *runtime.Runtime) {
+// startDemo serves the demo's flags and services with the bundle types
+// of bundleConfig (in place of the demo's own bundles and flag bundles,
+// if it has any) and runs the runtime over the server until the test
+// ends.
+func startDemo(t *testing.T, rs ...*runtime.Reconciler) (*servertest.Server, *runtime.Runtime) {
 	t.Helper()
-	srv := servertest.Start(t, servertest.WithFiles(bundleConfig))
+	demo, err := servertest.DemoFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := map[string][]byte{}
+	for p := range demo {
+		if strings.HasPrefix(p, "bundles/") || strings.HasPrefix(p, "flagbundles/") {
+			fs[p] = nil
+		}
+	}
+	maps.Copy(fs, bundleConfig)
+	srv := servertest.Start(t, servertest.WithFiles(fs))
 	rt, err := runtime.New(srv.Server.ReconcileStore(), rs, runtime.Options{Poll: 10 * time.Millisecond, Logger: servertest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- rt.Run(ctx) }()
 	t.Cleanup(func() {
@@ -126,22 +140,6 @@ func start(t *testing.T, rs ...*runtime.Reconciler) (*servertest.Server, *runtim
 		}
 	})
 	return srv, rt
-}
-
-// eventually polls cond until it holds, for at most 10 s.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ok, got := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still %s after 10 s", what, got)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func getJSON(t *testing.T, srv *servertest.Server, path string) (int, map[string]any) {
@@ -158,7 +156,7 @@ func getJSON(t *testing.T, srv *servertest.Server, path string) (int, map[string
 // nothing changed.
 func TestBundleFollowsFlags(t *testing.T) {
 	var calls atomic.Int64
-	srv, rt := start(t, bundleReconciler(compile(&calls)))
+	srv, rt := startDemo(t, bundleReconciler(compile(&calls)))
 	const out = "/apis/flags.cup.dev/v1alpha1/namespaces/default/flagbundles/web"
 	flags := func() string {
 		status, m := getJSON(t, srv, out)
@@ -223,7 +221,7 @@ func TestBundleFollowsFlags(t *testing.T) {
 // resource stays as it is.
 func TestOutputsOwnedElsewhereAreNotTouched(t *testing.T) {
 	var calls atomic.Int64
-	srv, rt := start(t, bundleReconciler(compile(&calls)))
+	srv, rt := startDemo(t, bundleReconciler(compile(&calls)))
 	const out = "/apis/flags.cup.dev/v1alpha1/namespaces/default/flagbundles/web"
 	eventually(t, "the first bundle", func() (bool, string) { s, _ := getJSON(t, srv, out); return s == 200, fmt.Sprint(s) })
 	if r := srv.Do(t, "PUT", out, `{"spec": {"by": "hand"}}`); r.Status/100 != 2 {
@@ -261,7 +259,7 @@ func TestTransformFailuresAreConditions(t *testing.T) {
 		}, runtime.ConditionTransformFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, rt := start(t, bundleReconciler(tc.tr))
+			srv, rt := startDemo(t, bundleReconciler(tc.tr))
 			head := srv.Head(t)
 			conds, err := rt.Status(t.Context(), "", bundleType, "default", "web")
 			if err != nil {

@@ -2,7 +2,10 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/cup-dev/cup/controller"
@@ -30,6 +33,18 @@ func (rt *Runtime) viewAt(ctx context.Context, commit string) (*view, error) {
 	}
 	rt.views.mu.Unlock()
 	v := &view{commit: commit, types: map[controller.Type]*objects{}, index: map[string]*reconcilerIndex{}}
+	// Primaries first: a type whose namespaces cannot be listed is read
+	// in theirs.
+	for _, r := range rt.rs {
+		if v.types[typeKey(r.For)] != nil {
+			continue
+		}
+		rs, err := rt.store.List(ctx, commit, r.For, nil)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s at %.12s: %w", r.For.Plural, commit, err)
+		}
+		v.types[typeKey(r.For)] = newObjects(rs)
+	}
 	for _, r := range rt.rs {
 		types := []controller.Type{r.For}
 		for _, w := range r.Watches {
@@ -42,7 +57,10 @@ func (rt *Runtime) viewAt(ctx context.Context, commit string) (*view, error) {
 			if v.types[typeKey(t)] != nil {
 				continue
 			}
-			rs, err := rt.store.List(ctx, commit, t)
+			rs, err := rt.store.List(ctx, commit, t, nil)
+			if errors.Is(err, ErrNamespacesUnknown) {
+				rs, err = rt.store.List(ctx, commit, t, slices.Sorted(maps.Keys(v.types[typeKey(r.For)].byNamespace)))
+			}
 			if err != nil {
 				return nil, fmt.Errorf("reading %s at %.12s: %w", t.Plural, commit, err)
 			}

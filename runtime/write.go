@@ -41,7 +41,11 @@ func (rt *Runtime) enqueueWrite(ctx context.Context, w work, base string, change
 	b.work[w.key] = w
 	if r.Write.BatchWindow > 0 {
 		if b.timer == nil {
-			b.timer = rt.o.Clock.AfterFunc(r.Write.BatchWindow, func() { rt.flush(context.WithoutCancel(ctx), w.reconciler) })
+			rt.timers.Add(1) // Run waits for the write the window ends with
+			b.timer = rt.o.Clock.AfterFunc(r.Write.BatchWindow, func() {
+				defer rt.timers.Done()
+				rt.flush(context.WithoutCancel(ctx), w.reconciler)
+			})
 		}
 		rt.mu.Unlock()
 		return
@@ -68,12 +72,24 @@ func (rt *Runtime) flush(ctx context.Context, i int) {
 	b := rt.batches[i]
 	delete(rt.batches, i)
 	changeSet := rt.changeSets[i]
+	if b != nil {
+		rt.flushing++
+	}
 	rt.mu.Unlock()
-	if b == nil || len(b.changes) == 0 {
+	if b == nil {
 		return
 	}
-	if b.timer != nil {
-		b.timer.Stop()
+	defer func() {
+		rt.mu.Lock()
+		rt.flushing--
+		rt.mu.Unlock()
+		rt.notify()
+	}()
+	if b.timer != nil && b.timer.Stop() {
+		rt.timers.Done() // the window will not end: Run need not wait for it
+	}
+	if len(b.changes) == 0 {
+		return
 	}
 	keys := slices.SortedFunc(maps.Keys(b.changes), func(a, b key) int { return strings.Compare(a.String(), b.String()) })
 	var changes []Change
@@ -92,8 +108,13 @@ func (rt *Runtime) flush(ctx context.Context, i int) {
 	}
 	switch {
 	case errors.Is(err, ErrStale):
+		// Read the new head before the primaries run again, so that they
+		// are computed from it and not from the base refused.
 		rt.log.DebugContext(ctx, "reconcile outputs are stale; computing them again at the head", "reconciler", r.Name, "primaries", len(keys))
-		rt.Poke()
+		if err := rt.follow(ctx); err != nil {
+			rt.log.WarnContext(ctx, "reconcilers: reading the head failed", "error", err)
+			rt.Poke()
+		}
 		for _, k := range keys {
 			rt.add(b.work[k])
 		}

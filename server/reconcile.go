@@ -40,7 +40,7 @@ func (rs reconcileStore) CommitTime(ctx context.Context, commit string) (time.Ti
 	return c.Committer.When, nil
 }
 
-func (rs reconcileStore) List(ctx context.Context, commit string, ct controller.Type) ([]*controller.Resource, error) {
+func (rs reconcileStore) List(ctx context.Context, commit string, ct controller.Type, namespaces []string) ([]*controller.Resource, error) {
 	s := rs.s
 	t, err := s.lookup(ct.Group, ct.Version, ct.Plural)
 	if err != nil {
@@ -50,9 +50,12 @@ func (rs reconcileStore) List(ctx context.Context, commit string, ct controller.
 	if err != nil {
 		return nil, err
 	}
-	namespaces, err := s.namespacesAt(ctx, t, snap)
-	if err != nil {
-		return nil, err
+	if namespaces == nil {
+		if namespaces, err = s.namespacesAt(ctx, t, snap); errors.Is(err, errNoNamespaces) {
+			return nil, fmt.Errorf("%w: %w", runtime.ErrNamespacesUnknown, err)
+		} else if err != nil {
+			return nil, err
+		}
 	}
 	var out []*controller.Resource
 	for _, ns := range namespaces {
