@@ -34,6 +34,8 @@ type Set struct {
 	Definitions []*Definition
 	Controllers []*Controller
 	Bindings    []*Binding
+	// Reconcilers are sorted by name.
+	Reconcilers []*Reconciler
 	// Skipped are the files read that hold no configuration (no document
 	// with cup's apiVersion or a configuration kind), sorted: a directory
 	// may hold other files, which callers may want to mention.
@@ -183,12 +185,14 @@ func (s *Set) Merge(other *Set) (*Set, error) {
 		out.Definitions = append(out.Definitions, in.Definitions...)
 		out.Controllers = append(out.Controllers, in.Controllers...)
 		out.Bindings = append(out.Bindings, in.Bindings...)
+		out.Reconcilers = append(out.Reconcilers, in.Reconcilers...)
 		out.Skipped = append(out.Skipped, in.Skipped...)
 	}
 	out.sort()
 	var ps problems
 	out.checkUnique(&ps)
 	out.checkRefs(&ps, nil, nil)
+	out.checkReconcilers(&ps)
 	if err := ps.err(); err != nil {
 		return nil, err
 	}
@@ -197,6 +201,7 @@ func (s *Set) Merge(other *Set) (*Set, error) {
 
 func (s *Set) sort() {
 	slices.Sort(s.Skipped)
+	sort.SliceStable(s.Reconcilers, func(i, j int) bool { return s.Reconcilers[i].Name < s.Reconcilers[j].Name })
 	sort.SliceStable(s.Definitions, func(i, j int) bool {
 		a, b := s.Definitions[i], s.Definitions[j]
 		if a.Group != b.Group {

@@ -89,13 +89,35 @@
 //	  resources:                  # at least one "<group>/<version>/<plural>"
 //	  - flipt.io/v1alpha1/flags
 //
+// Reconciler (package runtime runs it):
+//
+//	apiVersion: cup.dev/v1alpha1
+//	kind: Reconciler
+//	metadata:
+//	  name: flag-bundles
+//	spec:
+//	  for: flags.cup.dev/v1alpha1/bundles      # the primary type
+//	  watches:                                 # inputs, each with a mapper
+//	  - resource: flags.cup.dev/v1alpha1/flags
+//	    map: {kind: selector, path: spec.selector}  # nameAligned | owner (key) | selector | reference | referencedBy (path)
+//	  outputs:                                 # at least one
+//	  - resource: flags.cup.dev/v1alpha1/flagbundles
+//	    ownership: exclusive                   # exclusive (default) | shared
+//	  transform:
+//	    wasm: {path: flagbundle.wasm, timeout: 5s}  # as a WASM Controller's spec; relative to this file
+//	  write:
+//	    mode: direct                           # direct (default) | proposal
+//	    batchWindow: 1s                        # optional: gather primaries into one commit
+//	    maxWritesPerMinute: 120                # optional: pause a runaway
+//
 // # Checks
 //
 // Besides the shape of each document, loading checks that names are unique
 // (definitions by metadata.name, by group and plural and by group and kind;
 // controllers and bindings by name), that every schema compiles, and that
 // each binding names a known controller and known definitions and versions,
-// with no group/version/plural bound twice. All problems are reported at
+// with no group/version/plural bound twice, and that each reconciler names
+// known definitions and versions. All problems are reported at
 // once in an [*Error], each naming the file and, for files holding several
 // resources, the document.
 //

@@ -34,6 +34,7 @@ func Load(fsys fs.FS, dir string) (*Set, error) {
 		return nil, err
 	}
 	l.set.checkRefs(&l.problems, l.partial, &l.broken)
+	l.set.checkReconcilers(&l.problems)
 	if err := l.problems.err(); err != nil {
 		return nil, err
 	}
@@ -279,7 +280,7 @@ func configuration(obj map[string]any) bool {
 		return v == APIVersion || v == LegacyAPIVersion || strings.HasPrefix(v, "cup.dev/") || strings.HasPrefix(v, "cup.flipt.io/")
 	}
 	switch k, _ := obj["kind"].(string); k {
-	case KindResourceDefinition, KindController, KindAPIBinding, KindBinding:
+	case KindResourceDefinition, KindController, KindAPIBinding, KindBinding, KindReconciler:
 		return true
 	}
 	return false
@@ -336,14 +337,16 @@ func (l *loader) document(loc Location, data []byte, inArray bool) {
 	case KindAPIBinding, KindBinding:
 		kind = KindAPIBinding
 		docType = reflect.TypeFor[bindingDoc]()
+	case KindReconciler:
+		docType = reflect.TypeFor[reconcilerDoc]()
 	default:
 		switch {
 		case obj["kind"] == nil:
-			l.problems.add(loc, "kind is required (%s, %s or %s)", KindResourceDefinition, KindController, KindAPIBinding)
+			l.problems.add(loc, "kind is required (%s, %s, %s or %s)", KindResourceDefinition, KindController, KindAPIBinding, KindReconciler)
 		case !ok:
 			l.problems.add(loc, "kind: expected string, got %s", document.JSONKind(obj["kind"]))
 		default:
-			l.problems.add(loc, "unknown kind %q (want %s, %s or %s)", kind, KindResourceDefinition, KindController, KindAPIBinding)
+			l.problems.add(loc, "unknown kind %q (want %s, %s, %s or %s)", kind, KindResourceDefinition, KindController, KindAPIBinding, KindReconciler)
 		}
 		return
 	}
@@ -390,6 +393,14 @@ func (l *loader) document(loc Location, data []byte, inArray bool) {
 				l.set.Bindings = append(l.set.Bindings, b)
 			} else {
 				l.partial = append(l.partial, b)
+			}
+		}
+	case KindReconciler:
+		var doc reconcilerDoc
+		if report(unmarshal(data, &doc)) {
+			r, msgs := newReconciler(&doc, loc)
+			if report(msgs) {
+				l.set.Reconcilers = append(l.set.Reconcilers, r)
 			}
 		}
 	}

@@ -123,8 +123,8 @@ func TestLoadInvalid(t *testing.T) {
 			dir: "header",
 			want: []string{
 				`resources.yaml (document 1): unknown apiVersion "cup.dev/v1beta1" (want cup.dev/v1alpha1 or cup.flipt.io/v1alpha1)`,
-				`resources.yaml (document 2): unknown kind "CustomResourceDefinition" (want ResourceDefinition, Controller or APIBinding)`,
-				`resources.yaml (document 3): kind is required (ResourceDefinition, Controller or APIBinding)`,
+				`resources.yaml (document 2): unknown kind "CustomResourceDefinition" (want ResourceDefinition, Controller, APIBinding or Reconciler)`,
+				`resources.yaml (document 3): kind is required (ResourceDefinition, Controller, APIBinding or Reconciler)`,
 				`resources.yaml (document 4): apiVersion is required (cup.dev/v1alpha1)`,
 				`resources.yaml (document 6): apiVersion: expected string, got array`,
 			},
