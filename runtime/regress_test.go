@@ -147,3 +147,37 @@ func TestResyncReconcilesEachPrimaryOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusIsDerivedOnce: asking for a primary's conditions again at the
+// same commit does not run the transform again; at a new commit it does.
+func TestStatusIsDerivedOnce(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int64
+	srv, rt := startDemo(t, bundleReconciler(compile(&calls)))
+	if err := rt.WaitIdle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	before := calls.Load()
+	for range 5 {
+		if _, err := rt.Status(t.Context(), "", bundleType, "default", "web"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := calls.Load() - before; got != 1 {
+		t.Fatalf("5 Status calls at one commit ran the transform %d times, want 1", got)
+	}
+	if r := srv.Do(t, "PUT", "/apis/flags.cup.dev/v1alpha1/namespaces/default/flags/dark-mode",
+		`{"metadata": {"labels": {"team": "web"}}, "spec": {"enabled": true}}`); r.Status/100 != 2 {
+		t.Fatalf("put: %d %s", r.Status, r.Body)
+	}
+	if err := rt.WaitIdle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	before = calls.Load()
+	if _, err := rt.Status(t.Context(), "", bundleType, "default", "web"); err != nil {
+		t.Fatal(err)
+	}
+	if got := calls.Load() - before; got != 1 {
+		t.Fatalf("Status at a new commit ran the transform %d times, want 1", got)
+	}
+}

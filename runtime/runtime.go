@@ -129,6 +129,8 @@ type Runtime struct {
 	mapping bool
 	// same remembers the outputs found up to date.
 	same sameSpecs
+	// statuses keeps the conditions Status derived.
+	statuses statusCache
 	// flushing counts the batches being written.
 	flushing int
 	// changed is closed (and cleared) when a reconcile or a write ends

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -14,7 +15,9 @@ import (
 // same. ObservedRevision is the commit, and LastTransitionTime the time of
 // that commit (the runtime keeps no history of conditions: the commit is
 // when the state it describes was reached). A paused reconciler adds
-// Paused, which is the runtime's own state.
+// Paused, which is the runtime's own state. Derived conditions are kept
+// by commit, reconciler and primary (8 MiB at most), so asking again
+// does not run the transform again.
 func (rt *Runtime) Status(ctx context.Context, commit string, t controller.Type, namespace, name string) ([]Condition, error) {
 	if commit == "" {
 		head, err := rt.store.Head(ctx)
@@ -36,10 +39,20 @@ func (rt *Runtime) Status(ctx context.Context, commit string, t controller.Type,
 		if typeKey(r.For) != typeKey(t) {
 			continue
 		}
-		tctx, cancel := context.WithTimeout(ctx, rt.o.Timeout)
-		out := evaluate(tctx, v, r, v.indexOf(r), key{namespace, name}, &rt.same)
-		cancel()
-		cs := conditionsOf(r, out)
+		sk := statusKey(v.commit, r.Name, key{namespace, name})
+		cs, ok := rt.statuses.get(sk)
+		if !ok {
+			tctx, cancel := context.WithTimeout(ctx, rt.o.Timeout)
+			out := evaluate(tctx, v, r, v.indexOf(r), key{namespace, name}, &rt.same)
+			cancel()
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			cs = conditionsOf(r, out)
+			if !errors.Is(out.err, context.DeadlineExceeded) && !errors.Is(out.err, context.Canceled) {
+				rt.statuses.add(sk, cs)
+			}
+		}
 		rt.mu.Lock()
 		till, paused := rt.pausedTill[i]
 		rt.mu.Unlock()

@@ -26,7 +26,8 @@ var _ cupv1alpha1connect.ResourceServiceHandler = (*resourceService)(nil)
 
 func (h *resourceService) Get(ctx context.Context, req *connect.Request[cupv1alpha1.GetRequest]) (*connect.Response[cupv1alpha1.GetResponse], error) {
 	m := req.Msg
-	e, commit, err := h.s.get(ctx, ref{m.Group, m.Version, m.Plural, m.Namespace, m.Name}, m.Revision)
+	at := ref{m.Group, m.Version, m.Plural, m.Namespace, m.Name}
+	e, commit, err := h.s.get(ctx, at, m.Revision)
 	if err != nil {
 		return nil, err
 	}
@@ -37,6 +38,7 @@ func (h *resourceService) Get(ctx context.Context, req *connect.Request[cupv1alp
 	return connect.NewResponse(&cupv1alpha1.GetResponse{
 		Resource: pb, Commit: commit,
 		Proposals: h.s.openProposals(ctx, m.Group, m.Plural, m.Namespace, m.Name),
+		Status:    h.s.statusOnGet(ctx, at, commit),
 	}), nil
 }
 

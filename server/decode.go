@@ -39,6 +39,10 @@ func decodeResource(body []byte) (*putInput, error) {
 		case "specJson":
 			return decodeString(v, key, &specJSON)
 		}
+		if key == "status" {
+			// What a GET of a reconciler's primary answers, sent back.
+			return errors.New(`unknown field "status": status is derived by reconcilers, never written: leave it out`)
+		}
 		return fmt.Errorf("unknown field %q", truncate(key, 64))
 	})
 	if err != nil {

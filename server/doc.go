@@ -63,6 +63,13 @@
 // history backwards for one resource. Both need the source's
 // source.History ability.
 //
+// Reconcilers: ReconcileStore (reconcile.go) is the server as the reconciler
+// runtime reads and writes it; SetReconcilers hands the runtime back
+// ([Reconcilers]), and status.go serves what it derives: a resource's
+// conditions (GetStatus, GetResponse.status, the REST form's status and
+// its /status subresource) and the dependency graph (GetDependencyGraph).
+// Every write that makes a commit pokes the runtime, as it pokes watchHub.
+//
 // Below the core, controllers map resources onto files in a snapshot of
 // the source, and the source turns a write into a commit (or a proposal).
 // Neither knows of the server.

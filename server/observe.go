@@ -310,6 +310,8 @@ var restProcedures = map[string]string{
 	"GET " + proposalsPath:  cupv1alpha1connect.ProposalServiceListProposalsProcedure,
 	"GET " + proposalPath:   cupv1alpha1connect.ProposalServiceGetProposalProcedure,
 	"GET " + historyPath:    cupv1alpha1connect.ResourceServiceHistoryProcedure,
+	"GET " + statusPath:     cupv1alpha1connect.ResourceServiceGetStatusProcedure,
+	"GET " + graphPath:      cupv1alpha1connect.DiscoveryServiceGetDependencyGraphProcedure,
 	// A watch is a GET of the collection with watch=true (watchPattern).
 	watchPattern:               cupv1alpha1connect.ResourceServiceWatchProcedure,
 	"GET " + allNamespacesPath: cupv1alpha1connect.ResourceServiceWatchProcedure,

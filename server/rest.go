@@ -31,6 +31,8 @@ import (
 //	DELETE /apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}  delete
 //	GET    /apis/cup.dev/v1alpha1/proposals                                proposals (see proposals.go)
 //	GET    /apis/cup.dev/v1alpha1/proposals/{id}                           one proposal
+//	GET    /apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}/status  status (see status.go)
+//	GET    /apis/cup.dev/v1alpha1/dependencygraph                          the reconcilers' graph
 //
 // Errors answer the HTTP status Connect maps the code to, with a JSON body
 // {"code": "...", "message": "..."}.
@@ -60,6 +62,8 @@ func (s *Server) routeREST(mux *http.ServeMux) {
 	mux.Handle("DELETE "+itemPath, s.rest(s.restDelete, write...))
 	mux.Handle("GET "+proposalsPath, s.rest(s.restListProposals, "state", "group", "plural", "namespace", "name"))
 	mux.Handle("GET "+proposalPath, s.rest(s.restGetProposal))
+	mux.Handle("GET "+statusPath, s.rest(s.restStatus, "revision"))
+	mux.Handle("GET "+graphPath, s.rest(s.restGraph))
 	// Everything else under /apis answers in the REST form's JSON too,
 	// rather than with the mux's plain-text 404 or 405.
 	mux.Handle("/apis", s.restCall(s.restNoRoute))
@@ -112,14 +116,14 @@ func (s *Server) restNoRoute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeError(w, r, connect.NewError(connect.CodeNotFound, fmt.Errorf(
-		"the REST form has no %s %s: it serves GET /apis, GET %s, GET, PUT and DELETE %s, and GET %s and %s",
-		r.Method, r.URL.Path, collectionPath, itemPath, proposalsPath, proposalPath)))
+		"the REST form has no %s %s: it serves GET /apis, GET %s, GET, PUT and DELETE %s, GET %s and %s, and GET %s, %s and %s",
+		r.Method, r.URL.Path, collectionPath, itemPath, statusPath, historyPath, proposalsPath, proposalPath, graphPath)))
 }
 
 // allowedMethods are the methods the REST form serves on path, when one of
 // its routes has path's shape; empty otherwise.
 func allowedMethods(path string) string {
-	if path == "/apis" || path == "/apis/" || path == proposalsPath || strings.HasPrefix(path, proposalsPath+"/") && !strings.Contains(path[len(proposalsPath)+1:], "/") {
+	if path == "/apis" || path == "/apis/" || path == proposalsPath || path == graphPath || strings.HasPrefix(path, proposalsPath+"/") && !strings.Contains(path[len(proposalsPath)+1:], "/") {
 		return "GET"
 	}
 	rest, ok := strings.CutPrefix(path, "/apis/")
@@ -137,6 +141,8 @@ func allowedMethods(path string) string {
 		return "GET"
 	case len(parts) == 6 && parts[2] == "namespaces":
 		return "GET, PUT, DELETE"
+	case len(parts) == 7 && parts[2] == "namespaces" && (parts[6] == "status" || parts[6] == "history"):
+		return "GET"
 	}
 	return ""
 }
@@ -160,11 +166,21 @@ func (s *Server) restGet(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	body := e.json
+	// A type that is a reconciler's primary has its status beside its
+	// spec, as Kubernetes places it; never written back (a PUT refuses
+	// it).
+	if st := s.statusOnGet(r.Context(), restRef(r), commit); st != nil {
+		if body, err = withStatus(e.json, st); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
 	h := w.Header()
 	h["Content-Type"] = []string{"application/json"}
 	h["Etag"] = []string{e.etag()}
 	h[headerCommit] = []string{commit}
-	_, _ = w.Write(e.json)
+	_, _ = w.Write(body)
 }
 
 func (s *Server) restList(w http.ResponseWriter, r *http.Request) {

@@ -307,6 +307,9 @@ func TestRESTWrongMethod(t *testing.T) {
 		{"POST", flagsPath, "GET"},
 		{"DELETE", "/apis", "GET"},
 		{"PUT", "/apis/cup.dev/v1alpha1/proposals/7", "GET"},
+		{"PUT", flagsPath + "/dark-mode/status", "GET"},
+		{"POST", flagsPath + "/dark-mode/history", "GET"},
+		{"DELETE", "/apis/cup.dev/v1alpha1/dependencygraph", "GET"},
 	} {
 		r := f.do(t, tc.method, tc.path, "{}")
 		if r.status != http.StatusMethodNotAllowed || r.header.Get("Allow") != tc.allow || r.json(t)["code"] != "unimplemented" {

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"buf.build/go/protovalidate"
@@ -119,6 +120,8 @@ type Server struct {
 	obs       *observer
 	watchers  slots
 	hub       *watchHub
+	// recs is the reconciler runtime, once SetReconcilers sets it.
+	recs atomic.Pointer[reconcilers]
 }
 
 // New returns a Server for src serving types. It fails when two types share a

@@ -39,6 +39,12 @@ Output formats (-o):
   yaml   the same as YAML
   name   plural.group/name
 
+A resource named (TYPE NAME, TYPE/NAME) whose type is a reconciler's
+primary has its status in json and yaml: {"conditions": [...]} beside its
+spec, each condition's reconciler, type, status, reason, message,
+observedRevision and lastTransitionTime, derived by the server at the
+commit read (never committed; cup apply ignores it).
+
 Listing pages through the whole result, --limit resources per request.
 --all-namespaces is not supported: the API lists one namespace at a time.
 
@@ -89,6 +95,9 @@ the server closes for falling behind is resumed where it was cut.`,
 			type item struct {
 				t typeRef
 				r *cupv1alpha1.Resource
+				// status is what a Get answered of a reconciler's
+				// primary; nil otherwise, and for listed resources.
+				status *cupv1alpha1.ResourceStatus
 			}
 			var items []item
 			single := false
@@ -107,11 +116,11 @@ the server closes for falling behind is resumed where it was cut.`,
 					if err != nil {
 						return err
 					}
-					r, err := c.getResource(ctx, t, conn.namespace, name, revision)
+					res, err := c.get(ctx, t, conn.namespace, name, revision)
 					if err != nil {
 						return err
 					}
-					items = append(items, item{t, r})
+					items = append(items, item{t, res.GetResource(), res.GetStatus()})
 				}
 			default:
 				t, err := c.resolveType(ctx, args[0])
@@ -124,11 +133,11 @@ the server closes for falling behind is resumed where it was cut.`,
 					}
 					single = len(args) == 2
 					for _, name := range args[1:] {
-						r, err := c.getResource(ctx, t, conn.namespace, name, revision)
+						res, err := c.get(ctx, t, conn.namespace, name, revision)
 						if err != nil {
 							return err
 						}
-						items = append(items, item{t, r})
+						items = append(items, item{t, res.GetResource(), res.GetStatus()})
 					}
 					break
 				}
@@ -152,7 +161,7 @@ the server closes for falling behind is resumed where it was cut.`,
 							n, args[0], conn.namespace)
 					}
 					for _, r := range res.Msg.GetItems() {
-						items = append(items, item{t, r})
+						items = append(items, item{t, r, nil})
 					}
 					if res.Msg.GetNextPageToken() == "" {
 						break
@@ -172,7 +181,7 @@ the server closes for falling behind is resumed where it was cut.`,
 				return nil
 			case "json", "yaml":
 				if single {
-					m, err := resourceObject(items[0].r)
+					m, err := objectWithStatus(items[0].r, items[0].status)
 					if err != nil {
 						return err
 					}
@@ -180,7 +189,7 @@ the server closes for falling behind is resumed where it was cut.`,
 				}
 				list := []any{}
 				for _, it := range items {
-					m, err := resourceObject(it.r)
+					m, err := objectWithStatus(it.r, it.status)
 					if err != nil {
 						return err
 					}
@@ -226,6 +235,16 @@ the server closes for falling behind is resumed where it was cut.`,
 }
 
 func (c *cli) getResource(ctx context.Context, t typeRef, namespace, name, revision string) (*cupv1alpha1.Resource, error) {
+	res, err := c.get(ctx, t, namespace, name, revision)
+	if err != nil {
+		return nil, err
+	}
+	return res.GetResource(), nil
+}
+
+// get reads a resource, with its status when a reconciler has its type as
+// its primary.
+func (c *cli) get(ctx context.Context, t typeRef, namespace, name, revision string) (*cupv1alpha1.GetResponse, error) {
 	conn, err := c.connect()
 	if err != nil {
 		return nil, err
@@ -236,7 +255,26 @@ func (c *cli) getResource(ctx context.Context, t typeRef, namespace, name, revis
 	if err != nil {
 		return nil, err
 	}
-	return res.Msg.GetResource(), nil
+	return res.Msg, nil
+}
+
+// objectWithStatus is resourceObject with the resource's status, when it
+// has one, at the top level ({"conditions": [...]}), as Kubernetes
+// places it. cup apply ignores it: status is derived, never written.
+func objectWithStatus(r *cupv1alpha1.Resource, st *cupv1alpha1.ResourceStatus) (map[string]any, error) {
+	m, err := resourceObject(r)
+	if err != nil || st == nil {
+		return m, err
+	}
+	sm, err := resourceObject(st)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := sm["conditions"]; !ok {
+		sm["conditions"] = []any{}
+	}
+	m["status"] = sm
+	return m, nil
 }
 
 func formatLabels(labels map[string]string) string {

@@ -142,6 +142,7 @@ or against --certificate-authority alone when it is given.`,
 		c.newAPIResourcesCommand(),
 		c.newExplainCommand(),
 		c.newProposalsCommand(),
+		c.newGraphCommand(),
 		c.newConfigCommand(),
 		c.newVersionCommand(),
 	)

@@ -20,11 +20,13 @@ func TestParseResources(t *testing.T) {
 		{name: "json object", in: `{"kind": "Flag", "metadata": {"name": "a"}}`, want: []string{"a"}},
 		{name: "json array", in: ` [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}]`, want: []string{"a", "b"}},
 		{name: "list", in: "apiVersion: v1\nkind: List\nitems:\n- metadata: {name: a}\n- metadata: {name: b}\n", want: []string{"a", "b"}},
-		{name: "unknown field", in: "kind: Flag\nmetadata: {name: a}\nstatus: {}\n", err: "document 1"},
+		{name: "unknown field", in: "kind: Flag\nmetadata: {name: a}\nstate: {}\n", err: "document 1"},
+		// What cup get prints of a reconciler's primary: derived, never written.
+		{name: "status left out", in: "kind: Flag\nmetadata: {name: a}\nspec: {n: 12345678901234567890}\nstatus: {conditions: [{type: Ready}]}\n", want: []string{"a"}},
 		{name: "bad yaml", in: "kind: [\n", err: "in.yaml"},
 		{name: "duplicate yaml key", in: "kind: Flag\n---\nkind: Flag\nmetadata: {name: a}\nkind: Flag\n", err: `in.yaml: unmarshal errors: line 5: key "kind" already set in map`},
 		{name: "duplicate json key", in: "[{\"metadata\": {\"name\": \"a\"}},\n {\"kind\": \"Flag\", \"kind\": \"Flag\"}]", err: `in.yaml: line 2: duplicate key "[1].kind"`},
-		{name: "error in a later document", in: "kind: Flag\nmetadata: {name: a}\n---\n\nstatus: {}\n", err: "document 2 (line 3)"},
+		{name: "error in a later document", in: "kind: Flag\nmetadata: {name: a}\n---\n\nstate: {}\n", err: "document 2 (line 3)"},
 		{name: "json holding DEL and NEL", in: "{\"metadata\": {\"name\": \"a\", \"labels\": {\"x\": \"\x7f\u0085\"}}}", want: []string{"a"}},
 		{name: "yaml flow mapping", in: "{kind: Flag, metadata: {name: a}}", want: []string{"a"}},
 	} {

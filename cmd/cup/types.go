@@ -177,27 +177,35 @@ func resourceObject(r proto.Message) (map[string]any, error) {
 
 // unmarshalResource decodes a resource from its JSON file form. A spec
 // with a number that a float64 cannot hold exactly is sent as spec_json,
-// as written; others as spec, which every cupd reads.
+// as written; others as spec, which every cupd reads. A top-level status
+// (what cup get prints of a reconciler's primary) is left out: the server
+// derives it and never writes it.
 func unmarshalResource(b []byte, r *cupv1alpha1.Resource) error {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(b, &top); err == nil {
-		if spec, ok := top["spec"]; ok {
-			if document.HasInexactNumber(spec) {
+		_, status := top["status"]
+		spec, hasSpec := top["spec"]
+		inexact := hasSpec && document.HasInexactNumber(spec)
+		if status || inexact {
+			delete(top, "status")
+			if inexact {
 				delete(top, "spec")
-				rest, err := json.Marshal(top)
-				if err != nil {
-					return err
-				}
-				if err := protojson.Unmarshal(rest, r); err != nil {
-					return err
-				}
+			}
+			rest, err := json.Marshal(top)
+			if err != nil {
+				return err
+			}
+			if err := protojson.Unmarshal(rest, r); err != nil {
+				return err
+			}
+			if inexact {
 				var compact bytes.Buffer
 				if err := json.Compact(&compact, spec); err != nil {
 					return err
 				}
 				r.SpecJson = compact.String()
-				return nil
 			}
+			return nil
 		}
 	}
 	return protojson.Unmarshal(b, r)

@@ -133,6 +133,9 @@ or YAML (documents separated by ---); a directory is read recursively
 (.json, .yaml and .yml files); - reads stdin. A resource without
 metadata.namespace goes to the namespace of -n.
 
+A top-level status (what cup get prints of a reconciler's primary) is
+ignored: the server derives it and never writes it.
+
 Prints a line per resource: plural.group/name, then unchanged, committed
 <commit>, proposed <url> or dry run: N files.`,
 		Example: `  cup apply -f flags/

@@ -45,6 +45,7 @@ describe("generated package @cup-dev/api", () => {
         ["Delete", "delete", "unary"],
         ["Watch", "watch", "server_streaming"],
         ["History", "history", "unary"],
+        ["GetStatus", "getStatus", "unary"],
       ],
     );
     // Reads are marked side-effect free, so Connect clients may use HTTP GET.
@@ -54,7 +55,7 @@ describe("generated package @cup-dev/api", () => {
     assert.equal(DiscoveryService.typeName, "cup.v1alpha1.DiscoveryService");
     assert.deepEqual(
       DiscoveryService.methods.map((m) => m.localName),
-      ["listDefinitions", "getDefinition"],
+      ["listDefinitions", "getDefinition", "getDependencyGraph"],
     );
     assert.equal(ProposalService.typeName, "cup.v1alpha1.ProposalService");
     assert.deepEqual(

@@ -23,6 +23,67 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// EdgeKind is how a reconciler relates to a type.
+type EdgeKind int32
+
+const (
+	EdgeKind_EDGE_KIND_UNSPECIFIED EdgeKind = 0
+	// The reconciler's primary type: one reconcile per resource of it.
+	EdgeKind_EDGE_KIND_PRIMARY EdgeKind = 1
+	// An input type, whose resources a mapper relates to primaries.
+	EdgeKind_EDGE_KIND_MAPPED EdgeKind = 2
+	// An output type only this reconciler writes.
+	EdgeKind_EDGE_KIND_OUTPUT_EXCLUSIVE EdgeKind = 3
+	// An output type others may write too: the reconciler writes only the
+	// resources it owns.
+	EdgeKind_EDGE_KIND_OUTPUT_SHARED EdgeKind = 4
+)
+
+// Enum value maps for EdgeKind.
+var (
+	EdgeKind_name = map[int32]string{
+		0: "EDGE_KIND_UNSPECIFIED",
+		1: "EDGE_KIND_PRIMARY",
+		2: "EDGE_KIND_MAPPED",
+		3: "EDGE_KIND_OUTPUT_EXCLUSIVE",
+		4: "EDGE_KIND_OUTPUT_SHARED",
+	}
+	EdgeKind_value = map[string]int32{
+		"EDGE_KIND_UNSPECIFIED":      0,
+		"EDGE_KIND_PRIMARY":          1,
+		"EDGE_KIND_MAPPED":           2,
+		"EDGE_KIND_OUTPUT_EXCLUSIVE": 3,
+		"EDGE_KIND_OUTPUT_SHARED":    4,
+	}
+)
+
+func (x EdgeKind) Enum() *EdgeKind {
+	p := new(EdgeKind)
+	*p = x
+	return p
+}
+
+func (x EdgeKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (EdgeKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_cup_v1alpha1_discovery_proto_enumTypes[0].Descriptor()
+}
+
+func (EdgeKind) Type() protoreflect.EnumType {
+	return &file_cup_v1alpha1_discovery_proto_enumTypes[0]
+}
+
+func (x EdgeKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use EdgeKind.Descriptor instead.
+func (EdgeKind) EnumDescriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{0}
+}
+
 // ResourceDefinition describes a resource type.
 type ResourceDefinition struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -413,6 +474,191 @@ func (x *GetDefinitionResponse) GetDefinition() *ResourceDefinition {
 	return nil
 }
 
+// GetDependencyGraphRequest asks for the whole graph.
+type GetDependencyGraphRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetDependencyGraphRequest) Reset() {
+	*x = GetDependencyGraphRequest{}
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetDependencyGraphRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetDependencyGraphRequest) ProtoMessage() {}
+
+func (x *GetDependencyGraphRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetDependencyGraphRequest.ProtoReflect.Descriptor instead.
+func (*GetDependencyGraphRequest) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{7}
+}
+
+// GetDependencyGraphResponse holds the graph's edges.
+type GetDependencyGraphResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Sorted by reconciler, then edge kind (primary, mapped,
+	// output-exclusive, output-shared), then type (group, then plural).
+	// With a policy, only the edges of types the caller may see (as
+	// ListDefinitions shows them).
+	Edges         []*DependencyEdge `protobuf:"bytes,1,rep,name=edges,proto3" json:"edges,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetDependencyGraphResponse) Reset() {
+	*x = GetDependencyGraphResponse{}
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetDependencyGraphResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetDependencyGraphResponse) ProtoMessage() {}
+
+func (x *GetDependencyGraphResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetDependencyGraphResponse.ProtoReflect.Descriptor instead.
+func (*GetDependencyGraphResponse) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *GetDependencyGraphResponse) GetEdges() []*DependencyEdge {
+	if x != nil {
+		return x.Edges
+	}
+	return nil
+}
+
+// DependencyEdge relates a reconciler to a type it reads or writes.
+type DependencyEdge struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The reconciler's name.
+	Reconciler string `protobuf:"bytes,1,opt,name=reconciler,proto3" json:"reconciler,omitempty"`
+	// The type: API group, version, kind and plural.
+	Group   string `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	Version string `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
+	Kind    string `protobuf:"bytes,4,opt,name=kind,proto3" json:"kind,omitempty"`
+	Plural  string `protobuf:"bytes,5,opt,name=plural,proto3" json:"plural,omitempty"`
+	// How the reconciler relates to the type.
+	EdgeKind EdgeKind `protobuf:"varint,6,opt,name=edge_kind,json=edgeKind,proto3,enum=cup.v1alpha1.EdgeKind" json:"edge_kind,omitempty"`
+	// For EDGE_KIND_MAPPED, the mapper relating resources of the type to
+	// primaries: nameAligned, owner, selector, reference or referencedBy.
+	// Empty for the other kinds.
+	Mapper        string `protobuf:"bytes,7,opt,name=mapper,proto3" json:"mapper,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DependencyEdge) Reset() {
+	*x = DependencyEdge{}
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DependencyEdge) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DependencyEdge) ProtoMessage() {}
+
+func (x *DependencyEdge) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DependencyEdge.ProtoReflect.Descriptor instead.
+func (*DependencyEdge) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *DependencyEdge) GetReconciler() string {
+	if x != nil {
+		return x.Reconciler
+	}
+	return ""
+}
+
+func (x *DependencyEdge) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *DependencyEdge) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *DependencyEdge) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *DependencyEdge) GetPlural() string {
+	if x != nil {
+		return x.Plural
+	}
+	return ""
+}
+
+func (x *DependencyEdge) GetEdgeKind() EdgeKind {
+	if x != nil {
+		return x.EdgeKind
+	}
+	return EdgeKind_EDGE_KIND_UNSPECIFIED
+}
+
+func (x *DependencyEdge) GetMapper() string {
+	if x != nil {
+		return x.Mapper
+	}
+	return ""
+}
+
 var File_cup_v1alpha1_discovery_proto protoreflect.FileDescriptor
 
 const file_cup_v1alpha1_discovery_proto_rawDesc = "" +
@@ -442,10 +688,30 @@ const file_cup_v1alpha1_discovery_proto_rawDesc = "" +
 	"\x15GetDefinitionResponse\x12@\n" +
 	"\n" +
 	"definition\x18\x01 \x01(\v2 .cup.v1alpha1.ResourceDefinitionR\n" +
-	"definition2\xd6\x01\n" +
+	"definition\"\x1b\n" +
+	"\x19GetDependencyGraphRequest\"P\n" +
+	"\x1aGetDependencyGraphResponse\x122\n" +
+	"\x05edges\x18\x01 \x03(\v2\x1c.cup.v1alpha1.DependencyEdgeR\x05edges\"\xd9\x01\n" +
+	"\x0eDependencyEdge\x12\x1e\n" +
+	"\n" +
+	"reconciler\x18\x01 \x01(\tR\n" +
+	"reconciler\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\tR\aversion\x12\x12\n" +
+	"\x04kind\x18\x04 \x01(\tR\x04kind\x12\x16\n" +
+	"\x06plural\x18\x05 \x01(\tR\x06plural\x123\n" +
+	"\tedge_kind\x18\x06 \x01(\x0e2\x16.cup.v1alpha1.EdgeKindR\bedgeKind\x12\x16\n" +
+	"\x06mapper\x18\a \x01(\tR\x06mapper*\x8f\x01\n" +
+	"\bEdgeKind\x12\x19\n" +
+	"\x15EDGE_KIND_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11EDGE_KIND_PRIMARY\x10\x01\x12\x14\n" +
+	"\x10EDGE_KIND_MAPPED\x10\x02\x12\x1e\n" +
+	"\x1aEDGE_KIND_OUTPUT_EXCLUSIVE\x10\x03\x12\x1b\n" +
+	"\x17EDGE_KIND_OUTPUT_SHARED\x10\x042\xc4\x02\n" +
 	"\x10DiscoveryService\x12c\n" +
 	"\x0fListDefinitions\x12$.cup.v1alpha1.ListDefinitionsRequest\x1a%.cup.v1alpha1.ListDefinitionsResponse\"\x03\x90\x02\x01\x12]\n" +
-	"\rGetDefinition\x12\".cup.v1alpha1.GetDefinitionRequest\x1a#.cup.v1alpha1.GetDefinitionResponse\"\x03\x90\x02\x01B\xa8\x01\n" +
+	"\rGetDefinition\x12\".cup.v1alpha1.GetDefinitionRequest\x1a#.cup.v1alpha1.GetDefinitionResponse\"\x03\x90\x02\x01\x12l\n" +
+	"\x12GetDependencyGraph\x12'.cup.v1alpha1.GetDependencyGraphRequest\x1a(.cup.v1alpha1.GetDependencyGraphResponse\"\x03\x90\x02\x01B\xa8\x01\n" +
 	"\x10com.cup.v1alpha1B\x0eDiscoveryProtoP\x01Z3github.com/cup-dev/cup/gen/cup/v1alpha1;cupv1alpha1\xa2\x02\x03CXX\xaa\x02\fCup.V1alpha1\xca\x02\fCup\\V1alpha1\xe2\x02\x18Cup\\V1alpha1\\GPBMetadata\xea\x02\rCup::V1alpha1b\x06proto3"
 
 var (
@@ -460,32 +726,41 @@ func file_cup_v1alpha1_discovery_proto_rawDescGZIP() []byte {
 	return file_cup_v1alpha1_discovery_proto_rawDescData
 }
 
-var file_cup_v1alpha1_discovery_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_cup_v1alpha1_discovery_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_cup_v1alpha1_discovery_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_cup_v1alpha1_discovery_proto_goTypes = []any{
-	(*ResourceDefinition)(nil),      // 0: cup.v1alpha1.ResourceDefinition
-	(*Names)(nil),                   // 1: cup.v1alpha1.Names
-	(*DefinitionVersion)(nil),       // 2: cup.v1alpha1.DefinitionVersion
-	(*ListDefinitionsRequest)(nil),  // 3: cup.v1alpha1.ListDefinitionsRequest
-	(*ListDefinitionsResponse)(nil), // 4: cup.v1alpha1.ListDefinitionsResponse
-	(*GetDefinitionRequest)(nil),    // 5: cup.v1alpha1.GetDefinitionRequest
-	(*GetDefinitionResponse)(nil),   // 6: cup.v1alpha1.GetDefinitionResponse
-	(*structpb.Struct)(nil),         // 7: google.protobuf.Struct
+	(EdgeKind)(0),                      // 0: cup.v1alpha1.EdgeKind
+	(*ResourceDefinition)(nil),         // 1: cup.v1alpha1.ResourceDefinition
+	(*Names)(nil),                      // 2: cup.v1alpha1.Names
+	(*DefinitionVersion)(nil),          // 3: cup.v1alpha1.DefinitionVersion
+	(*ListDefinitionsRequest)(nil),     // 4: cup.v1alpha1.ListDefinitionsRequest
+	(*ListDefinitionsResponse)(nil),    // 5: cup.v1alpha1.ListDefinitionsResponse
+	(*GetDefinitionRequest)(nil),       // 6: cup.v1alpha1.GetDefinitionRequest
+	(*GetDefinitionResponse)(nil),      // 7: cup.v1alpha1.GetDefinitionResponse
+	(*GetDependencyGraphRequest)(nil),  // 8: cup.v1alpha1.GetDependencyGraphRequest
+	(*GetDependencyGraphResponse)(nil), // 9: cup.v1alpha1.GetDependencyGraphResponse
+	(*DependencyEdge)(nil),             // 10: cup.v1alpha1.DependencyEdge
+	(*structpb.Struct)(nil),            // 11: google.protobuf.Struct
 }
 var file_cup_v1alpha1_discovery_proto_depIdxs = []int32{
-	1, // 0: cup.v1alpha1.ResourceDefinition.names:type_name -> cup.v1alpha1.Names
-	2, // 1: cup.v1alpha1.ResourceDefinition.versions:type_name -> cup.v1alpha1.DefinitionVersion
-	7, // 2: cup.v1alpha1.DefinitionVersion.schema:type_name -> google.protobuf.Struct
-	0, // 3: cup.v1alpha1.ListDefinitionsResponse.definitions:type_name -> cup.v1alpha1.ResourceDefinition
-	0, // 4: cup.v1alpha1.GetDefinitionResponse.definition:type_name -> cup.v1alpha1.ResourceDefinition
-	3, // 5: cup.v1alpha1.DiscoveryService.ListDefinitions:input_type -> cup.v1alpha1.ListDefinitionsRequest
-	5, // 6: cup.v1alpha1.DiscoveryService.GetDefinition:input_type -> cup.v1alpha1.GetDefinitionRequest
-	4, // 7: cup.v1alpha1.DiscoveryService.ListDefinitions:output_type -> cup.v1alpha1.ListDefinitionsResponse
-	6, // 8: cup.v1alpha1.DiscoveryService.GetDefinition:output_type -> cup.v1alpha1.GetDefinitionResponse
-	7, // [7:9] is the sub-list for method output_type
-	5, // [5:7] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	2,  // 0: cup.v1alpha1.ResourceDefinition.names:type_name -> cup.v1alpha1.Names
+	3,  // 1: cup.v1alpha1.ResourceDefinition.versions:type_name -> cup.v1alpha1.DefinitionVersion
+	11, // 2: cup.v1alpha1.DefinitionVersion.schema:type_name -> google.protobuf.Struct
+	1,  // 3: cup.v1alpha1.ListDefinitionsResponse.definitions:type_name -> cup.v1alpha1.ResourceDefinition
+	1,  // 4: cup.v1alpha1.GetDefinitionResponse.definition:type_name -> cup.v1alpha1.ResourceDefinition
+	10, // 5: cup.v1alpha1.GetDependencyGraphResponse.edges:type_name -> cup.v1alpha1.DependencyEdge
+	0,  // 6: cup.v1alpha1.DependencyEdge.edge_kind:type_name -> cup.v1alpha1.EdgeKind
+	4,  // 7: cup.v1alpha1.DiscoveryService.ListDefinitions:input_type -> cup.v1alpha1.ListDefinitionsRequest
+	6,  // 8: cup.v1alpha1.DiscoveryService.GetDefinition:input_type -> cup.v1alpha1.GetDefinitionRequest
+	8,  // 9: cup.v1alpha1.DiscoveryService.GetDependencyGraph:input_type -> cup.v1alpha1.GetDependencyGraphRequest
+	5,  // 10: cup.v1alpha1.DiscoveryService.ListDefinitions:output_type -> cup.v1alpha1.ListDefinitionsResponse
+	7,  // 11: cup.v1alpha1.DiscoveryService.GetDefinition:output_type -> cup.v1alpha1.GetDefinitionResponse
+	9,  // 12: cup.v1alpha1.DiscoveryService.GetDependencyGraph:output_type -> cup.v1alpha1.GetDependencyGraphResponse
+	10, // [10:13] is the sub-list for method output_type
+	7,  // [7:10] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_cup_v1alpha1_discovery_proto_init() }
@@ -498,13 +773,14 @@ func file_cup_v1alpha1_discovery_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cup_v1alpha1_discovery_proto_rawDesc), len(file_cup_v1alpha1_discovery_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   7,
+			NumEnums:      1,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_cup_v1alpha1_discovery_proto_goTypes,
 		DependencyIndexes: file_cup_v1alpha1_discovery_proto_depIdxs,
+		EnumInfos:         file_cup_v1alpha1_discovery_proto_enumTypes,
 		MessageInfos:      file_cup_v1alpha1_discovery_proto_msgTypes,
 	}.Build()
 	File_cup_v1alpha1_discovery_proto = out.File

@@ -521,7 +521,12 @@ type GetResponse struct {
 	// The open proposals cup made that change this resource (whatever
 	// revision was read), newest first; empty when no SCM is configured or
 	// the SCM could not be asked.
-	Proposals     []*Proposal `protobuf:"bytes,3,rep,name=proposals,proto3" json:"proposals,omitempty"`
+	Proposals []*Proposal `protobuf:"bytes,3,rep,name=proposals,proto3" json:"proposals,omitempty"`
+	// The resource's status conditions at commit (as GetStatus answers
+	// them), set only when a reconciler has the resource's type as its
+	// primary; unset, too, when they could not be derived (GetStatus then
+	// says why). Status is never written: a write carrying it is refused.
+	Status        *ResourceStatus `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -577,6 +582,165 @@ func (x *GetResponse) GetProposals() []*Proposal {
 	return nil
 }
 
+func (x *GetResponse) GetStatus() *ResourceStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+// ResourceStatus is the status of a resource, derived by reconcilers.
+type ResourceStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The conditions of every reconciler whose primary type is the
+	// resource's, reconciler by reconciler.
+	Conditions    []*Condition `protobuf:"bytes,1,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceStatus) Reset() {
+	*x = ResourceStatus{}
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceStatus) ProtoMessage() {}
+
+func (x *ResourceStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceStatus.ProtoReflect.Descriptor instead.
+func (*ResourceStatus) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ResourceStatus) GetConditions() []*Condition {
+	if x != nil {
+		return x.Conditions
+	}
+	return nil
+}
+
+// Condition is one status condition of a resource, in Kubernetes' shape,
+// as one reconciler derives it at one commit.
+type Condition struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The reconciler the condition is of.
+	Reconciler string `protobuf:"bytes,1,opt,name=reconciler,proto3" json:"reconciler,omitempty"`
+	// What the condition is about: Ready, Converged, InvalidInput,
+	// TransformFailed, Conflict and Paused are the runtime's own; a
+	// reconciler's transform may add others.
+	Type string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	// "True", "False" or "Unknown".
+	Status string `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	// A CamelCase word saying why, e.g. "Converged" or "Pending".
+	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	// What a person needs to know, e.g. which input is invalid.
+	Message string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	// The commit the condition was derived at.
+	ObservedRevision string `protobuf:"bytes,6,opt,name=observed_revision,json=observedRevision,proto3" json:"observed_revision,omitempty"`
+	// When the condition last changed, in RFC 3339: the time of the commit
+	// it was derived at (conditions are derived, not kept, so the commit is
+	// when the state it describes was reached).
+	LastTransitionTime string `protobuf:"bytes,7,opt,name=last_transition_time,json=lastTransitionTime,proto3" json:"last_transition_time,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *Condition) Reset() {
+	*x = Condition{}
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Condition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Condition) ProtoMessage() {}
+
+func (x *Condition) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Condition.ProtoReflect.Descriptor instead.
+func (*Condition) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Condition) GetReconciler() string {
+	if x != nil {
+		return x.Reconciler
+	}
+	return ""
+}
+
+func (x *Condition) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *Condition) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *Condition) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Condition) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *Condition) GetObservedRevision() string {
+	if x != nil {
+		return x.ObservedRevision
+	}
+	return ""
+}
+
+func (x *Condition) GetLastTransitionTime() string {
+	if x != nil {
+		return x.LastTransitionTime
+	}
+	return ""
+}
+
 // ListRequest names the resources of one type in one namespace.
 type ListRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -605,7 +769,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[4]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -617,7 +781,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[4]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -630,7 +794,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{4}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListRequest) GetGroup() string {
@@ -717,7 +881,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[5]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -729,7 +893,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[5]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -742,7 +906,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{5}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListResponse) GetItems() []*Resource {
@@ -797,7 +961,7 @@ type ListWarning struct {
 
 func (x *ListWarning) Reset() {
 	*x = ListWarning{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[6]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -809,7 +973,7 @@ func (x *ListWarning) String() string {
 func (*ListWarning) ProtoMessage() {}
 
 func (x *ListWarning) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[6]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -822,7 +986,7 @@ func (x *ListWarning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWarning.ProtoReflect.Descriptor instead.
 func (*ListWarning) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{6}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListWarning) GetPath() string {
@@ -877,7 +1041,7 @@ type PutRequest struct {
 
 func (x *PutRequest) Reset() {
 	*x = PutRequest{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[7]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -889,7 +1053,7 @@ func (x *PutRequest) String() string {
 func (*PutRequest) ProtoMessage() {}
 
 func (x *PutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[7]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -902,7 +1066,7 @@ func (x *PutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutRequest.ProtoReflect.Descriptor instead.
 func (*PutRequest) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{7}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PutRequest) GetGroup() string {
@@ -1001,7 +1165,7 @@ type PutResponse struct {
 
 func (x *PutResponse) Reset() {
 	*x = PutResponse{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[8]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1013,7 +1177,7 @@ func (x *PutResponse) String() string {
 func (*PutResponse) ProtoMessage() {}
 
 func (x *PutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[8]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1026,7 +1190,7 @@ func (x *PutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutResponse.ProtoReflect.Descriptor instead.
 func (*PutResponse) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{8}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PutResponse) GetResult() *WriteResult {
@@ -1078,7 +1242,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[9]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1090,7 +1254,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[9]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1103,7 +1267,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{9}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DeleteRequest) GetGroup() string {
@@ -1193,7 +1357,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[10]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1205,7 +1369,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[10]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1218,7 +1382,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{10}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DeleteResponse) GetResult() *WriteResult {
@@ -1253,7 +1417,7 @@ type WriteResult struct {
 
 func (x *WriteResult) Reset() {
 	*x = WriteResult{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[11]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1265,7 +1429,7 @@ func (x *WriteResult) String() string {
 func (*WriteResult) ProtoMessage() {}
 
 func (x *WriteResult) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[11]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1278,7 +1442,7 @@ func (x *WriteResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteResult.ProtoReflect.Descriptor instead.
 func (*WriteResult) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{11}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *WriteResult) GetOutcome() WriteOutcome {
@@ -1344,7 +1508,7 @@ type FileChange struct {
 
 func (x *FileChange) Reset() {
 	*x = FileChange{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[12]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1356,7 +1520,7 @@ func (x *FileChange) String() string {
 func (*FileChange) ProtoMessage() {}
 
 func (x *FileChange) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[12]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1369,7 +1533,7 @@ func (x *FileChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileChange.ProtoReflect.Descriptor instead.
 func (*FileChange) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{12}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *FileChange) GetPath() string {
@@ -1424,7 +1588,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[13]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1436,7 +1600,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[13]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1449,7 +1613,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{13}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *WatchRequest) GetGroup() string {
@@ -1533,7 +1697,7 @@ type WatchResponse struct {
 
 func (x *WatchResponse) Reset() {
 	*x = WatchResponse{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[14]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1545,7 +1709,7 @@ func (x *WatchResponse) String() string {
 func (*WatchResponse) ProtoMessage() {}
 
 func (x *WatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[14]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1558,7 +1722,7 @@ func (x *WatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchResponse.ProtoReflect.Descriptor instead.
 func (*WatchResponse) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{14}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *WatchResponse) GetType() WatchEventType {
@@ -1620,7 +1784,7 @@ type HistoryRequest struct {
 
 func (x *HistoryRequest) Reset() {
 	*x = HistoryRequest{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[15]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1632,7 +1796,7 @@ func (x *HistoryRequest) String() string {
 func (*HistoryRequest) ProtoMessage() {}
 
 func (x *HistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[15]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1645,7 +1809,7 @@ func (x *HistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryRequest.ProtoReflect.Descriptor instead.
 func (*HistoryRequest) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{15}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *HistoryRequest) GetGroup() string {
@@ -1725,7 +1889,7 @@ type HistoryResponse struct {
 
 func (x *HistoryResponse) Reset() {
 	*x = HistoryResponse{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[16]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1737,7 +1901,7 @@ func (x *HistoryResponse) String() string {
 func (*HistoryResponse) ProtoMessage() {}
 
 func (x *HistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[16]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1750,7 +1914,7 @@ func (x *HistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryResponse.ProtoReflect.Descriptor instead.
 func (*HistoryResponse) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{16}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *HistoryResponse) GetEntries() []*HistoryEntry {
@@ -1803,7 +1967,7 @@ type HistoryEntry struct {
 
 func (x *HistoryEntry) Reset() {
 	*x = HistoryEntry{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[17]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1815,7 +1979,7 @@ func (x *HistoryEntry) String() string {
 func (*HistoryEntry) ProtoMessage() {}
 
 func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[17]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1828,7 +1992,7 @@ func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryEntry.ProtoReflect.Descriptor instead.
 func (*HistoryEntry) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{17}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *HistoryEntry) GetCommit() string {
@@ -1901,6 +2065,149 @@ func (x *HistoryEntry) GetProposalUrl() string {
 	return ""
 }
 
+// GetStatusRequest names one resource whose status to derive.
+type GetStatusRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Group     string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	Version   string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	Plural    string                 `protobuf:"bytes,3,opt,name=plural,proto3" json:"plural,omitempty"`
+	Namespace string                 `protobuf:"bytes,4,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Name      string                 `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
+	// Branch, tag or commit to derive the status at; empty for the
+	// configured branch.
+	Revision      string `protobuf:"bytes,6,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetStatusRequest) Reset() {
+	*x = GetStatusRequest{}
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetStatusRequest) ProtoMessage() {}
+
+func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetStatusRequest.ProtoReflect.Descriptor instead.
+func (*GetStatusRequest) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *GetStatusRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *GetStatusRequest) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *GetStatusRequest) GetPlural() string {
+	if x != nil {
+		return x.Plural
+	}
+	return ""
+}
+
+func (x *GetStatusRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *GetStatusRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *GetStatusRequest) GetRevision() string {
+	if x != nil {
+		return x.Revision
+	}
+	return ""
+}
+
+// GetStatusResponse holds a resource's status conditions.
+type GetStatusResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The conditions, as ResourceStatus.conditions; empty when no
+	// reconciler has the resource's type as its primary.
+	Conditions []*Condition `protobuf:"bytes,1,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	// The commit the conditions were derived at.
+	Commit        string `protobuf:"bytes,2,opt,name=commit,proto3" json:"commit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetStatusResponse) Reset() {
+	*x = GetStatusResponse{}
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetStatusResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetStatusResponse) ProtoMessage() {}
+
+func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetStatusResponse.ProtoReflect.Descriptor instead.
+func (*GetStatusResponse) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *GetStatusResponse) GetConditions() []*Condition {
+	if x != nil {
+		return x.Conditions
+	}
+	return nil
+}
+
+func (x *GetStatusResponse) GetCommit() string {
+	if x != nil {
+		return x.Commit
+	}
+	return ""
+}
+
 var File_cup_v1alpha1_resource_proto protoreflect.FileDescriptor
 
 const file_cup_v1alpha1_resource_proto_rawDesc = "" +
@@ -1937,11 +2244,26 @@ const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"\tnamespace\x18\x04 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\tnamespace\x12a\n" +
 	"\x04name\x18\x05 \x01(\tBM\xbaHJrH\x10\x01\x18\xfd\x012A^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$R\x04name\x12\x84\x01\n" +
 	"\brevision\x18\x06 \x01(\tBh\xbaHe\xba\x017\n" +
-	"\brevision\x12\x15must not contain '..'\x1a\x14!this.contains('..')\xd8\x01\x01r&\x18\xff\x012!^[A-Za-z0-9][A-Za-z0-9._/+@~^-]*$R\brevision\"\x8f\x01\n" +
+	"\brevision\x12\x15must not contain '..'\x1a\x14!this.contains('..')\xd8\x01\x01r&\x18\xff\x012!^[A-Za-z0-9][A-Za-z0-9._/+@~^-]*$R\brevision\"\xc5\x01\n" +
 	"\vGetResponse\x122\n" +
 	"\bresource\x18\x01 \x01(\v2\x16.cup.v1alpha1.ResourceR\bresource\x12\x16\n" +
 	"\x06commit\x18\x02 \x01(\tR\x06commit\x124\n" +
-	"\tproposals\x18\x03 \x03(\v2\x16.cup.v1alpha1.ProposalR\tproposals\"\xed\x04\n" +
+	"\tproposals\x18\x03 \x03(\v2\x16.cup.v1alpha1.ProposalR\tproposals\x124\n" +
+	"\x06status\x18\x04 \x01(\v2\x1c.cup.v1alpha1.ResourceStatusR\x06status\"I\n" +
+	"\x0eResourceStatus\x127\n" +
+	"\n" +
+	"conditions\x18\x01 \x03(\v2\x17.cup.v1alpha1.ConditionR\n" +
+	"conditions\"\xe8\x01\n" +
+	"\tCondition\x12\x1e\n" +
+	"\n" +
+	"reconciler\x18\x01 \x01(\tR\n" +
+	"reconciler\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x16\n" +
+	"\x06status\x18\x03 \x01(\tR\x06status\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\x12+\n" +
+	"\x11observed_revision\x18\x06 \x01(\tR\x10observedRevision\x120\n" +
+	"\x14last_transition_time\x18\a \x01(\tR\x12lastTransitionTime\"\xed\x04\n" +
 	"\vListRequest\x12c\n" +
 	"\x05group\x18\x01 \x01(\tBM\xbaHJrH\x10\x01\x18\xfd\x012A^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$R\x05group\x12D\n" +
 	"\aversion\x18\x02 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\aversion\x12B\n" +
@@ -2064,7 +2386,20 @@ const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"\x10resource_version\x18\b \x01(\tR\x0fresourceVersion\x12\x1a\n" +
 	"\bproposal\x18\t \x01(\tR\bproposal\x12!\n" +
 	"\fproposal_url\x18\n" +
-	" \x01(\tR\vproposalUrl*\x82\x01\n" +
+	" \x01(\tR\vproposalUrl\"\xb5\x04\n" +
+	"\x10GetStatusRequest\x12c\n" +
+	"\x05group\x18\x01 \x01(\tBM\xbaHJrH\x10\x01\x18\xfd\x012A^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$R\x05group\x12D\n" +
+	"\aversion\x18\x02 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\aversion\x12B\n" +
+	"\x06plural\x18\x03 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\x06plural\x12H\n" +
+	"\tnamespace\x18\x04 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\tnamespace\x12a\n" +
+	"\x04name\x18\x05 \x01(\tBM\xbaHJrH\x10\x01\x18\xfd\x012A^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$R\x04name\x12\x84\x01\n" +
+	"\brevision\x18\x06 \x01(\tBh\xbaHe\xba\x017\n" +
+	"\brevision\x12\x15must not contain '..'\x1a\x14!this.contains('..')\xd8\x01\x01r&\x18\xff\x012!^[A-Za-z0-9][A-Za-z0-9._/+@~^-]*$R\brevision\"d\n" +
+	"\x11GetStatusResponse\x127\n" +
+	"\n" +
+	"conditions\x18\x01 \x03(\v2\x17.cup.v1alpha1.ConditionR\n" +
+	"conditions\x12\x16\n" +
+	"\x06commit\x18\x02 \x01(\tR\x06commit*\x82\x01\n" +
 	"\fWriteOutcome\x12\x1d\n" +
 	"\x19WRITE_OUTCOME_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17WRITE_OUTCOME_UNCHANGED\x10\x01\x12\x1b\n" +
@@ -2086,14 +2421,15 @@ const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"\x17CHANGE_TYPE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13CHANGE_TYPE_CREATED\x10\x01\x12\x18\n" +
 	"\x14CHANGE_TYPE_MODIFIED\x10\x02\x12\x17\n" +
-	"\x13CHANGE_TYPE_DELETED\x10\x032\xad\x03\n" +
+	"\x13CHANGE_TYPE_DELETED\x10\x032\x80\x04\n" +
 	"\x0fResourceService\x12?\n" +
 	"\x03Get\x12\x18.cup.v1alpha1.GetRequest\x1a\x19.cup.v1alpha1.GetResponse\"\x03\x90\x02\x01\x12B\n" +
 	"\x04List\x12\x19.cup.v1alpha1.ListRequest\x1a\x1a.cup.v1alpha1.ListResponse\"\x03\x90\x02\x01\x12:\n" +
 	"\x03Put\x12\x18.cup.v1alpha1.PutRequest\x1a\x19.cup.v1alpha1.PutResponse\x12C\n" +
 	"\x06Delete\x12\x1b.cup.v1alpha1.DeleteRequest\x1a\x1c.cup.v1alpha1.DeleteResponse\x12G\n" +
 	"\x05Watch\x12\x1a.cup.v1alpha1.WatchRequest\x1a\x1b.cup.v1alpha1.WatchResponse\"\x03\x90\x02\x010\x01\x12K\n" +
-	"\aHistory\x12\x1c.cup.v1alpha1.HistoryRequest\x1a\x1d.cup.v1alpha1.HistoryResponse\"\x03\x90\x02\x01B\xa7\x01\n" +
+	"\aHistory\x12\x1c.cup.v1alpha1.HistoryRequest\x1a\x1d.cup.v1alpha1.HistoryResponse\"\x03\x90\x02\x01\x12Q\n" +
+	"\tGetStatus\x12\x1e.cup.v1alpha1.GetStatusRequest\x1a\x1f.cup.v1alpha1.GetStatusResponse\"\x03\x90\x02\x01B\xa7\x01\n" +
 	"\x10com.cup.v1alpha1B\rResourceProtoP\x01Z3github.com/cup-dev/cup/gen/cup/v1alpha1;cupv1alpha1\xa2\x02\x03CXX\xaa\x02\fCup.V1alpha1\xca\x02\fCup\\V1alpha1\xe2\x02\x18Cup\\V1alpha1\\GPBMetadata\xea\x02\rCup::V1alpha1b\x06proto3"
 
 var (
@@ -2109,73 +2445,82 @@ func file_cup_v1alpha1_resource_proto_rawDescGZIP() []byte {
 }
 
 var file_cup_v1alpha1_resource_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_cup_v1alpha1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_cup_v1alpha1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_cup_v1alpha1_resource_proto_goTypes = []any{
-	(WriteOutcome)(0),       // 0: cup.v1alpha1.WriteOutcome
-	(FileOperation)(0),      // 1: cup.v1alpha1.FileOperation
-	(WatchEventType)(0),     // 2: cup.v1alpha1.WatchEventType
-	(ChangeType)(0),         // 3: cup.v1alpha1.ChangeType
-	(*Resource)(nil),        // 4: cup.v1alpha1.Resource
-	(*ObjectMeta)(nil),      // 5: cup.v1alpha1.ObjectMeta
-	(*GetRequest)(nil),      // 6: cup.v1alpha1.GetRequest
-	(*GetResponse)(nil),     // 7: cup.v1alpha1.GetResponse
-	(*ListRequest)(nil),     // 8: cup.v1alpha1.ListRequest
-	(*ListResponse)(nil),    // 9: cup.v1alpha1.ListResponse
-	(*ListWarning)(nil),     // 10: cup.v1alpha1.ListWarning
-	(*PutRequest)(nil),      // 11: cup.v1alpha1.PutRequest
-	(*PutResponse)(nil),     // 12: cup.v1alpha1.PutResponse
-	(*DeleteRequest)(nil),   // 13: cup.v1alpha1.DeleteRequest
-	(*DeleteResponse)(nil),  // 14: cup.v1alpha1.DeleteResponse
-	(*WriteResult)(nil),     // 15: cup.v1alpha1.WriteResult
-	(*FileChange)(nil),      // 16: cup.v1alpha1.FileChange
-	(*WatchRequest)(nil),    // 17: cup.v1alpha1.WatchRequest
-	(*WatchResponse)(nil),   // 18: cup.v1alpha1.WatchResponse
-	(*HistoryRequest)(nil),  // 19: cup.v1alpha1.HistoryRequest
-	(*HistoryResponse)(nil), // 20: cup.v1alpha1.HistoryResponse
-	(*HistoryEntry)(nil),    // 21: cup.v1alpha1.HistoryEntry
-	nil,                     // 22: cup.v1alpha1.ObjectMeta.LabelsEntry
-	nil,                     // 23: cup.v1alpha1.ObjectMeta.AnnotationsEntry
-	(*structpb.Struct)(nil), // 24: google.protobuf.Struct
-	(*Proposal)(nil),        // 25: cup.v1alpha1.Proposal
+	(WriteOutcome)(0),         // 0: cup.v1alpha1.WriteOutcome
+	(FileOperation)(0),        // 1: cup.v1alpha1.FileOperation
+	(WatchEventType)(0),       // 2: cup.v1alpha1.WatchEventType
+	(ChangeType)(0),           // 3: cup.v1alpha1.ChangeType
+	(*Resource)(nil),          // 4: cup.v1alpha1.Resource
+	(*ObjectMeta)(nil),        // 5: cup.v1alpha1.ObjectMeta
+	(*GetRequest)(nil),        // 6: cup.v1alpha1.GetRequest
+	(*GetResponse)(nil),       // 7: cup.v1alpha1.GetResponse
+	(*ResourceStatus)(nil),    // 8: cup.v1alpha1.ResourceStatus
+	(*Condition)(nil),         // 9: cup.v1alpha1.Condition
+	(*ListRequest)(nil),       // 10: cup.v1alpha1.ListRequest
+	(*ListResponse)(nil),      // 11: cup.v1alpha1.ListResponse
+	(*ListWarning)(nil),       // 12: cup.v1alpha1.ListWarning
+	(*PutRequest)(nil),        // 13: cup.v1alpha1.PutRequest
+	(*PutResponse)(nil),       // 14: cup.v1alpha1.PutResponse
+	(*DeleteRequest)(nil),     // 15: cup.v1alpha1.DeleteRequest
+	(*DeleteResponse)(nil),    // 16: cup.v1alpha1.DeleteResponse
+	(*WriteResult)(nil),       // 17: cup.v1alpha1.WriteResult
+	(*FileChange)(nil),        // 18: cup.v1alpha1.FileChange
+	(*WatchRequest)(nil),      // 19: cup.v1alpha1.WatchRequest
+	(*WatchResponse)(nil),     // 20: cup.v1alpha1.WatchResponse
+	(*HistoryRequest)(nil),    // 21: cup.v1alpha1.HistoryRequest
+	(*HistoryResponse)(nil),   // 22: cup.v1alpha1.HistoryResponse
+	(*HistoryEntry)(nil),      // 23: cup.v1alpha1.HistoryEntry
+	(*GetStatusRequest)(nil),  // 24: cup.v1alpha1.GetStatusRequest
+	(*GetStatusResponse)(nil), // 25: cup.v1alpha1.GetStatusResponse
+	nil,                       // 26: cup.v1alpha1.ObjectMeta.LabelsEntry
+	nil,                       // 27: cup.v1alpha1.ObjectMeta.AnnotationsEntry
+	(*structpb.Struct)(nil),   // 28: google.protobuf.Struct
+	(*Proposal)(nil),          // 29: cup.v1alpha1.Proposal
 }
 var file_cup_v1alpha1_resource_proto_depIdxs = []int32{
 	5,  // 0: cup.v1alpha1.Resource.metadata:type_name -> cup.v1alpha1.ObjectMeta
-	24, // 1: cup.v1alpha1.Resource.spec:type_name -> google.protobuf.Struct
-	22, // 2: cup.v1alpha1.ObjectMeta.labels:type_name -> cup.v1alpha1.ObjectMeta.LabelsEntry
-	23, // 3: cup.v1alpha1.ObjectMeta.annotations:type_name -> cup.v1alpha1.ObjectMeta.AnnotationsEntry
+	28, // 1: cup.v1alpha1.Resource.spec:type_name -> google.protobuf.Struct
+	26, // 2: cup.v1alpha1.ObjectMeta.labels:type_name -> cup.v1alpha1.ObjectMeta.LabelsEntry
+	27, // 3: cup.v1alpha1.ObjectMeta.annotations:type_name -> cup.v1alpha1.ObjectMeta.AnnotationsEntry
 	4,  // 4: cup.v1alpha1.GetResponse.resource:type_name -> cup.v1alpha1.Resource
-	25, // 5: cup.v1alpha1.GetResponse.proposals:type_name -> cup.v1alpha1.Proposal
-	4,  // 6: cup.v1alpha1.ListResponse.items:type_name -> cup.v1alpha1.Resource
-	10, // 7: cup.v1alpha1.ListResponse.warnings:type_name -> cup.v1alpha1.ListWarning
-	4,  // 8: cup.v1alpha1.PutRequest.resource:type_name -> cup.v1alpha1.Resource
-	15, // 9: cup.v1alpha1.PutResponse.result:type_name -> cup.v1alpha1.WriteResult
-	4,  // 10: cup.v1alpha1.PutResponse.resource:type_name -> cup.v1alpha1.Resource
-	15, // 11: cup.v1alpha1.DeleteResponse.result:type_name -> cup.v1alpha1.WriteResult
-	0,  // 12: cup.v1alpha1.WriteResult.outcome:type_name -> cup.v1alpha1.WriteOutcome
-	16, // 13: cup.v1alpha1.WriteResult.changes:type_name -> cup.v1alpha1.FileChange
-	25, // 14: cup.v1alpha1.WriteResult.proposal:type_name -> cup.v1alpha1.Proposal
-	1,  // 15: cup.v1alpha1.FileChange.operation:type_name -> cup.v1alpha1.FileOperation
-	2,  // 16: cup.v1alpha1.WatchResponse.type:type_name -> cup.v1alpha1.WatchEventType
-	4,  // 17: cup.v1alpha1.WatchResponse.resource:type_name -> cup.v1alpha1.Resource
-	21, // 18: cup.v1alpha1.HistoryResponse.entries:type_name -> cup.v1alpha1.HistoryEntry
-	3,  // 19: cup.v1alpha1.HistoryEntry.change:type_name -> cup.v1alpha1.ChangeType
-	6,  // 20: cup.v1alpha1.ResourceService.Get:input_type -> cup.v1alpha1.GetRequest
-	8,  // 21: cup.v1alpha1.ResourceService.List:input_type -> cup.v1alpha1.ListRequest
-	11, // 22: cup.v1alpha1.ResourceService.Put:input_type -> cup.v1alpha1.PutRequest
-	13, // 23: cup.v1alpha1.ResourceService.Delete:input_type -> cup.v1alpha1.DeleteRequest
-	17, // 24: cup.v1alpha1.ResourceService.Watch:input_type -> cup.v1alpha1.WatchRequest
-	19, // 25: cup.v1alpha1.ResourceService.History:input_type -> cup.v1alpha1.HistoryRequest
-	7,  // 26: cup.v1alpha1.ResourceService.Get:output_type -> cup.v1alpha1.GetResponse
-	9,  // 27: cup.v1alpha1.ResourceService.List:output_type -> cup.v1alpha1.ListResponse
-	12, // 28: cup.v1alpha1.ResourceService.Put:output_type -> cup.v1alpha1.PutResponse
-	14, // 29: cup.v1alpha1.ResourceService.Delete:output_type -> cup.v1alpha1.DeleteResponse
-	18, // 30: cup.v1alpha1.ResourceService.Watch:output_type -> cup.v1alpha1.WatchResponse
-	20, // 31: cup.v1alpha1.ResourceService.History:output_type -> cup.v1alpha1.HistoryResponse
-	26, // [26:32] is the sub-list for method output_type
-	20, // [20:26] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	29, // 5: cup.v1alpha1.GetResponse.proposals:type_name -> cup.v1alpha1.Proposal
+	8,  // 6: cup.v1alpha1.GetResponse.status:type_name -> cup.v1alpha1.ResourceStatus
+	9,  // 7: cup.v1alpha1.ResourceStatus.conditions:type_name -> cup.v1alpha1.Condition
+	4,  // 8: cup.v1alpha1.ListResponse.items:type_name -> cup.v1alpha1.Resource
+	12, // 9: cup.v1alpha1.ListResponse.warnings:type_name -> cup.v1alpha1.ListWarning
+	4,  // 10: cup.v1alpha1.PutRequest.resource:type_name -> cup.v1alpha1.Resource
+	17, // 11: cup.v1alpha1.PutResponse.result:type_name -> cup.v1alpha1.WriteResult
+	4,  // 12: cup.v1alpha1.PutResponse.resource:type_name -> cup.v1alpha1.Resource
+	17, // 13: cup.v1alpha1.DeleteResponse.result:type_name -> cup.v1alpha1.WriteResult
+	0,  // 14: cup.v1alpha1.WriteResult.outcome:type_name -> cup.v1alpha1.WriteOutcome
+	18, // 15: cup.v1alpha1.WriteResult.changes:type_name -> cup.v1alpha1.FileChange
+	29, // 16: cup.v1alpha1.WriteResult.proposal:type_name -> cup.v1alpha1.Proposal
+	1,  // 17: cup.v1alpha1.FileChange.operation:type_name -> cup.v1alpha1.FileOperation
+	2,  // 18: cup.v1alpha1.WatchResponse.type:type_name -> cup.v1alpha1.WatchEventType
+	4,  // 19: cup.v1alpha1.WatchResponse.resource:type_name -> cup.v1alpha1.Resource
+	23, // 20: cup.v1alpha1.HistoryResponse.entries:type_name -> cup.v1alpha1.HistoryEntry
+	3,  // 21: cup.v1alpha1.HistoryEntry.change:type_name -> cup.v1alpha1.ChangeType
+	9,  // 22: cup.v1alpha1.GetStatusResponse.conditions:type_name -> cup.v1alpha1.Condition
+	6,  // 23: cup.v1alpha1.ResourceService.Get:input_type -> cup.v1alpha1.GetRequest
+	10, // 24: cup.v1alpha1.ResourceService.List:input_type -> cup.v1alpha1.ListRequest
+	13, // 25: cup.v1alpha1.ResourceService.Put:input_type -> cup.v1alpha1.PutRequest
+	15, // 26: cup.v1alpha1.ResourceService.Delete:input_type -> cup.v1alpha1.DeleteRequest
+	19, // 27: cup.v1alpha1.ResourceService.Watch:input_type -> cup.v1alpha1.WatchRequest
+	21, // 28: cup.v1alpha1.ResourceService.History:input_type -> cup.v1alpha1.HistoryRequest
+	24, // 29: cup.v1alpha1.ResourceService.GetStatus:input_type -> cup.v1alpha1.GetStatusRequest
+	7,  // 30: cup.v1alpha1.ResourceService.Get:output_type -> cup.v1alpha1.GetResponse
+	11, // 31: cup.v1alpha1.ResourceService.List:output_type -> cup.v1alpha1.ListResponse
+	14, // 32: cup.v1alpha1.ResourceService.Put:output_type -> cup.v1alpha1.PutResponse
+	16, // 33: cup.v1alpha1.ResourceService.Delete:output_type -> cup.v1alpha1.DeleteResponse
+	20, // 34: cup.v1alpha1.ResourceService.Watch:output_type -> cup.v1alpha1.WatchResponse
+	22, // 35: cup.v1alpha1.ResourceService.History:output_type -> cup.v1alpha1.HistoryResponse
+	25, // 36: cup.v1alpha1.ResourceService.GetStatus:output_type -> cup.v1alpha1.GetStatusResponse
+	30, // [30:37] is the sub-list for method output_type
+	23, // [23:30] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_cup_v1alpha1_resource_proto_init() }
@@ -2184,14 +2529,14 @@ func file_cup_v1alpha1_resource_proto_init() {
 		return
 	}
 	file_cup_v1alpha1_proposal_proto_init()
-	file_cup_v1alpha1_resource_proto_msgTypes[13].OneofWrappers = []any{}
+	file_cup_v1alpha1_resource_proto_msgTypes[15].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cup_v1alpha1_resource_proto_rawDesc), len(file_cup_v1alpha1_resource_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   20,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

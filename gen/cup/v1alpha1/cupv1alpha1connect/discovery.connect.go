@@ -39,6 +39,9 @@ const (
 	// DiscoveryServiceGetDefinitionProcedure is the fully-qualified name of the DiscoveryService's
 	// GetDefinition RPC.
 	DiscoveryServiceGetDefinitionProcedure = "/cup.v1alpha1.DiscoveryService/GetDefinition"
+	// DiscoveryServiceGetDependencyGraphProcedure is the fully-qualified name of the DiscoveryService's
+	// GetDependencyGraph RPC.
+	DiscoveryServiceGetDependencyGraphProcedure = "/cup.v1alpha1.DiscoveryService/GetDependencyGraph"
 )
 
 // DiscoveryServiceClient is a client for the cup.v1alpha1.DiscoveryService service.
@@ -47,6 +50,12 @@ type DiscoveryServiceClient interface {
 	ListDefinitions(context.Context, *connect.Request[v1alpha1.ListDefinitionsRequest]) (*connect.Response[v1alpha1.ListDefinitionsResponse], error)
 	// GetDefinition returns the definition of one type.
 	GetDefinition(context.Context, *connect.Request[v1alpha1.GetDefinitionRequest]) (*connect.Response[v1alpha1.GetDefinitionResponse], error)
+	// GetDependencyGraph returns the dependency graph of the server's
+	// reconcilers: the types each reads (its primary, and the inputs its
+	// mappers relate to it) and writes (its outputs). A change of a type
+	// wakes the reconcilers that read it; a reconciler whose output another
+	// reads starts a cascade. Empty when the server runs no reconcilers.
+	GetDependencyGraph(context.Context, *connect.Request[v1alpha1.GetDependencyGraphRequest]) (*connect.Response[v1alpha1.GetDependencyGraphResponse], error)
 }
 
 // NewDiscoveryServiceClient constructs a client for the cup.v1alpha1.DiscoveryService service. By
@@ -74,13 +83,21 @@ func NewDiscoveryServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		getDependencyGraph: connect.NewClient[v1alpha1.GetDependencyGraphRequest, v1alpha1.GetDependencyGraphResponse](
+			httpClient,
+			baseURL+DiscoveryServiceGetDependencyGraphProcedure,
+			connect.WithSchema(discoveryServiceMethods.ByName("GetDependencyGraph")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // discoveryServiceClient implements DiscoveryServiceClient.
 type discoveryServiceClient struct {
-	listDefinitions *connect.Client[v1alpha1.ListDefinitionsRequest, v1alpha1.ListDefinitionsResponse]
-	getDefinition   *connect.Client[v1alpha1.GetDefinitionRequest, v1alpha1.GetDefinitionResponse]
+	listDefinitions    *connect.Client[v1alpha1.ListDefinitionsRequest, v1alpha1.ListDefinitionsResponse]
+	getDefinition      *connect.Client[v1alpha1.GetDefinitionRequest, v1alpha1.GetDefinitionResponse]
+	getDependencyGraph *connect.Client[v1alpha1.GetDependencyGraphRequest, v1alpha1.GetDependencyGraphResponse]
 }
 
 // ListDefinitions calls cup.v1alpha1.DiscoveryService.ListDefinitions.
@@ -93,12 +110,23 @@ func (c *discoveryServiceClient) GetDefinition(ctx context.Context, req *connect
 	return c.getDefinition.CallUnary(ctx, req)
 }
 
+// GetDependencyGraph calls cup.v1alpha1.DiscoveryService.GetDependencyGraph.
+func (c *discoveryServiceClient) GetDependencyGraph(ctx context.Context, req *connect.Request[v1alpha1.GetDependencyGraphRequest]) (*connect.Response[v1alpha1.GetDependencyGraphResponse], error) {
+	return c.getDependencyGraph.CallUnary(ctx, req)
+}
+
 // DiscoveryServiceHandler is an implementation of the cup.v1alpha1.DiscoveryService service.
 type DiscoveryServiceHandler interface {
 	// ListDefinitions returns every served resource definition, sorted by name.
 	ListDefinitions(context.Context, *connect.Request[v1alpha1.ListDefinitionsRequest]) (*connect.Response[v1alpha1.ListDefinitionsResponse], error)
 	// GetDefinition returns the definition of one type.
 	GetDefinition(context.Context, *connect.Request[v1alpha1.GetDefinitionRequest]) (*connect.Response[v1alpha1.GetDefinitionResponse], error)
+	// GetDependencyGraph returns the dependency graph of the server's
+	// reconcilers: the types each reads (its primary, and the inputs its
+	// mappers relate to it) and writes (its outputs). A change of a type
+	// wakes the reconcilers that read it; a reconciler whose output another
+	// reads starts a cascade. Empty when the server runs no reconcilers.
+	GetDependencyGraph(context.Context, *connect.Request[v1alpha1.GetDependencyGraphRequest]) (*connect.Response[v1alpha1.GetDependencyGraphResponse], error)
 }
 
 // NewDiscoveryServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -122,12 +150,21 @@ func NewDiscoveryServiceHandler(svc DiscoveryServiceHandler, opts ...connect.Han
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	discoveryServiceGetDependencyGraphHandler := connect.NewUnaryHandler(
+		DiscoveryServiceGetDependencyGraphProcedure,
+		svc.GetDependencyGraph,
+		connect.WithSchema(discoveryServiceMethods.ByName("GetDependencyGraph")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/cup.v1alpha1.DiscoveryService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case DiscoveryServiceListDefinitionsProcedure:
 			discoveryServiceListDefinitionsHandler.ServeHTTP(w, r)
 		case DiscoveryServiceGetDefinitionProcedure:
 			discoveryServiceGetDefinitionHandler.ServeHTTP(w, r)
+		case DiscoveryServiceGetDependencyGraphProcedure:
+			discoveryServiceGetDependencyGraphHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -143,4 +180,8 @@ func (UnimplementedDiscoveryServiceHandler) ListDefinitions(context.Context, *co
 
 func (UnimplementedDiscoveryServiceHandler) GetDefinition(context.Context, *connect.Request[v1alpha1.GetDefinitionRequest]) (*connect.Response[v1alpha1.GetDefinitionResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("cup.v1alpha1.DiscoveryService.GetDefinition is not implemented"))
+}
+
+func (UnimplementedDiscoveryServiceHandler) GetDependencyGraph(context.Context, *connect.Request[v1alpha1.GetDependencyGraphRequest]) (*connect.Response[v1alpha1.GetDependencyGraphResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("cup.v1alpha1.DiscoveryService.GetDependencyGraph is not implemented"))
 }

@@ -45,6 +45,9 @@ const (
 	ResourceServiceWatchProcedure = "/cup.v1alpha1.ResourceService/Watch"
 	// ResourceServiceHistoryProcedure is the fully-qualified name of the ResourceService's History RPC.
 	ResourceServiceHistoryProcedure = "/cup.v1alpha1.ResourceService/History"
+	// ResourceServiceGetStatusProcedure is the fully-qualified name of the ResourceService's GetStatus
+	// RPC.
+	ResourceServiceGetStatusProcedure = "/cup.v1alpha1.ResourceService/GetStatus"
 )
 
 // ResourceServiceClient is a client for the cup.v1alpha1.ResourceService service.
@@ -69,6 +72,12 @@ type ResourceServiceClient interface {
 	Watch(context.Context, *connect.Request[v1alpha1.WatchRequest]) (*connect.ServerStreamForClient[v1alpha1.WatchResponse], error)
 	// History lists the commits that changed one resource, newest first.
 	History(context.Context, *connect.Request[v1alpha1.HistoryRequest]) (*connect.Response[v1alpha1.HistoryResponse], error)
+	// GetStatus returns the status conditions of one resource: those the
+	// reconcilers whose primary type is the resource's type derive at the
+	// commit read. Conditions are derived per commit, never committed. A
+	// resource that is not there is NOT_FOUND, as for Get; a resource of a
+	// type that no reconciler has as its primary has no conditions.
+	GetStatus(context.Context, *connect.Request[v1alpha1.GetStatusRequest]) (*connect.Response[v1alpha1.GetStatusResponse], error)
 }
 
 // NewResourceServiceClient constructs a client for the cup.v1alpha1.ResourceService service. By
@@ -122,17 +131,25 @@ func NewResourceServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		getStatus: connect.NewClient[v1alpha1.GetStatusRequest, v1alpha1.GetStatusResponse](
+			httpClient,
+			baseURL+ResourceServiceGetStatusProcedure,
+			connect.WithSchema(resourceServiceMethods.ByName("GetStatus")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // resourceServiceClient implements ResourceServiceClient.
 type resourceServiceClient struct {
-	get     *connect.Client[v1alpha1.GetRequest, v1alpha1.GetResponse]
-	list    *connect.Client[v1alpha1.ListRequest, v1alpha1.ListResponse]
-	put     *connect.Client[v1alpha1.PutRequest, v1alpha1.PutResponse]
-	delete  *connect.Client[v1alpha1.DeleteRequest, v1alpha1.DeleteResponse]
-	watch   *connect.Client[v1alpha1.WatchRequest, v1alpha1.WatchResponse]
-	history *connect.Client[v1alpha1.HistoryRequest, v1alpha1.HistoryResponse]
+	get       *connect.Client[v1alpha1.GetRequest, v1alpha1.GetResponse]
+	list      *connect.Client[v1alpha1.ListRequest, v1alpha1.ListResponse]
+	put       *connect.Client[v1alpha1.PutRequest, v1alpha1.PutResponse]
+	delete    *connect.Client[v1alpha1.DeleteRequest, v1alpha1.DeleteResponse]
+	watch     *connect.Client[v1alpha1.WatchRequest, v1alpha1.WatchResponse]
+	history   *connect.Client[v1alpha1.HistoryRequest, v1alpha1.HistoryResponse]
+	getStatus *connect.Client[v1alpha1.GetStatusRequest, v1alpha1.GetStatusResponse]
 }
 
 // Get calls cup.v1alpha1.ResourceService.Get.
@@ -165,6 +182,11 @@ func (c *resourceServiceClient) History(ctx context.Context, req *connect.Reques
 	return c.history.CallUnary(ctx, req)
 }
 
+// GetStatus calls cup.v1alpha1.ResourceService.GetStatus.
+func (c *resourceServiceClient) GetStatus(ctx context.Context, req *connect.Request[v1alpha1.GetStatusRequest]) (*connect.Response[v1alpha1.GetStatusResponse], error) {
+	return c.getStatus.CallUnary(ctx, req)
+}
+
 // ResourceServiceHandler is an implementation of the cup.v1alpha1.ResourceService service.
 type ResourceServiceHandler interface {
 	// Get returns one resource.
@@ -187,6 +209,12 @@ type ResourceServiceHandler interface {
 	Watch(context.Context, *connect.Request[v1alpha1.WatchRequest], *connect.ServerStream[v1alpha1.WatchResponse]) error
 	// History lists the commits that changed one resource, newest first.
 	History(context.Context, *connect.Request[v1alpha1.HistoryRequest]) (*connect.Response[v1alpha1.HistoryResponse], error)
+	// GetStatus returns the status conditions of one resource: those the
+	// reconcilers whose primary type is the resource's type derive at the
+	// commit read. Conditions are derived per commit, never committed. A
+	// resource that is not there is NOT_FOUND, as for Get; a resource of a
+	// type that no reconciler has as its primary has no conditions.
+	GetStatus(context.Context, *connect.Request[v1alpha1.GetStatusRequest]) (*connect.Response[v1alpha1.GetStatusResponse], error)
 }
 
 // NewResourceServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -236,6 +264,13 @@ func NewResourceServiceHandler(svc ResourceServiceHandler, opts ...connect.Handl
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	resourceServiceGetStatusHandler := connect.NewUnaryHandler(
+		ResourceServiceGetStatusProcedure,
+		svc.GetStatus,
+		connect.WithSchema(resourceServiceMethods.ByName("GetStatus")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/cup.v1alpha1.ResourceService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case ResourceServiceGetProcedure:
@@ -250,6 +285,8 @@ func NewResourceServiceHandler(svc ResourceServiceHandler, opts ...connect.Handl
 			resourceServiceWatchHandler.ServeHTTP(w, r)
 		case ResourceServiceHistoryProcedure:
 			resourceServiceHistoryHandler.ServeHTTP(w, r)
+		case ResourceServiceGetStatusProcedure:
+			resourceServiceGetStatusHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -281,4 +318,8 @@ func (UnimplementedResourceServiceHandler) Watch(context.Context, *connect.Reque
 
 func (UnimplementedResourceServiceHandler) History(context.Context, *connect.Request[v1alpha1.HistoryRequest]) (*connect.Response[v1alpha1.HistoryResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("cup.v1alpha1.ResourceService.History is not implemented"))
+}
+
+func (UnimplementedResourceServiceHandler) GetStatus(context.Context, *connect.Request[v1alpha1.GetStatusRequest]) (*connect.Response[v1alpha1.GetStatusResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("cup.v1alpha1.ResourceService.GetStatus is not implemented"))
 }

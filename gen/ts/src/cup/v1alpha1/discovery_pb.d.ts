@@ -2,7 +2,7 @@
 // @generated from file cup/v1alpha1/discovery.proto (package cup.v1alpha1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
@@ -200,6 +200,147 @@ export declare type GetDefinitionResponse = Message<"cup.v1alpha1.GetDefinitionR
 export declare const GetDefinitionResponseSchema: GenMessage<GetDefinitionResponse>;
 
 /**
+ * GetDependencyGraphRequest asks for the whole graph.
+ *
+ * @generated from message cup.v1alpha1.GetDependencyGraphRequest
+ */
+export declare type GetDependencyGraphRequest = Message<"cup.v1alpha1.GetDependencyGraphRequest"> & {
+};
+
+/**
+ * Describes the message cup.v1alpha1.GetDependencyGraphRequest.
+ * Use `create(GetDependencyGraphRequestSchema)` to create a new message.
+ */
+export declare const GetDependencyGraphRequestSchema: GenMessage<GetDependencyGraphRequest>;
+
+/**
+ * GetDependencyGraphResponse holds the graph's edges.
+ *
+ * @generated from message cup.v1alpha1.GetDependencyGraphResponse
+ */
+export declare type GetDependencyGraphResponse = Message<"cup.v1alpha1.GetDependencyGraphResponse"> & {
+  /**
+   * Sorted by reconciler, then edge kind (primary, mapped,
+   * output-exclusive, output-shared), then type (group, then plural).
+   * With a policy, only the edges of types the caller may see (as
+   * ListDefinitions shows them).
+   *
+   * @generated from field: repeated cup.v1alpha1.DependencyEdge edges = 1;
+   */
+  edges: DependencyEdge[];
+};
+
+/**
+ * Describes the message cup.v1alpha1.GetDependencyGraphResponse.
+ * Use `create(GetDependencyGraphResponseSchema)` to create a new message.
+ */
+export declare const GetDependencyGraphResponseSchema: GenMessage<GetDependencyGraphResponse>;
+
+/**
+ * DependencyEdge relates a reconciler to a type it reads or writes.
+ *
+ * @generated from message cup.v1alpha1.DependencyEdge
+ */
+export declare type DependencyEdge = Message<"cup.v1alpha1.DependencyEdge"> & {
+  /**
+   * The reconciler's name.
+   *
+   * @generated from field: string reconciler = 1;
+   */
+  reconciler: string;
+
+  /**
+   * The type: API group, version, kind and plural.
+   *
+   * @generated from field: string group = 2;
+   */
+  group: string;
+
+  /**
+   * @generated from field: string version = 3;
+   */
+  version: string;
+
+  /**
+   * @generated from field: string kind = 4;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string plural = 5;
+   */
+  plural: string;
+
+  /**
+   * How the reconciler relates to the type.
+   *
+   * @generated from field: cup.v1alpha1.EdgeKind edge_kind = 6;
+   */
+  edgeKind: EdgeKind;
+
+  /**
+   * For EDGE_KIND_MAPPED, the mapper relating resources of the type to
+   * primaries: nameAligned, owner, selector, reference or referencedBy.
+   * Empty for the other kinds.
+   *
+   * @generated from field: string mapper = 7;
+   */
+  mapper: string;
+};
+
+/**
+ * Describes the message cup.v1alpha1.DependencyEdge.
+ * Use `create(DependencyEdgeSchema)` to create a new message.
+ */
+export declare const DependencyEdgeSchema: GenMessage<DependencyEdge>;
+
+/**
+ * EdgeKind is how a reconciler relates to a type.
+ *
+ * @generated from enum cup.v1alpha1.EdgeKind
+ */
+export enum EdgeKind {
+  /**
+   * @generated from enum value: EDGE_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The reconciler's primary type: one reconcile per resource of it.
+   *
+   * @generated from enum value: EDGE_KIND_PRIMARY = 1;
+   */
+  PRIMARY = 1,
+
+  /**
+   * An input type, whose resources a mapper relates to primaries.
+   *
+   * @generated from enum value: EDGE_KIND_MAPPED = 2;
+   */
+  MAPPED = 2,
+
+  /**
+   * An output type only this reconciler writes.
+   *
+   * @generated from enum value: EDGE_KIND_OUTPUT_EXCLUSIVE = 3;
+   */
+  OUTPUT_EXCLUSIVE = 3,
+
+  /**
+   * An output type others may write too: the reconciler writes only the
+   * resources it owns.
+   *
+   * @generated from enum value: EDGE_KIND_OUTPUT_SHARED = 4;
+   */
+  OUTPUT_SHARED = 4,
+}
+
+/**
+ * Describes the enum cup.v1alpha1.EdgeKind.
+ */
+export declare const EdgeKindSchema: GenEnum<EdgeKind>;
+
+/**
  * DiscoveryService describes the resource types a server serves.
  *
  * @generated from service cup.v1alpha1.DiscoveryService
@@ -224,6 +365,20 @@ export declare const DiscoveryService: GenService<{
     methodKind: "unary";
     input: typeof GetDefinitionRequestSchema;
     output: typeof GetDefinitionResponseSchema;
+  },
+  /**
+   * GetDependencyGraph returns the dependency graph of the server's
+   * reconcilers: the types each reads (its primary, and the inputs its
+   * mappers relate to it) and writes (its outputs). A change of a type
+   * wakes the reconcilers that read it; a reconciler whose output another
+   * reads starts a cascade. Empty when the server runs no reconcilers.
+   *
+   * @generated from rpc cup.v1alpha1.DiscoveryService.GetDependencyGraph
+   */
+  getDependencyGraph: {
+    methodKind: "unary";
+    input: typeof GetDependencyGraphRequestSchema;
+    output: typeof GetDependencyGraphResponseSchema;
   },
 }>;
 

@@ -199,6 +199,16 @@ export declare type GetResponse = Message<"cup.v1alpha1.GetResponse"> & {
    * @generated from field: repeated cup.v1alpha1.Proposal proposals = 3;
    */
   proposals: Proposal[];
+
+  /**
+   * The resource's status conditions at commit (as GetStatus answers
+   * them), set only when a reconciler has the resource's type as its
+   * primary; unset, too, when they could not be derived (GetStatus then
+   * says why). Status is never written: a write carrying it is refused.
+   *
+   * @generated from field: cup.v1alpha1.ResourceStatus status = 4;
+   */
+  status?: ResourceStatus | undefined;
 };
 
 /**
@@ -206,6 +216,94 @@ export declare type GetResponse = Message<"cup.v1alpha1.GetResponse"> & {
  * Use `create(GetResponseSchema)` to create a new message.
  */
 export declare const GetResponseSchema: GenMessage<GetResponse>;
+
+/**
+ * ResourceStatus is the status of a resource, derived by reconcilers.
+ *
+ * @generated from message cup.v1alpha1.ResourceStatus
+ */
+export declare type ResourceStatus = Message<"cup.v1alpha1.ResourceStatus"> & {
+  /**
+   * The conditions of every reconciler whose primary type is the
+   * resource's, reconciler by reconciler.
+   *
+   * @generated from field: repeated cup.v1alpha1.Condition conditions = 1;
+   */
+  conditions: Condition[];
+};
+
+/**
+ * Describes the message cup.v1alpha1.ResourceStatus.
+ * Use `create(ResourceStatusSchema)` to create a new message.
+ */
+export declare const ResourceStatusSchema: GenMessage<ResourceStatus>;
+
+/**
+ * Condition is one status condition of a resource, in Kubernetes' shape,
+ * as one reconciler derives it at one commit.
+ *
+ * @generated from message cup.v1alpha1.Condition
+ */
+export declare type Condition = Message<"cup.v1alpha1.Condition"> & {
+  /**
+   * The reconciler the condition is of.
+   *
+   * @generated from field: string reconciler = 1;
+   */
+  reconciler: string;
+
+  /**
+   * What the condition is about: Ready, Converged, InvalidInput,
+   * TransformFailed, Conflict and Paused are the runtime's own; a
+   * reconciler's transform may add others.
+   *
+   * @generated from field: string type = 2;
+   */
+  type: string;
+
+  /**
+   * "True", "False" or "Unknown".
+   *
+   * @generated from field: string status = 3;
+   */
+  status: string;
+
+  /**
+   * A CamelCase word saying why, e.g. "Converged" or "Pending".
+   *
+   * @generated from field: string reason = 4;
+   */
+  reason: string;
+
+  /**
+   * What a person needs to know, e.g. which input is invalid.
+   *
+   * @generated from field: string message = 5;
+   */
+  message: string;
+
+  /**
+   * The commit the condition was derived at.
+   *
+   * @generated from field: string observed_revision = 6;
+   */
+  observedRevision: string;
+
+  /**
+   * When the condition last changed, in RFC 3339: the time of the commit
+   * it was derived at (conditions are derived, not kept, so the commit is
+   * when the state it describes was reached).
+   *
+   * @generated from field: string last_transition_time = 7;
+   */
+  lastTransitionTime: string;
+};
+
+/**
+ * Describes the message cup.v1alpha1.Condition.
+ * Use `create(ConditionSchema)` to create a new message.
+ */
+export declare const ConditionSchema: GenMessage<Condition>;
 
 /**
  * ListRequest names the resources of one type in one namespace.
@@ -990,6 +1088,80 @@ export declare type HistoryEntry = Message<"cup.v1alpha1.HistoryEntry"> & {
 export declare const HistoryEntrySchema: GenMessage<HistoryEntry>;
 
 /**
+ * GetStatusRequest names one resource whose status to derive.
+ *
+ * @generated from message cup.v1alpha1.GetStatusRequest
+ */
+export declare type GetStatusRequest = Message<"cup.v1alpha1.GetStatusRequest"> & {
+  /**
+   * @generated from field: string group = 1;
+   */
+  group: string;
+
+  /**
+   * @generated from field: string version = 2;
+   */
+  version: string;
+
+  /**
+   * @generated from field: string plural = 3;
+   */
+  plural: string;
+
+  /**
+   * @generated from field: string namespace = 4;
+   */
+  namespace: string;
+
+  /**
+   * @generated from field: string name = 5;
+   */
+  name: string;
+
+  /**
+   * Branch, tag or commit to derive the status at; empty for the
+   * configured branch.
+   *
+   * @generated from field: string revision = 6;
+   */
+  revision: string;
+};
+
+/**
+ * Describes the message cup.v1alpha1.GetStatusRequest.
+ * Use `create(GetStatusRequestSchema)` to create a new message.
+ */
+export declare const GetStatusRequestSchema: GenMessage<GetStatusRequest>;
+
+/**
+ * GetStatusResponse holds a resource's status conditions.
+ *
+ * @generated from message cup.v1alpha1.GetStatusResponse
+ */
+export declare type GetStatusResponse = Message<"cup.v1alpha1.GetStatusResponse"> & {
+  /**
+   * The conditions, as ResourceStatus.conditions; empty when no
+   * reconciler has the resource's type as its primary.
+   *
+   * @generated from field: repeated cup.v1alpha1.Condition conditions = 1;
+   */
+  conditions: Condition[];
+
+  /**
+   * The commit the conditions were derived at.
+   *
+   * @generated from field: string commit = 2;
+   */
+  commit: string;
+};
+
+/**
+ * Describes the message cup.v1alpha1.GetStatusResponse.
+ * Use `create(GetStatusResponseSchema)` to create a new message.
+ */
+export declare const GetStatusResponseSchema: GenMessage<GetStatusResponse>;
+
+/**
  * WriteOutcome says what a write did.
  *
  * @generated from enum cup.v1alpha1.WriteOutcome
@@ -1214,6 +1386,20 @@ export declare const ResourceService: GenService<{
     methodKind: "unary";
     input: typeof HistoryRequestSchema;
     output: typeof HistoryResponseSchema;
+  },
+  /**
+   * GetStatus returns the status conditions of one resource: those the
+   * reconcilers whose primary type is the resource's type derive at the
+   * commit read. Conditions are derived per commit, never committed. A
+   * resource that is not there is NOT_FOUND, as for Get; a resource of a
+   * type that no reconciler has as its primary has no conditions.
+   *
+   * @generated from rpc cup.v1alpha1.ResourceService.GetStatus
+   */
+  getStatus: {
+    methodKind: "unary";
+    input: typeof GetStatusRequestSchema;
+    output: typeof GetStatusResponseSchema;
   },
 }>;
 
