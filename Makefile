@@ -52,12 +52,14 @@ lint: tools ## Run buf lint, go vet and gofmt checks
 # `make build`, so that `go run` and the tests build it from its source
 # (examples.DemoWASM) rather than embed a stale copy.
 DEMO_WASM := examples/demo/.cup/flagfile.wasm
+DEMO_BUNDLE_WASM := examples/demo/.cup/flagbundle.wasm
 
 .PHONY: build
 build: examples ## Build cupd and cup into bin/; cupd embeds the demo's WASM module
 	cp bin/flagfile.wasm $(DEMO_WASM)
-	go build -o bin/ ./cmd/... || { rm -f $(DEMO_WASM); exit 1; }
-	rm -f $(DEMO_WASM)
+	cp bin/flagbundle.wasm $(DEMO_BUNDLE_WASM)
+	go build -o bin/ ./cmd/... || { rm -f $(DEMO_WASM) $(DEMO_BUNDLE_WASM); exit 1; }
+	rm -f $(DEMO_WASM) $(DEMO_BUNDLE_WASM)
 
 .PHONY: examples
 examples: ## Build the example WASM modules into bin/ (bin/flagfile.wasm, bin/flagbundle.wasm)

@@ -27,6 +27,14 @@ const (
 	// the type the module serves (Segment): its controller, definition and
 	// binding. A demo without the module is served without this file.
 	DemoWASMConfig = ".cup/segments.yaml"
+	// DemoBundleWASMFile is the path, below "demo", of the module of the
+	// demo's reconciler, built from examples/reconcilers/flagbundle; not
+	// in Git either.
+	DemoBundleWASMFile = ".cup/flagbundle.wasm"
+	// DemoBundleConfig is the path, below "demo", of the configuration of
+	// the reconciler and its types (Bundle, FlagBundle). A demo without
+	// either module is served without this file.
+	DemoBundleConfig = ".cup/bundles.yaml"
 )
 
 // ErrNoDemoSource means the demo's WASM module is not embedded and its
@@ -104,6 +112,9 @@ func DemoWASM(ctx context.Context) ([]byte, error) {
 // it returns an error. It is safe for concurrent use, by goroutines and by
 // processes sharing the cache.
 func FlagBundleWASM(ctx context.Context) ([]byte, error) {
+	if b, err := fs.ReadFile(Demo, "demo/"+DemoBundleWASMFile); err == nil {
+		return b, nil
+	}
 	return flagBundleModule.get(ctx)
 }
 

@@ -50,7 +50,7 @@ type process struct {
 // startProcess runs bin with args and returns once it serves.
 func startProcess(t *testing.T, bin string, env []string, args ...string) *process {
 	t.Helper()
-	p := &process{cmd: exec.Command(bin, args...), stdout: &testlog.Buffer{}, stderr: &testlog.Buffer{}, done: make(chan struct{})}
+	p := &process{cmd: exec.Command(bin, withoutReconcilers(args)...), stdout: &testlog.Buffer{}, stderr: &testlog.Buffer{}, done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	if err := p.cmd.Start(); err != nil {

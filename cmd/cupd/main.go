@@ -77,6 +77,7 @@ type serveFlags struct {
 	watchBuffer     int
 	bookmarkEvery   time.Duration
 	watchPoll       time.Duration
+	reconcile       bool
 
 	writeMode     string
 	branchPrefix  string
@@ -159,6 +160,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.IntVar(&f.maxWatches, "max-watches", server.DefaultMaxWatches, "most watches open at once; more are refused with RESOURCE_EXHAUSTED (HTTP 429) (0: the default)")
 	fl.IntVar(&f.watchBuffer, "watch-buffer", server.DefaultWatchBuffer, "events a live watch may have waiting to be sent; a watcher further behind is closed with RESOURCE_EXHAUSTED and the revision to resume from (0: the default)")
 	fl.DurationVar(&f.bookmarkEvery, "watch-bookmark-interval", server.DefaultWatchBookmarkInterval, "how often a watch that allows bookmarks gets one with the current head (0: the default)")
+	fl.BoolVar(&f.reconcile, "reconcile", true, "run the reconcilers of the configuration; false serves their status and dependency graph without writing outputs (a replica that only reads)")
 	fl.DurationVar(&f.watchPoll, "watch-poll-interval", server.DefaultWatchPollInterval, "how often the served branch's head is read while watches are open, to see commits made outside cupd; writes through cupd are seen at once (0: the default)")
 	fl.StringVar(&f.debugAddress, "debug-address", "", "host:port for /debug/pprof (off when empty; never expose it publicly)")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to let calls in flight finish on SIGINT or SIGTERM")
@@ -476,6 +478,7 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 		WatchBuffer:                  f.watchBuffer,
 		WatchBookmarkInterval:        f.bookmarkEvery,
 		WatchPollInterval:            f.watchPoll,
+		NoReconcile:                  !f.reconcile,
 		SCM: app.SCM{
 			Provider: f.scm, URL: f.scmURL, Repository: f.scmRepository,
 			TokenFile: f.scmTokenFile, TokenEnv: f.scmTokenEnv,

@@ -25,7 +25,7 @@ func start(t testing.TB, args ...string) (string, *testlog.Buffer, func() error)
 	ctx, cancel := context.WithCancel(context.Background())
 	stdout, stderr := &testlog.Buffer{}, &testlog.Buffer{}
 	cmd := newRootCommand(stdout, stderr)
-	cmd.SetArgs(args)
+	cmd.SetArgs(withoutReconcilers(args))
 	done := make(chan error, 1)
 	go func() { done <- cmd.ExecuteContext(ctx) }()
 	var once sync.Once
@@ -179,4 +179,21 @@ func TestOriginalSettings(t *testing.T) {
 	if err := applyEnv(newRootCommand(io.Discard, io.Discard).Flags(), []string{"CUPD_SCM_TOKEN=x", "CUPD_ADDRESS=127.0.0.1:0"}); err != nil {
 		t.Errorf("applyEnv: %v", err)
 	}
+}
+
+// withoutReconcilers adds --reconcile=false to cupd's arguments unless
+// they say otherwise: the demo's reconciler commits a bundle after each
+// flag written, which tests that count pushes, commits or WASM calls do
+// not expect. internal/app's TestDemoFlagBundles and the TypeScript tests
+// run it.
+func withoutReconcilers(args []string) []string {
+	for _, a := range args {
+		if strings.HasPrefix(a, "--reconcile") {
+			return args
+		}
+	}
+	if len(args) > 0 && args[0] == "serve" {
+		return append([]string{"serve", "--reconcile=false"}, args[1:]...)
+	}
+	return append(append([]string(nil), args...), "--reconcile=false")
 }

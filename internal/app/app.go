@@ -19,6 +19,7 @@ import (
 	"github.com/cup-dev/cup/internal/connlimit"
 	_ "github.com/cup-dev/cup/internal/kinds" // the built-in controller types and SCM providers
 	"github.com/cup-dev/cup/internal/proposals"
+	"github.com/cup-dev/cup/runtime"
 	"github.com/cup-dev/cup/server"
 	"github.com/cup-dev/cup/source"
 	gitsource "github.com/cup-dev/cup/source/git"
@@ -33,12 +34,15 @@ type App struct {
 	proposals *proposals.Manager // nil without an SCM
 	access    *access            // nil without a policy
 	wasm      *wasm.Runtime      // runs the WASM controllers, when the App made it
-	repo      string
-	branch    string
-	demo      bool
-	example   string
-	conns     *connlimit.Limiter
-	cleanup   func()
+	runtime   *runtime.Runtime   // nil without reconcilers
+	// noReconcile serves the runtime's status and graph without running it.
+	noReconcile bool
+	repo        string
+	branch      string
+	demo        bool
+	example     string
+	conns       *connlimit.Limiter
+	cleanup     func()
 }
 
 // Open wires a server from opts. Invalid configuration fails with the file
@@ -47,7 +51,7 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	a := &App{repo: opts.Repository, cleanup: func() {}}
+	a := &App{repo: opts.Repository, cleanup: func() {}, noReconcile: opts.NoReconcile}
 	defer func() {
 		if err != nil {
 			_ = a.Close()
@@ -174,6 +178,18 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		}, func() float64 { return float64(srv.BodyStats().Refused) }),
 	)
 	a.server = srv
+	if len(set.Reconcilers) > 0 {
+		rs, err := BuildReconcilers(ctx, set, types, &Modules{Runtime: rt, Files: modules})
+		if err != nil {
+			return nil, err
+		}
+		if a.runtime, err = runtime.New(srv.ReconcileStore(), rs, runtime.Options{
+			Logger: opts.Logger, Metrics: runtime.NewMetrics(reg),
+		}); err != nil {
+			return nil, err
+		}
+		srv.SetReconcilers(a.runtime)
+	}
 	a.handler = withHosts(withOperations(srv.Handler(), a.remote, a.proposals, reg, opts.WebhookSecret, opts.Logger), opts.AllowedHosts)
 	if len(types) > 0 {
 		t := types[0]
@@ -192,6 +208,9 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	if a.access != nil {
 		wg.Go(func() { a.access.run(ctx) })
+	}
+	if a.runtime != nil && !a.noReconcile {
+		wg.Go(func() { _ = a.runtime.Run(ctx) })
 	}
 	if a.remote == nil {
 		<-ctx.Done()
@@ -270,6 +289,13 @@ func (a *App) Close() error {
 	var errs []error
 	if a.src != nil {
 		errs = append(errs, a.src.Close())
+	}
+	if a.runtime != nil {
+		for _, r := range a.runtime.Reconcilers() {
+			if c, ok := r.Transform.(interface{ Close(context.Context) error }); ok {
+				errs = append(errs, c.Close(context.Background()))
+			}
+		}
 	}
 	if a.wasm != nil {
 		errs = append(errs, a.wasm.Close(context.Background()))

@@ -32,11 +32,24 @@ func (a *App) buildDemo(ctx context.Context, log *slog.Logger) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("building the demo's WASM module: %w", err)
 		}
-		log.Warn("serving the demo without its Segment type: its WASM module is not embedded and cannot be built (run `make build`, or start cupd in a checkout with the go command on PATH)",
+		log.Warn("serving the demo without its Segment type and its flag bundles: its WASM module is not embedded and cannot be built (run `make build`, or start cupd in a checkout with the go command on PATH)",
 			"error", err)
 		delete(files, examples.DemoWASMConfig)
+		delete(files, examples.DemoBundleConfig) // the reconciler reads segments
 	} else {
 		files[examples.DemoWASMFile] = b
+	}
+	if _, ok := files[examples.DemoBundleConfig]; ok {
+		if b, err := examples.FlagBundleWASM(ctx); err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("building the demo's reconciler module: %w", err)
+			}
+			log.Warn("serving the demo without its flag bundles: the reconciler's WASM module is not embedded and cannot be built",
+				"error", err)
+			delete(files, examples.DemoBundleConfig)
+		} else {
+			files[examples.DemoBundleWASMFile] = b
+		}
 	}
 	if _, err := gitrepo.Init(dir, "main", files, "Demo repository for cup"); err != nil {
 		return fmt.Errorf("creating the demo repository: %w", err)

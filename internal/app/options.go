@@ -43,6 +43,9 @@ type Options struct {
 	WatchBuffer                  int
 	WatchBookmarkInterval        time.Duration
 	WatchPollInterval            time.Duration
+	// NoReconcile serves the reconcilers' status and graph without running
+	// them: a replica that never writes outputs.
+	NoReconcile bool
 	// Remote configures the source when Repository is a URL.
 	Remote Remote
 	// WriteMode is where writes go: "direct" (the default) or "branch".

@@ -77,8 +77,15 @@ const maxModuleBytes = 256 << 20
 
 // readModules reads into modules the files each controller of set needs
 // (the module of a WASM controller), as its kind in registry.Controllers
-// names them, from fsys, where the set was loaded from.
+// names them, and each reconciler's WASM module (under
+// reconcilerModules(name)), from fsys, where the set was loaded from.
 func readModules(set *config.Set, fsys fs.FS, modules map[string]map[string][]byte) error {
+	type needs struct {
+		who, key string
+		loc      config.Location
+		files    []registry.File
+	}
+	var all []needs
 	for _, c := range set.Controllers {
 		kind, ok := registry.Controllers.Lookup(c.Type)
 		if !ok || kind.Files == nil {
@@ -88,16 +95,26 @@ func readModules(set *config.Set, fsys fs.FS, modules map[string]map[string][]by
 		if err != nil {
 			return fmt.Errorf("%s: controller %q: %w", c.Location, c.Name, err)
 		}
-		for _, f := range files {
+		all = append(all, needs{fmt.Sprintf("controller %q", c.Name), c.Name, c.Location, files})
+	}
+	for _, r := range set.Reconcilers {
+		spec, err := wasm.ParseSpec(r.WASM)
+		if err != nil {
+			return fmt.Errorf("%s: reconciler %q: spec.transform.wasm: %w", r.Location, r.Name, err)
+		}
+		all = append(all, needs{fmt.Sprintf("reconciler %q", r.Name), reconcilerModules(r.Name), r.Location, []registry.File{{What: "module", Path: spec.Path}}})
+	}
+	for _, n := range all {
+		for _, f := range n.files {
 			if strings.HasPrefix(f.Path, "/") {
 				// path.Join would quietly make it relative, and the error
 				// would name a file nobody wrote.
-				return fmt.Errorf("%s: controller %q: %s path %q is absolute: give it relative to the folder of %s, inside the configuration's tree",
-					c.Location, c.Name, f.What, f.Path, path.Base(c.Location.File))
+				return fmt.Errorf("%s: %s: %s path %q is absolute: give it relative to the folder of %s, inside the configuration's tree",
+					n.loc, n.who, f.What, f.Path, path.Base(n.loc.File))
 			}
-			p := path.Join(path.Dir(c.Location.File), f.Path)
+			p := path.Join(path.Dir(n.loc.File), f.Path)
 			if !fs.ValidPath(p) {
-				return fmt.Errorf("%s: controller %q: %s path %q leaves the configuration's tree", c.Location, c.Name, f.What, f.Path)
+				return fmt.Errorf("%s: %s: %s path %q leaves the configuration's tree", n.loc, n.who, f.What, f.Path)
 			}
 			fi, err := fs.Stat(fsys, p)
 			if err == nil && fi.Size() > maxModuleBytes {
@@ -108,16 +125,20 @@ func readModules(set *config.Set, fsys fs.FS, modules map[string]map[string][]by
 				b, err = fs.ReadFile(fsys, p)
 			}
 			if err != nil {
-				return fmt.Errorf("%s: controller %q: reading %s %s: %w", c.Location, c.Name, f.What, p, err)
+				return fmt.Errorf("%s: %s: reading %s %s: %w", n.loc, n.who, f.What, p, err)
 			}
-			if modules[c.Name] == nil {
-				modules[c.Name] = map[string][]byte{}
+			if modules[n.key] == nil {
+				modules[n.key] = map[string][]byte{}
 			}
-			modules[c.Name][f.Path] = b
+			modules[n.key][f.Path] = b
 		}
 	}
 	return nil
 }
+
+// reconcilerModules is the key of a reconciler's files in the modules
+// map: a space keeps it apart from every controller's name, which has none.
+func reconcilerModules(name string) string { return "Reconciler " + name }
 
 // Modules are the files the controllers of a configuration need (WASM
 // modules) and the runtime that runs WASM modules.

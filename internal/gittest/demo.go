@@ -36,9 +36,10 @@ func Refs(t testing.TB, dir string) string {
 }
 
 // DemoFiles returns the files of the demo repository as cupd serves it:
-// [examples.DemoFiles] with the WASM module of [examples.DemoWASM] (built
-// once into the user's cache folder, and again only when its source
-// changes). Tests that need the demo or its module take it from here.
+// [examples.DemoFiles] with the WASM modules of [examples.DemoWASM] and
+// [examples.FlagBundleWASM] (built once into the user's cache folder, and
+// again only when their source changes). Tests that need the demo or its
+// modules take them from here.
 func DemoFiles(t testing.TB) map[string][]byte {
 	t.Helper()
 	files, err := examples.DemoFiles()
@@ -46,6 +47,11 @@ func DemoFiles(t testing.TB) map[string][]byte {
 		t.Fatalf("gittest: reading the demo: %v", err)
 	}
 	files[examples.DemoWASMFile] = DemoWASM(t)
+	b, err := examples.FlagBundleWASM(context.Background())
+	if err != nil {
+		t.Fatalf("gittest: %v", err)
+	}
+	files[examples.DemoBundleWASMFile] = b
 	return files
 }
 

@@ -13,7 +13,7 @@ import {
   createGrpcWebTransport,
   Http2SessionManager,
 } from "@connectrpc/connect-node";
-import { DiscoveryService } from "@cup-dev/api/cup/v1alpha1/discovery_pb";
+import { DiscoveryService, EdgeKind } from "@cup-dev/api/cup/v1alpha1/discovery_pb";
 import { ProposalService, ProposalState } from "@cup-dev/api/cup/v1alpha1/proposal_pb";
 import { ResourceSchema, ResourceService, WriteOutcome } from "@cup-dev/api/cup/v1alpha1/resource_pb";
 
@@ -56,7 +56,13 @@ describe("against cupd (go run ./cmd/cupd serve)", () => {
 
       it("lists the definitions", async () => {
         const res = await discovery.listDefinitions({});
-        assert.deepEqual(res.definitions.map((d) => d.name).sort(), ["flags.flags.cup.dev", "segments.flags.cup.dev", "services.apps.cup.dev"]);
+        assert.deepEqual(res.definitions.map((d) => d.name).sort(), [
+          "bundles.flags.cup.dev",
+          "flagbundles.flags.cup.dev",
+          "flags.flags.cup.dev",
+          "segments.flags.cup.dev",
+          "services.apps.cup.dev",
+        ]);
         const flag = res.definitions.find((d) => d.name === "flags.flags.cup.dev");
         assert.equal(flag?.names?.kind, "Flag");
         assert.equal(flag?.versions[0]?.name, "v1alpha1");
@@ -76,6 +82,34 @@ describe("against cupd (go run ./cmd/cupd serve)", () => {
         assert.equal(r?.spec?.enabled, true);
         assert.equal(typeof r?.spec?.rollout, "number");
         assert.deepEqual(res.proposals, [], "cupd without an SCM knows no proposals");
+      });
+
+      it("derives a bundle's status and the reconcilers' graph", async () => {
+        // Staging's: the other tests write flags of default, whose bundle
+        // may be pending.
+        const bundles = { ...flags, plural: "bundles", namespace: "staging" };
+        const st = await resources.getStatus({ ...bundles, name: "staging" });
+        assert.match(st.commit, commitRe);
+        const ready = st.conditions.find((c) => c.type === "Ready");
+        assert.equal(ready?.reconciler, "flag-bundles");
+        assert.equal(ready?.status, "True", "the demo's bundles are converged");
+        assert.equal(ready?.observedRevision, st.commit);
+        const plain = await resources.getStatus({ ...flags, name: "new-checkout" });
+        assert.deepEqual(plain.conditions, [], "no reconciler has flags as its primary");
+        await assert.rejects(resources.getStatus({ ...bundles, name: "no-such-bundle" }), (err) => {
+          assert.equal(ConnectError.from(err).code, Code.NotFound);
+          return true;
+        });
+        const graph = await discovery.getDependencyGraph({});
+        assert.deepEqual(
+          graph.edges.map((e) => `${e.reconciler} ${e.edgeKind} ${e.plural} ${e.mapper}`),
+          [
+            `flag-bundles ${EdgeKind.PRIMARY} bundles `,
+            `flag-bundles ${EdgeKind.MAPPED} flags selector`,
+            `flag-bundles ${EdgeKind.MAPPED} segments selector`,
+            `flag-bundles ${EdgeKind.OUTPUT_EXCLUSIVE} flagbundles `,
+          ],
+        );
       });
 
       it("says that listing proposals needs an SCM", async () => {
@@ -117,7 +151,9 @@ describe("against cupd (go run ./cmd/cupd serve)", () => {
         assert.notEqual(put.resource?.metadata?.resourceVersion, "");
         assert.deepEqual(put.resource?.spec, { enabled: true, rollout: 5 });
 
-        const got = await resources.get({ ...flags, name: flagName });
+        // At the put's commit: the demo's reconciler may have committed
+        // the default bundle's change after it already.
+        const got = await resources.get({ ...flags, name: flagName, revision: put.result?.commit });
         assert.equal(got.commit, put.result?.commit);
         assert.equal(got.resource?.metadata?.resourceVersion, put.resource?.metadata?.resourceVersion);
         assert.deepEqual(got.resource?.spec, { enabled: true, rollout: 5 });
@@ -151,8 +187,11 @@ describe("against cupd (go run ./cmd/cupd serve)", () => {
         assert.equal(repeat.result?.outcome, WriteOutcome.COMMITTED);
         assert.equal(repeat.result?.replayed, true);
         assert.equal(repeat.result?.commit, first.result?.commit);
-        const got = await resources.get({ ...flags, name: flagName });
-        assert.equal(got.commit, first.result?.commit, "the repeat wrote a commit");
+        // The head may have moved since (the demo's reconciler commits the
+        // default bundle after a flag changes): the flag's history shows
+        // that the repeat wrote nothing.
+        const hist = await resources.history({ ...flags, name: flagName });
+        assert.deepEqual(hist.entries.map((e) => e.commit), [first.result?.commit], "the repeat wrote a commit");
 
         await assert.rejects(
           resources.put({ ...request, resource: { spec: { enabled: false } } }),

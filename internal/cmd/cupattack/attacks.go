@@ -356,6 +356,9 @@ func startRemote(dir string) (string, func(), error) {
 		files[examples.DemoWASMFile], err = examples.DemoWASM(context.Background())
 	}
 	if err == nil {
+		files[examples.DemoBundleWASMFile], err = examples.FlagBundleWASM(context.Background())
+	}
+	if err == nil {
 		_, err = gitrepo.Init(srv.Path(gittest.Demo), "main", files, "demo\n")
 	}
 	if err != nil {

@@ -1,0 +1,70 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cup-dev/cup/controller"
+	"github.com/cup-dev/cup/controller/wasm"
+	"github.com/cup-dev/cup/internal/config"
+	"github.com/cup-dev/cup/runtime"
+	rwasm "github.com/cup-dev/cup/runtime/wasm"
+	"github.com/cup-dev/cup/server"
+)
+
+// BuildReconcilers builds the reconcilers of a configuration over the
+// served types (which give each type its kind), compiling their WASM
+// modules with mods.
+func BuildReconcilers(ctx context.Context, set *config.Set, types []*server.Type, mods *Modules) ([]*runtime.Reconciler, error) {
+	byRef := map[controller.Type]controller.Type{}
+	for _, t := range types {
+		byRef[controller.Type{Group: t.Group, Version: t.Version, Plural: t.Plural}] = t.Type
+	}
+	served := func(r *config.Reconciler, field string, ref controller.Type) (controller.Type, error) {
+		t, ok := byRef[ref]
+		if !ok {
+			return controller.Type{}, fmt.Errorf("%s: reconciler %q: %s: %s/%s/%s is not served: bind it in an APIBinding",
+				r.Location, r.Name, field, ref.Group, ref.Version, ref.Plural)
+		}
+		return t, nil
+	}
+	var out []*runtime.Reconciler
+	for _, c := range set.Reconcilers {
+		r := &runtime.Reconciler{
+			Name: c.Name,
+			Write: runtime.Write{Mode: runtime.WriteMode(c.Mode), BatchWindow: c.BatchWindow,
+				MaxWritesPerMinute: c.MaxWritesPerMinute},
+		}
+		var err error
+		if r.For, err = served(c, "spec.for", c.For); err != nil {
+			return nil, err
+		}
+		for i, w := range c.Watches {
+			t, err := served(c, fmt.Sprintf("spec.watches[%d]", i), w.Type)
+			if err != nil {
+				return nil, err
+			}
+			r.Watches = append(r.Watches, runtime.Watch{Type: t, Mapper: runtime.Mapper{Kind: runtime.MapperKind(w.Mapper), Path: w.Path, Key: w.Key}})
+		}
+		for i, o := range c.Outputs {
+			t, err := served(c, fmt.Sprintf("spec.outputs[%d]", i), o.Type)
+			if err != nil {
+				return nil, err
+			}
+			r.Outputs = append(r.Outputs, runtime.Output{Type: t, Exclusive: o.Exclusive})
+		}
+		spec, err := wasm.ParseSpec(c.WASM)
+		if err != nil {
+			return nil, fmt.Errorf("%s: reconciler %q: spec.transform.wasm: %w", c.Location, c.Name, err)
+		}
+		module := mods.Files[reconcilerModules(c.Name)][spec.Path]
+		if mods.Runtime == nil || module == nil {
+			return nil, fmt.Errorf("%s: reconciler %q: no WASM module loaded", c.Location, c.Name)
+		}
+		if r.Transform, err = rwasm.New(ctx, mods.Runtime, c.Name, module, spec); err != nil {
+			return nil, fmt.Errorf("%s: reconciler %q: %w", c.Location, c.Name, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
