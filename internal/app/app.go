@@ -179,6 +179,11 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 	)
 	a.server = srv
 	if len(set.Reconcilers) > 0 {
+		if !opts.NoReconcile {
+			if err := checkWriteModes(set, mode); err != nil {
+				return nil, err
+			}
+		}
 		rs, err := BuildReconcilers(ctx, set, types, &Modules{Runtime: rt, Files: modules})
 		if err != nil {
 			return nil, err

@@ -10,6 +10,7 @@ import (
 	"github.com/cup-dev/cup/runtime"
 	rwasm "github.com/cup-dev/cup/runtime/wasm"
 	"github.com/cup-dev/cup/server"
+	"github.com/cup-dev/cup/source"
 )
 
 // BuildReconcilers builds the reconcilers of a configuration over the
@@ -67,4 +68,22 @@ func BuildReconcilers(ctx context.Context, set *config.Set, types []*server.Type
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// checkWriteModes refuses reconcilers whose write mode the source cannot
+// honour: a direct reconciler when cupd writes change sets (its outputs
+// would become change sets it did not ask for), a proposal reconciler when
+// cupd commits on the branch (they would be committed without review).
+func checkWriteModes(set *config.Set, mode source.WriteMode) error {
+	for _, c := range set.Reconcilers {
+		switch {
+		case c.Mode == string(runtime.WriteDirect) && mode == source.ModeBranch:
+			return fmt.Errorf("%s: reconciler %q: spec.write.mode is direct, but cupd writes change sets (--write-mode %s): set spec.write.mode: proposal, or run cupd with --reconcile=false",
+				c.Location, c.Name, mode)
+		case c.Mode == string(runtime.WriteProposal) && mode == source.ModeDirect:
+			return fmt.Errorf("%s: reconciler %q: spec.write.mode is proposal, but cupd commits on the branch: run it with --write-mode proposal (or branch), or set spec.write.mode: direct",
+				c.Location, c.Name)
+		}
+	}
+	return nil
 }

@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cup-dev/cup/internal/app"
+	"github.com/cup-dev/cup/internal/gitrepo"
 )
 
 // TestDemoFlagBundles: the demo's reconciler (its WASM module built from
@@ -77,5 +79,52 @@ func TestDemoFlagBundles(t *testing.T) {
 	entries := h["entries"].([]any)
 	if len(entries) != 2 || !strings.HasPrefix(entries[0].(map[string]any)["subject"].(string), "Reconcile flag-bundles") {
 		t.Fatalf("history of the bundle: %v", h)
+	}
+}
+
+// TestReconcilerWriteModeMustMatchCupd: a reconciler asking for proposals
+// on a cupd that commits on the branch is refused at start, naming the
+// file and what to change, before its module is compiled.
+func TestReconcilerWriteModeMustMatchCupd(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	files := map[string][]byte{
+		".cup/types.yaml": []byte(`apiVersion: cup.dev/v1alpha1
+kind: ResourceDefinition
+metadata: {name: things.example.com}
+spec:
+  group: example.com
+  names: {kind: Thing, singular: thing, plural: things}
+  versions: {v1: {schema: {type: object}}}
+---
+apiVersion: cup.dev/v1alpha1
+kind: Controller
+metadata: {name: things}
+spec: {type: template, spec: {list_template: "things/{{ .Namespace }}/*.json", resource_template: "things/{{ .Namespace }}/{{ .Name }}.json"}}
+---
+apiVersion: cup.dev/v1alpha1
+kind: APIBinding
+metadata: {name: things}
+spec: {controller: things, resources: [example.com/v1/things]}
+`),
+		".cup/reconciler.yaml": []byte(`apiVersion: cup.dev/v1alpha1
+kind: Reconciler
+metadata: {name: copies}
+spec:
+  for: example.com/v1/things
+  outputs: [{resource: example.com/v1/things, ownership: shared}]
+  transform: {wasm: {path: copies.wasm}}
+  write: {mode: proposal}
+`),
+		".cup/copies.wasm": []byte("not compiled before the check"),
+	}
+	repo := filepath.Join(dir, "repo.git")
+	if _, err := gitrepo.Init(repo, "main", files, "seed"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := app.Open(t.Context(), app.Options{Repository: repo, Logger: slog.New(slog.DiscardHandler)})
+	const want = `.cup/reconciler.yaml: reconciler "copies": spec.write.mode is proposal, but cupd commits on the branch: run it with --write-mode proposal (or branch), or set spec.write.mode: direct`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Open = %v, want an error saying %q", err, want)
 	}
 }
