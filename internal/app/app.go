@@ -188,6 +188,14 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		if err != nil {
 			return nil, err
 		}
+		for _, r := range rs {
+			if r.Write.Mode == "" { // as cupd writes
+				r.Write.Mode = runtime.WriteDirect
+				if mode == source.ModeBranch {
+					r.Write.Mode = runtime.WriteProposal
+				}
+			}
+		}
 		if a.runtime, err = runtime.New(srv.ReconcileStore(), rs, runtime.Options{
 			Logger: opts.Logger, Metrics: runtime.NewMetrics(reg),
 		}); err != nil {

@@ -70,8 +70,8 @@ func BuildReconcilers(ctx context.Context, set *config.Set, types []*server.Type
 	return out, nil
 }
 
-// checkWriteModes refuses reconcilers whose write mode the source cannot
-// honour: a direct reconciler when cupd writes change sets (its outputs
+// checkWriteModes refuses reconcilers whose write mode, where they set
+// one, the source cannot honour: a direct reconciler when cupd writes change sets (its outputs
 // would become change sets it did not ask for), a proposal reconciler when
 // cupd commits on the branch (they would be committed without review).
 func checkWriteModes(set *config.Set, mode source.WriteMode) error {

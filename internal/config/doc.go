@@ -106,7 +106,7 @@
 //	  transform:
 //	    wasm: {path: flagbundle.wasm, timeout: 5s}  # as a WASM Controller's spec; relative to this file
 //	  write:
-//	    mode: direct                           # direct (default) | proposal
+//	    mode: direct                           # direct | proposal; unset: as cupd writes
 //	    batchWindow: 1s                        # optional: gather primaries into one commit
 //	    maxWritesPerMinute: 120                # optional: pause a runaway
 //

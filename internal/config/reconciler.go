@@ -27,7 +27,8 @@ type Reconciler struct {
 	// a WASM controller's spec: {"path": ..., limits}. The path is
 	// relative to the file declaring the reconciler.
 	WASM json.RawMessage
-	// Mode is spec.write.mode: "direct" (the default) or "proposal".
+	// Mode is spec.write.mode: "direct", "proposal", or empty for as
+	// cupd writes (direct, or proposal when cupd writes change sets).
 	Mode string
 	// BatchWindow is spec.write.batchWindow.
 	BatchWindow time.Duration
@@ -152,9 +153,7 @@ func newReconciler(doc *reconcilerDoc, loc Location) (*Reconciler, []string) {
 		r.WASM = wasm
 	}
 	switch r.Mode {
-	case "":
-		r.Mode = "direct"
-	case "direct", "proposal":
+	case "", "direct", "proposal":
 	default:
 		msgs = append(msgs, fmt.Sprintf("spec.write.mode %q is not direct or proposal", r.Mode))
 	}

@@ -76,7 +76,7 @@ spec:
 	if r.Name != "flag-bundles" || r.For.Plural != "bundles" || len(r.Watches) != 1 || r.Watches[0].Type != flags ||
 		r.Watches[0].Mapper != "selector" || r.Watches[0].Path != "spec.selector" || len(r.Outputs) != 1 || !r.Outputs[0].Exclusive ||
 		string(r.WASM) != `{path: flagbundle.wasm, timeout: 2s}` && string(r.WASM) != `{"path":"flagbundle.wasm","timeout":"2s"}` ||
-		r.Mode != "direct" || r.BatchWindow != 500*time.Millisecond || r.Location.File != "reconcilers/bundles.yaml" {
+		r.Mode != "" || r.BatchWindow != 500*time.Millisecond || r.Location.File != "reconcilers/bundles.yaml" {
 		t.Fatalf("reconciler %+v (wasm %s)", r, r.WASM)
 	}
 }
