@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,61 +19,10 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// bundleConfig adds to the demo a Bundle type (the primary: a label
-// selector per namespace) and a FlagBundle type (the output), each one
-// JSON file per resource.
-var bundleConfig = map[string][]byte{
-	".cup/bundles.yaml": []byte(`apiVersion: cup.dev/v1alpha1
-kind: ResourceDefinition
-metadata: {name: bundles.flags.cup.dev}
-spec:
-  group: flags.cup.dev
-  names: {kind: Bundle, singular: bundle, plural: bundles}
-  versions: {v1alpha1: {schemaTarget: spec, schema: {type: object}}}
----
-apiVersion: cup.dev/v1alpha1
-kind: ResourceDefinition
-metadata: {name: flagbundles.flags.cup.dev}
-spec:
-  group: flags.cup.dev
-  names: {kind: FlagBundle, singular: flagbundle, plural: flagbundles}
-  versions: {v1alpha1: {schemaTarget: spec, schema: {type: object}}}
----
-apiVersion: cup.dev/v1alpha1
-kind: Controller
-metadata: {name: bundles}
-spec:
-  type: template
-  spec:
-    list_template: "bundles/{{ .Namespace }}/*.json"
-    resource_template: "bundles/{{ .Namespace }}/{{ .Name }}.json"
----
-apiVersion: cup.dev/v1alpha1
-kind: Controller
-metadata: {name: flagbundles}
-spec:
-  type: template
-  spec:
-    list_template: "flagbundles/{{ .Namespace }}/*.json"
-    resource_template: "flagbundles/{{ .Namespace }}/{{ .Name }}.json"
----
-apiVersion: cup.dev/v1alpha1
-kind: APIBinding
-metadata: {name: bundles}
-spec: {controller: bundles, resources: [flags.cup.dev/v1alpha1/bundles]}
----
-apiVersion: cup.dev/v1alpha1
-kind: APIBinding
-metadata: {name: flagbundles}
-spec: {controller: flagbundles, resources: [flags.cup.dev/v1alpha1/flagbundles]}
-`),
-	"bundles/default/web.json": []byte(`{"apiVersion": "flags.cup.dev/v1alpha1", "kind": "Bundle", "metadata": {"namespace": "default", "name": "web"}, "spec": {"selector": {"matchLabels": {"team": "web"}}}}`),
-}
-
 var (
 	flagType       = controller.Type{Group: "flags.cup.dev", Version: "v1alpha1", Kind: "Flag", Plural: "flags"}
-	bundleType     = controller.Type{Group: "flags.cup.dev", Version: "v1alpha1", Kind: "Bundle", Plural: "bundles"}
-	flagBundleType = controller.Type{Group: "flags.cup.dev", Version: "v1alpha1", Kind: "FlagBundle", Plural: "flagbundles"}
+	bundleType     = servertest.BundleType
+	flagBundleType = servertest.FlagBundleType
 )
 
 // compile is a Go transform: one FlagBundle named after the Bundle,
@@ -108,24 +56,12 @@ func bundleReconciler(tr runtime.Transform) *runtime.Reconciler {
 	}
 }
 
-// startDemo serves the demo's flags and services with the bundle types
-// of bundleConfig (in place of the demo's own bundles and flag bundles,
-// if it has any) and runs the runtime over the server until the test
-// ends.
+// startDemo serves the demo with servertest's bundle types in place of
+// its own (servertest.WithBundles) and runs the runtime over the server
+// until the test ends.
 func startDemo(t *testing.T, rs ...*runtime.Reconciler) (*servertest.Server, *runtime.Runtime) {
 	t.Helper()
-	demo, err := servertest.DemoFiles()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs := map[string][]byte{}
-	for p := range demo {
-		if strings.HasPrefix(p, "bundles/") || strings.HasPrefix(p, "flagbundles/") {
-			fs[p] = nil
-		}
-	}
-	maps.Copy(fs, bundleConfig)
-	srv := servertest.Start(t, servertest.WithFiles(fs))
+	srv := servertest.Start(t, servertest.WithBundles())
 	rt, err := runtime.New(srv.Server.ReconcileStore(), rs, runtime.Options{Poll: 10 * time.Millisecond, Logger: servertest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)

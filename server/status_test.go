@@ -24,61 +24,10 @@ import (
 	"github.com/cup-dev/cup/source"
 )
 
-// bundleFiles add to the demo a Bundle type (a reconciler's primary: a
-// label selector) and a FlagBundle type (its output), one JSON file per
-// resource, and the bundle web, which selects the flags of team web.
-var bundleFiles = map[string][]byte{
-	".cup/bundles.yaml": []byte(`apiVersion: cup.dev/v1alpha1
-kind: ResourceDefinition
-metadata: {name: bundles.flags.cup.dev}
-spec:
-  group: flags.cup.dev
-  names: {kind: Bundle, singular: bundle, plural: bundles}
-  versions: {v1alpha1: {schemaTarget: spec, schema: {type: object}}}
----
-apiVersion: cup.dev/v1alpha1
-kind: ResourceDefinition
-metadata: {name: flagbundles.flags.cup.dev}
-spec:
-  group: flags.cup.dev
-  names: {kind: FlagBundle, singular: flagbundle, plural: flagbundles}
-  versions: {v1alpha1: {schemaTarget: spec, schema: {type: object}}}
----
-apiVersion: cup.dev/v1alpha1
-kind: Controller
-metadata: {name: bundles}
-spec:
-  type: template
-  spec:
-    list_template: "bundles/{{ .Namespace }}/*.json"
-    resource_template: "bundles/{{ .Namespace }}/{{ .Name }}.json"
----
-apiVersion: cup.dev/v1alpha1
-kind: Controller
-metadata: {name: flagbundles}
-spec:
-  type: template
-  spec:
-    list_template: "flagbundles/{{ .Namespace }}/*.json"
-    resource_template: "flagbundles/{{ .Namespace }}/{{ .Name }}.json"
----
-apiVersion: cup.dev/v1alpha1
-kind: APIBinding
-metadata: {name: bundles}
-spec: {controller: bundles, resources: [flags.cup.dev/v1alpha1/bundles]}
----
-apiVersion: cup.dev/v1alpha1
-kind: APIBinding
-metadata: {name: flagbundles}
-spec: {controller: flagbundles, resources: [flags.cup.dev/v1alpha1/flagbundles]}
-`),
-	"bundles/default/web.json": []byte(`{"apiVersion": "flags.cup.dev/v1alpha1", "kind": "Bundle", "metadata": {"namespace": "default", "name": "web"}, "spec": {"selector": {"matchLabels": {"team": "web"}}}}`),
-}
-
 var (
 	flagType       = controller.Type{Group: "flags.cup.dev", Version: "v1alpha1", Kind: "Flag", Plural: "flags"}
-	bundleType     = controller.Type{Group: "flags.cup.dev", Version: "v1alpha1", Kind: "Bundle", Plural: "bundles"}
-	flagBundleType = controller.Type{Group: "flags.cup.dev", Version: "v1alpha1", Kind: "FlagBundle", Plural: "flagbundles"}
+	bundleType     = servertest.BundleType
+	flagBundleType = servertest.FlagBundleType
 	serviceType    = controller.Type{Group: "apps.cup.dev", Version: "v1alpha1", Kind: "Service", Plural: "services"}
 )
 
@@ -132,7 +81,7 @@ func audit() *runtime.Reconciler {
 // pokes it) until the test ends.
 func reconciled(t *testing.T, poll time.Duration, rs []*runtime.Reconciler, opts ...servertest.Option) (*servertest.Server, *runtime.Runtime) {
 	t.Helper()
-	srv := servertest.Start(t, append([]servertest.Option{servertest.WithFiles(bundleFiles)}, opts...)...)
+	srv := servertest.Start(t, append([]servertest.Option{servertest.WithBundles()}, opts...)...)
 	rt, err := runtime.New(srv.Server.ReconcileStore(), rs, runtime.Options{Poll: poll, Logger: servertest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)

@@ -12,57 +12,7 @@ import (
 	"github.com/cup-dev/cup/runtime"
 )
 
-// bundleFiles add to the demo a Bundle type, the primary of the reconciler
-// flag-bundles, and a FlagBundle type, its output, and the bundle web.
-var bundleFiles = map[string][]byte{
-	".cup/bundles.yaml": []byte(`apiVersion: cup.dev/v1alpha1
-kind: ResourceDefinition
-metadata: {name: bundles.flags.cup.dev}
-spec:
-  group: flags.cup.dev
-  names: {kind: Bundle, singular: bundle, plural: bundles}
-  versions: {v1alpha1: {schemaTarget: spec, schema: {type: object}}}
----
-apiVersion: cup.dev/v1alpha1
-kind: ResourceDefinition
-metadata: {name: flagbundles.flags.cup.dev}
-spec:
-  group: flags.cup.dev
-  names: {kind: FlagBundle, singular: flagbundle, plural: flagbundles}
-  versions: {v1alpha1: {schemaTarget: spec, schema: {type: object}}}
----
-apiVersion: cup.dev/v1alpha1
-kind: Controller
-metadata: {name: bundles}
-spec:
-  type: template
-  spec:
-    list_template: "bundles/{{ .Namespace }}/*.json"
-    resource_template: "bundles/{{ .Namespace }}/{{ .Name }}.json"
----
-apiVersion: cup.dev/v1alpha1
-kind: Controller
-metadata: {name: flagbundles}
-spec:
-  type: template
-  spec:
-    list_template: "flagbundles/{{ .Namespace }}/*.json"
-    resource_template: "flagbundles/{{ .Namespace }}/{{ .Name }}.json"
----
-apiVersion: cup.dev/v1alpha1
-kind: APIBinding
-metadata: {name: bundles}
-spec: {controller: bundles, resources: [flags.cup.dev/v1alpha1/bundles]}
----
-apiVersion: cup.dev/v1alpha1
-kind: APIBinding
-metadata: {name: flagbundles}
-spec: {controller: flagbundles, resources: [flags.cup.dev/v1alpha1/flagbundles]}
-`),
-	"bundles/default/web.json": []byte(`{"apiVersion": "flags.cup.dev/v1alpha1", "kind": "Bundle", "metadata": {"namespace": "default", "name": "web"}, "spec": {"selector": {"matchLabels": {"team": "web"}}}}`),
-}
-
-// newReconciledServer serves the demo with the bundle types in memory
+// newReconciledServer serves the demo with servertest's bundle types in memory
 // (internal/servertest) and runs two reconcilers over it until the test
 // ends: flag-bundles, which writes a FlagBundle of the flags each Bundle
 // selects, and audit, which reads flags and services and writes nothing.
@@ -70,8 +20,8 @@ func newReconciledServer(t *testing.T) string {
 	t.Helper()
 	var (
 		flags       = controller.Type{Group: "flags.cup.dev", Version: "v1alpha1", Kind: "Flag", Plural: "flags"}
-		bundles     = controller.Type{Group: "flags.cup.dev", Version: "v1alpha1", Kind: "Bundle", Plural: "bundles"}
-		flagBundles = controller.Type{Group: "flags.cup.dev", Version: "v1alpha1", Kind: "FlagBundle", Plural: "flagbundles"}
+		bundles     = servertest.BundleType
+		flagBundles = servertest.FlagBundleType
 		services    = controller.Type{Group: "apps.cup.dev", Version: "v1alpha1", Kind: "Service", Plural: "services"}
 	)
 	rs := []*runtime.Reconciler{{
@@ -102,7 +52,7 @@ func newReconciledServer(t *testing.T) string {
 		Transform: runtime.TransformFunc(func(context.Context, *runtime.Request) (*runtime.Response, error) { return &runtime.Response{}, nil }),
 		Write:     runtime.Write{Mode: runtime.WriteDirect},
 	}}
-	srv := servertest.Start(t, servertest.WithFiles(bundleFiles))
+	srv := servertest.Start(t, servertest.WithBundles())
 	rt, err := runtime.New(srv.Server.ReconcileStore(), rs, runtime.Options{Poll: 10 * time.Millisecond, Logger: servertest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
