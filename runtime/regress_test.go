@@ -3,6 +3,9 @@ package runtime_test
 import (
 	"context"
 	"fmt"
+	"github.com/cup-dev/cup/controller"
+	"github.com/cup-dev/cup/internal/servertest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -179,5 +182,47 @@ func TestStatusIsDerivedOnce(t *testing.T) {
 	}
 	if got := calls.Load() - before; got != 1 {
 		t.Fatalf("Status at a new commit ran the transform %d times, want 1", got)
+	}
+}
+
+// listCounter counts the List calls of a store, by type.
+type listCounter struct {
+	runtime.Store
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (s *listCounter) List(ctx context.Context, commit string, t controller.Type, namespaces []string) ([]*controller.Resource, error) {
+	s.mu.Lock()
+	s.calls[t.Plural]++
+	s.mu.Unlock()
+	return s.Store.List(ctx, commit, t, namespaces)
+}
+
+// TestViewIsBuiltOnce: many Status calls at a commit whose view is not
+// built yet (every Get of a primary after a new commit asks) read the
+// inputs once, not once per call.
+func TestViewIsBuiltOnce(t *testing.T) {
+	t.Parallel()
+	srv := servertest.Start(t, servertest.WithBundles())
+	store := &listCounter{Store: srv.Server.ReconcileStore(), calls: map[string]int{}}
+	var calls atomic.Int64
+	rt, err := runtime.New(store, []*runtime.Reconciler{bundleReconciler(compile(&calls))}, runtime.Options{Logger: servertest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			if _, err := rt.Status(t.Context(), "", bundleType, "default", "web"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	if store.calls["bundles"] != 1 || store.calls["flags"] != 1 || store.calls["flagbundles"] != 1 {
+		t.Fatalf("16 concurrent Status calls listed %v, want each type once", store.calls)
 	}
 }

@@ -12,10 +12,20 @@ import (
 )
 
 // viewCache keeps the views of the last few commits: the head's, and the
-// one before it while changes between them are mapped.
+// one before it while changes between them are mapped. A view is built
+// once: callers asking for a commit whose view is being built (the loop,
+// and Status for every Get of a primary after a new commit) wait for it.
 type viewCache struct {
 	mu    sync.Mutex
-	views []*view // newest last
+	views []*viewEntry // newest last
+}
+
+// viewEntry is a view, built or being built.
+type viewEntry struct {
+	commit string
+	done   chan struct{} // closed once v or err is set
+	v      *view
+	err    error
 }
 
 const keptViews = 4
@@ -24,14 +34,42 @@ const keptViews = 4
 // reconciler reads or writes, read through the store (whose reads are
 // memoised per commit).
 func (rt *Runtime) viewAt(ctx context.Context, commit string) (*view, error) {
-	rt.views.mu.Lock()
-	for _, v := range rt.views.views {
-		if v.commit == commit {
-			rt.views.mu.Unlock()
-			return v, nil
+	c := &rt.views
+	c.mu.Lock()
+	for _, e := range c.views {
+		if e.commit == commit {
+			c.mu.Unlock()
+			select {
+			case <-e.done:
+				if e.err == nil {
+					return e.v, nil
+				}
+				return rt.viewAt(ctx, commit) // the failed build is gone: build again
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 		}
 	}
-	rt.views.mu.Unlock()
+	e := &viewEntry{commit: commit, done: make(chan struct{})}
+	c.views = append(c.views, e)
+	if len(c.views) > keptViews {
+		c.views = c.views[1:]
+	}
+	c.mu.Unlock()
+	// The build is shared: one caller's cancellation does not fail it for
+	// the others waiting.
+	e.v, e.err = rt.buildView(context.WithoutCancel(ctx), commit)
+	if e.err != nil {
+		c.mu.Lock()
+		c.views = slices.DeleteFunc(c.views, func(x *viewEntry) bool { return x == e })
+		c.mu.Unlock()
+	}
+	close(e.done)
+	return e.v, e.err
+}
+
+// buildView reads the view of commit.
+func (rt *Runtime) buildView(ctx context.Context, commit string) (*view, error) {
 	v := &view{commit: commit, types: map[controller.Type]*objects{}, index: map[string]*reconcilerIndex{}}
 	// Primaries first: a type whose namespaces cannot be listed is read
 	// in theirs.
@@ -70,12 +108,6 @@ func (rt *Runtime) viewAt(ctx context.Context, commit string) (*view, error) {
 	for _, r := range rt.rs {
 		v.index[r.Name] = v.buildIndex(r)
 	}
-	rt.views.mu.Lock()
-	rt.views.views = append(rt.views.views, v)
-	if len(rt.views.views) > keptViews {
-		rt.views.views = rt.views.views[1:]
-	}
-	rt.views.mu.Unlock()
 	return v, nil
 }
 
