@@ -57,25 +57,12 @@ func bundleReconciler(tr runtime.Transform) *runtime.Reconciler {
 }
 
 // startDemo serves the demo with servertest's bundle types in place of
-// its own (servertest.WithBundles) and runs the runtime over the server
-// until the test ends.
+// its own (servertest.WithBundles) and runs rs over the server until the
+// test ends.
 func startDemo(t *testing.T, rs ...*runtime.Reconciler) (*servertest.Server, *runtime.Runtime) {
 	t.Helper()
 	srv := servertest.Start(t, servertest.WithBundles())
-	rt, err := runtime.New(srv.Server.ReconcileStore(), rs, runtime.Options{Poll: 10 * time.Millisecond, Logger: servertest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- rt.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
-	return srv, rt
+	return srv, servertest.Reconcile(t, srv, rs, runtime.Options{Poll: 10 * time.Millisecond})
 }
 
 func getJSON(t *testing.T, srv *servertest.Server, path string) (int, map[string]any) {

@@ -82,21 +82,7 @@ func audit() *runtime.Reconciler {
 func reconciled(t *testing.T, poll time.Duration, rs []*runtime.Reconciler, opts ...servertest.Option) (*servertest.Server, *runtime.Runtime) {
 	t.Helper()
 	srv := servertest.Start(t, append([]servertest.Option{servertest.WithBundles()}, opts...)...)
-	rt, err := runtime.New(srv.Server.ReconcileStore(), rs, runtime.Options{Poll: poll, Logger: servertest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Server.SetReconcilers(rt)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- rt.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
-	return srv, rt
+	return srv, servertest.Reconcile(t, srv, rs, runtime.Options{Poll: poll})
 }
 
 // within polls cond until it holds, for at most d.

@@ -53,20 +53,7 @@ func newReconciledServer(t *testing.T) string {
 		Write:     runtime.Write{Mode: runtime.WriteDirect},
 	}}
 	srv := servertest.Start(t, servertest.WithBundles())
-	rt, err := runtime.New(srv.Server.ReconcileStore(), rs, runtime.Options{Poll: 10 * time.Millisecond, Logger: servertest.Logger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Server.SetReconcilers(rt)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- rt.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
+	servertest.Reconcile(t, srv, rs, runtime.Options{Poll: 10 * time.Millisecond})
 	return srv.URL
 }
 

@@ -1,9 +1,12 @@
 package servertest
 
 import (
+	"context"
 	"strings"
+	"testing"
 
 	"github.com/cup-dev/cup/controller"
+	"github.com/cup-dev/cup/runtime"
 )
 
 // The types WithBundles serves, for tests of reconcilers.
@@ -75,4 +78,30 @@ func WithBundles() Option {
 		o.files[".cup/bundles.yaml"] = []byte(bundleConfig)
 		o.files["bundles/default/web.json"] = []byte(`{"apiVersion": "flags.cup.dev/v1alpha1", "kind": "Bundle", "metadata": {"namespace": "default", "name": "web"}, "spec": {"selector": {"matchLabels": {"team": "web"}}}}`)
 	}
+}
+
+// Reconcile runs the reconcilers rs over srv (runtime.New over its
+// ReconcileStore, set on the server for status, the graph and pokes after
+// writes) until the test ends, with o's options; a nil o.Logger logs to
+// the test.
+func Reconcile(t testing.TB, srv *Server, rs []*runtime.Reconciler, o runtime.Options) *runtime.Runtime {
+	t.Helper()
+	if o.Logger == nil {
+		o.Logger = Logger(t)
+	}
+	rt, err := runtime.New(srv.Server.ReconcileStore(), rs, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Server.SetReconcilers(rt)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rt.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return rt
 }
