@@ -29,7 +29,7 @@ func (rt *Runtime) WaitIdle(ctx context.Context) error {
 		}
 		changed := rt.changed
 		cur := rt.cur
-		busy := len(rt.batches) > 0 || rt.flushing > 0 || rt.mapping
+		busy := len(rt.batches) > 0 || rt.flushing > 0 || rt.mapping || rt.lanesMovingLocked()
 		rt.mu.Unlock()
 		if st := rt.q.Stats(); !busy && cur != nil && st.Ready == 0 && st.InFlight == 0 {
 			head, err := rt.store.Head(ctx)

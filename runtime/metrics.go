@@ -12,6 +12,7 @@ type Metrics struct {
 	depth, longest   prometheus.Gauge
 	written, deleted *prometheus.CounterVec
 	paused           *prometheus.CounterVec
+	changeSets       prometheus.Gauge
 }
 
 // NewMetrics makes the metrics and registers them with reg (nil: none).
@@ -40,9 +41,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Outputs deleted by reconcilers (no longer produced, or their primary gone)."}, by),
 		paused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cup_reconciler_paused_total",
 			Help: "Times a reconciler was paused for writing more commits a minute than allowed."}, by),
+		changeSets: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cup_reconciler_change_sets",
+			Help: "Change sets (proposals) whose changes the reconcilers follow."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.total, m.errors, m.panics, m.duration, m.adds, m.retries, m.depth, m.longest, m.written, m.deleted, m.paused)
+		reg.MustRegister(m.total, m.errors, m.panics, m.duration, m.adds, m.retries, m.depth, m.longest, m.written, m.deleted, m.paused, m.changeSets)
 	}
 	return m
 }

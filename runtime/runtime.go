@@ -29,9 +29,10 @@ type Store interface {
 	// CommitTime returns when commit was committed.
 	CommitTime(ctx context.Context, commit string) (time.Time, error)
 	// Write makes the changes one commit, through the normal write path.
-	// In direct mode it fails with an error wrapping ErrStale when the
-	// branch is no longer at req.Base: the changes were computed from
-	// inputs that may have changed since.
+	// In direct mode, and when joining a change set (req.Join), it fails
+	// with an error wrapping ErrStale (a *StaleError naming the head, when
+	// it can) when the branch or change set is no longer at req.Base: the
+	// changes were computed from inputs that may have changed since.
 	Write(ctx context.Context, req *WriteRequest) (*WriteResult, error)
 }
 
@@ -44,8 +45,14 @@ type WriteRequest struct {
 	Changes []Change
 	Message string
 	// ChangeSet, in proposal mode, is the reconciler's change set to add
-	// to; empty starts one.
+	// to; empty starts one. With Join it is the change set of another
+	// writer that the outputs were computed in.
 	ChangeSet string
+	// Join says that the outputs join ChangeSet, a change set another
+	// writer made (see Runtime.PokeChangeSet), whatever the reconciler's
+	// mode: the write adds to it although another requester owns it, and
+	// only if it is still at Base.
+	Join bool
 }
 
 // WriteResult is what a write made.
@@ -89,12 +96,24 @@ type Options struct {
 	Metrics *Metrics
 	// MaxQueued bounds the keys queued (default 1,000,000).
 	MaxQueued int
+	// MaxChangeSets bounds the change sets followed at once (default
+	// DefaultMaxChangeSets); see Runtime.PokeChangeSet.
+	MaxChangeSets int
 }
 
-// work is one primary of one reconciler.
+// work is one primary of one reconciler, on the served branch (lane "")
+// or in a change set.
 type work struct {
 	reconciler int
 	key
+	lane string
+}
+
+// batchKey names the batch of one reconciler's outputs on the served
+// branch (lane "") or in one change set.
+type batchKey struct {
+	reconciler int
+	lane       string
 }
 
 // Runtime runs reconcilers against a Store.
@@ -110,7 +129,8 @@ type Runtime struct {
 
 	mu         sync.Mutex
 	cur        *view
-	batches    map[int]*batch
+	batches    map[batchKey]*batch
+	lanes      map[string]*lane
 	writes     map[int][]time.Time // commit times of the last minute, per reconciler
 	pausedTill map[int]time.Time
 	changeSets map[int]string
@@ -165,6 +185,9 @@ func New(store Store, rs []*Reconciler, o Options) (*Runtime, error) {
 	if o.MaxQueued <= 0 {
 		o.MaxQueued = 1_000_000
 	}
+	if o.MaxChangeSets <= 0 {
+		o.MaxChangeSets = DefaultMaxChangeSets
+	}
 	b := queue.DefaultBackoff()
 	if o.Backoff != nil {
 		b = *o.Backoff
@@ -173,7 +196,8 @@ func New(store Store, rs []*Reconciler, o Options) (*Runtime, error) {
 		store: store, rs: rs, o: o, log: o.Logger, m: o.Metrics,
 		q:          queue.New[work](queue.Options{Backoff: b, Clock: o.Clock, MaxItems: o.MaxQueued}),
 		poke:       make(chan struct{}, 1),
-		batches:    map[int]*batch{},
+		batches:    map[batchKey]*batch{},
+		lanes:      map[string]*lane{},
 		writes:     map[int][]time.Time{},
 		pausedTill: map[int]time.Time{},
 		changeSets: map[int]string{},
@@ -220,6 +244,7 @@ func (rt *Runtime) Run(ctx context.Context) error {
 		if err := rt.follow(ctx); err != nil && ctx.Err() == nil {
 			rt.log.WarnContext(ctx, "reconcilers: reading the head failed", "error", err)
 		}
+		rt.followLanes(ctx)
 		if rt.o.Resync > 0 && rt.o.Clock.Now().Sub(lastResync) >= rt.o.Resync {
 			lastResync = rt.o.Clock.Now()
 			rt.resync()
@@ -272,7 +297,7 @@ func (rt *Runtime) follow(ctx context.Context) error {
 	}
 	for i, r := range rt.rs {
 		for _, k := range wake(prev, next, r, func(o ref) []key { return rt.blockedOn(i, o) }) {
-			rt.add(work{i, k})
+			rt.add(work{reconciler: i, key: k})
 		}
 	}
 	return nil
@@ -292,11 +317,11 @@ func (rt *Runtime) resync() {
 		// in between, and reconciled twice.
 		primaries, owners := v.objectsOf(r.For).byKey, v.indexOf(r).owned
 		for k := range primaries {
-			rt.add(work{i, k})
+			rt.add(work{reconciler: i, key: k})
 		}
 		for k := range owners {
 			if _, ok := primaries[k]; !ok {
-				rt.add(work{i, k})
+				rt.add(work{reconciler: i, key: k})
 			}
 		}
 	}
@@ -335,6 +360,19 @@ func (rt *Runtime) current() *view {
 func (rt *Runtime) reconcile(ctx context.Context, w work) {
 	r := rt.rs[w.reconciler]
 	v := rt.current()
+	if w.lane != "" {
+		var ok bool
+		var err error
+		if v, ok, err = rt.laneView(ctx, w.lane); !ok {
+			if err != nil && ctx.Err() == nil {
+				rt.log.WarnContext(ctx, "reconcilers: reading a change set failed; it is no longer reconciled",
+					"change_set", w.lane, "error", err)
+				rt.dropLane(w.lane)
+			}
+			rt.q.Forget(w) // the change set is no longer followed
+			return
+		}
+	}
 	if v == nil {
 		return
 	}
@@ -351,7 +389,8 @@ func (rt *Runtime) reconcile(ctx context.Context, w work) {
 			rt.m.panics.WithLabelValues(r.Name).Inc()
 		}
 		rt.m.errors.WithLabelValues(r.Name).Inc()
-		rt.log.WarnContext(ctx, "reconcile failed", "reconciler", r.Name, "primary", w.key.String(), "commit", v.commit, "error", out.err)
+		rt.log.WarnContext(ctx, "reconcile failed", "reconciler", r.Name, "primary", w.key.String(), "commit", v.commit,
+			"change_set", w.lane, "error", out.err)
 		if out.invalid {
 			rt.q.Forget(w) // nothing to retry until an input changes
 		} else {
@@ -372,14 +411,19 @@ func (rt *Runtime) reconcile(ctx context.Context, w work) {
 	}
 	rt.m.total.WithLabelValues(r.Name, result).Inc()
 	rt.log.DebugContext(ctx, "reconciled", "reconciler", r.Name, "primary", w.key.String(), "commit", v.commit,
-		"result", result, "changes", len(out.changes), "conflicts", len(out.conflicts))
+		"change_set", w.lane, "result", result, "changes", len(out.changes), "conflicts", len(out.conflicts))
 }
 
 // setBlocked records the outputs that primary w wants and another owner
 // holds, as evaluated at v: a change of one of them wakes w (see wake).
 // If the runtime has read a newer head meanwhile, whose changes were
-// mapped before this record was made, w is queued again.
+// mapped before this record was made, w is queued again. Only the served
+// branch keeps the record: in a change set a conflict is a condition
+// until the change set's next commit.
 func (rt *Runtime) setBlocked(w work, v *view, refs []ref) {
+	if w.lane != "" {
+		return
+	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	for _, o := range rt.blocking[w] {

@@ -34,6 +34,14 @@ const keptViews = 4
 // reconciler reads or writes, read through the store (whose reads are
 // memoised per commit).
 func (rt *Runtime) viewAt(ctx context.Context, commit string) (*view, error) {
+	// The head's view stays in use when change sets' views have pushed it
+	// out of the cache.
+	rt.mu.Lock()
+	cur := rt.cur
+	rt.mu.Unlock()
+	if cur != nil && cur.commit == commit {
+		return cur, nil
+	}
 	c := &rt.views
 	c.mu.Lock()
 	for _, e := range c.views {

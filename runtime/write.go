@@ -19,9 +19,10 @@ type batch struct {
 }
 
 // enqueueWrite hands a reconcile's changes to the writer: at once without
-// a batching window, else into the reconciler's batch.
+// a batching window, else into the reconciler's batch for w's lane.
 func (rt *Runtime) enqueueWrite(ctx context.Context, w work, base string, changes []Change) {
 	r := rt.rs[w.reconciler]
+	bk := batchKey{w.reconciler, w.lane}
 	rt.mu.Lock()
 	if till, ok := rt.pausedTill[w.reconciler]; ok {
 		if now := rt.o.Clock.Now(); now.Before(till) {
@@ -31,10 +32,10 @@ func (rt *Runtime) enqueueWrite(ctx context.Context, w work, base string, change
 		}
 		delete(rt.pausedTill, w.reconciler)
 	}
-	b := rt.batches[w.reconciler]
+	b := rt.batches[bk]
 	if b == nil {
 		b = &batch{changes: map[key][]Change{}, work: map[key]work{}}
-		rt.batches[w.reconciler] = b
+		rt.batches[bk] = b
 	}
 	b.base = base // the newest view the changes were computed at
 	b.changes[w.key] = changes
@@ -44,14 +45,14 @@ func (rt *Runtime) enqueueWrite(ctx context.Context, w work, base string, change
 			rt.timers.Add(1) // Run waits for the write the window ends with
 			b.timer = rt.o.Clock.AfterFunc(r.Write.BatchWindow, func() {
 				defer rt.timers.Done()
-				rt.flush(context.WithoutCancel(ctx), w.reconciler)
+				rt.flush(context.WithoutCancel(ctx), bk)
 			})
 		}
 		rt.mu.Unlock()
 		return
 	}
 	rt.mu.Unlock()
-	rt.flush(ctx, w.reconciler)
+	rt.flush(ctx, bk)
 }
 
 // flushAll writes every open batch, at shutdown.
@@ -59,19 +60,25 @@ func (rt *Runtime) flushAll(ctx context.Context) {
 	rt.mu.Lock()
 	ids := slices.Collect(maps.Keys(rt.batches))
 	rt.mu.Unlock()
-	for _, i := range ids {
-		rt.flush(ctx, i)
+	for _, bk := range ids {
+		rt.flush(ctx, bk)
 	}
 }
 
-// flush writes reconciler i's batch as one commit. A stale base or a
-// failure queues its primaries again: they are computed anew at the head.
-func (rt *Runtime) flush(ctx context.Context, i int) {
+// flush writes a reconciler's batch as one commit: on the served branch
+// (or into the reconciler's own change set, in proposal mode), or into
+// the change set of its lane. A stale base or a failure queues its
+// primaries again: they are computed anew at the head.
+func (rt *Runtime) flush(ctx context.Context, bk batchKey) {
+	i := bk.reconciler
 	r := rt.rs[i]
 	rt.mu.Lock()
-	b := rt.batches[i]
-	delete(rt.batches, i)
+	b := rt.batches[bk]
+	delete(rt.batches, bk)
 	changeSet := rt.changeSets[i]
+	if bk.lane != "" {
+		changeSet = bk.lane
+	}
 	if b != nil {
 		rt.flushing++
 	}
@@ -97,8 +104,12 @@ func (rt *Runtime) flush(ctx context.Context, i int) {
 		changes = append(changes, b.changes[k]...)
 	}
 	req := &WriteRequest{Reconciler: r.Name, Mode: r.Write.Mode, Base: b.base, Changes: changes, ChangeSet: changeSet,
-		Message: message(r, keys, changes)}
+		Join: bk.lane != "", Message: message(r, keys, changes)}
 	res, err := rt.store.Write(ctx, req)
+	if bk.lane != "" {
+		rt.flushed(ctx, bk, b, keys, changes, res, err)
+		return
+	}
 	if errors.Is(err, ErrChangeSetGone) && changeSet != "" {
 		rt.mu.Lock()
 		delete(rt.changeSets, i)
@@ -128,6 +139,69 @@ func (rt *Runtime) flush(ctx context.Context, i int) {
 		}
 		return
 	}
+	rt.mu.Lock()
+	if res.ChangeSet != "" {
+		rt.changeSets[i] = res.ChangeSet
+	}
+	rt.mu.Unlock()
+	rt.written(ctx, bk, b, keys, changes, res)
+}
+
+// flushed ends the write of a batch into a change set that the lane
+// follows: a stale base reads the change set's new head first, a change
+// set that is gone (merged or closed) is no longer followed.
+func (rt *Runtime) flushed(ctx context.Context, bk batchKey, b *batch, keys []key, changes []Change, res *WriteResult, err error) {
+	r := rt.rs[bk.reconciler]
+	switch {
+	case errors.Is(err, ErrChangeSetGone):
+		rt.log.InfoContext(ctx, "a change set is gone (merged or closed); its changes are reconciled on the branch",
+			"reconciler", r.Name, "change_set", bk.lane)
+		rt.dropLane(bk.lane)
+		for _, k := range keys {
+			rt.q.Forget(b.work[k])
+		}
+		return
+	case errors.Is(err, ErrStale):
+		head := staleHead(err)
+		rt.log.DebugContext(ctx, "reconcile outputs are stale; computing them again at the change set's head",
+			"reconciler", r.Name, "change_set", bk.lane, "head", head, "primaries", len(keys))
+		rt.mu.Lock()
+		if l := rt.lanes[bk.lane]; l != nil && head != "" {
+			rt.pokeLaneLocked(bk.lane, "", head)
+		}
+		rt.mu.Unlock()
+		// The lane's new head is mapped before these run again: they
+		// were woken by changes the new head may have undone.
+		rt.followLanes(ctx)
+		for _, k := range keys {
+			rt.add(b.work[k])
+		}
+		return
+	case err != nil:
+		rt.log.WarnContext(ctx, "writing reconcile outputs failed", "reconciler", r.Name, "change_set", bk.lane,
+			"primaries", len(keys), "error", err)
+		rt.m.errors.WithLabelValues(r.Name).Inc()
+		for _, k := range keys {
+			_ = rt.q.AddRateLimited(b.work[k])
+			rt.m.retries.WithLabelValues(r.Name).Inc()
+		}
+		return
+	}
+	if res.Commit != "" {
+		rt.mu.Lock()
+		if l := rt.lanes[bk.lane]; l != nil {
+			rt.pokeLaneLocked(bk.lane, "", res.Commit)
+		}
+		rt.mu.Unlock()
+	}
+	rt.written(ctx, bk, b, keys, changes, res)
+}
+
+// written accounts for a batch that was written: metrics, the log, the
+// runaway guard, and the primaries' backoff.
+func (rt *Runtime) written(ctx context.Context, bk batchKey, b *batch, keys []key, changes []Change, res *WriteResult) {
+	i := bk.reconciler
+	r := rt.rs[i]
 	var written, deleted int
 	for _, c := range changes {
 		if c.Resource == nil {
@@ -138,13 +212,14 @@ func (rt *Runtime) flush(ctx context.Context, i int) {
 	}
 	rt.m.written.WithLabelValues(r.Name).Add(float64(written))
 	rt.m.deleted.WithLabelValues(r.Name).Add(float64(deleted))
-	rt.log.InfoContext(ctx, "reconcile outputs written", "reconciler", r.Name, "commit", res.Commit, "change_set", res.ChangeSet,
-		"primaries", len(keys), "written", written, "deleted", deleted)
+	changeSet := res.ChangeSet
+	if bk.lane != "" {
+		changeSet = bk.lane
+	}
+	rt.log.InfoContext(ctx, "reconcile outputs written", "reconciler", r.Name, "commit", res.Commit, "change_set", changeSet,
+		"joined", bk.lane != "", "primaries", len(keys), "written", written, "deleted", deleted)
 	now := rt.o.Clock.Now()
 	rt.mu.Lock()
-	if res.ChangeSet != "" {
-		rt.changeSets[i] = res.ChangeSet
-	}
 	recent := rt.writes[i][:0]
 	for _, t := range rt.writes[i] {
 		if now.Sub(t) < time.Minute {

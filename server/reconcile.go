@@ -74,8 +74,9 @@ func (rs reconcileStore) List(ctx context.Context, commit string, ct controller.
 	return out, nil
 }
 
-// Write commits a reconciler's changes. In direct mode the base must
-// still be the head: the outputs were computed from its inputs.
+// Write commits a reconciler's changes. In direct mode, and when they
+// join another writer's change set, the base must still be the head of
+// the branch or change set: the outputs were computed from its inputs.
 func (rs reconcileStore) Write(ctx context.Context, req *runtime.WriteRequest) (*runtime.WriteResult, error) {
 	s := rs.s
 	release, err := s.writes.acquire()
@@ -97,10 +98,13 @@ func (rs reconcileStore) Write(ctx context.Context, req *runtime.WriteRequest) (
 		ChangeSet: req.ChangeSet,
 		Message:   req.Message,
 		Requester: "reconciler:" + req.Reconciler,
-		Resources: refs,
+		// Outputs that join a proposal go into it, whoever opened it: the
+		// change they derive from is in it.
+		OverrideOwner: req.Join,
+		Resources:     refs,
 		Apply: func(ctx context.Context, base *source.Snapshot, fs source.Writer) error {
-			if req.Mode == runtime.WriteDirect && base.Commit != req.Base {
-				return fmt.Errorf("%w: at %.12s, not %.12s", runtime.ErrStale, base.Commit, req.Base)
+			if (req.Mode == runtime.WriteDirect || req.Join) && base.Commit != req.Base {
+				return &runtime.StaleError{Base: req.Base, Head: base.Commit}
 			}
 			for i, c := range req.Changes {
 				t := types[i]

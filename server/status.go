@@ -15,6 +15,7 @@ import (
 	"github.com/cup-dev/cup/controller"
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/runtime"
+	"github.com/cup-dev/cup/source"
 )
 
 // This file serves what the reconciler runtime derives: the status
@@ -42,8 +43,13 @@ type Reconcilers interface {
 	// change once the reconcilers are set: the server reads it once, in
 	// SetReconcilers.
 	Graph() []runtime.Edge
-	// Poke says that a write through the server just made a commit.
+	// Poke says that a write through the server just made a commit on
+	// the served branch.
 	Poke()
+	// PokeChangeSet says that a write through the server added commit,
+	// on top of base, to change set name: the reconcilers' outputs join
+	// it.
+	PokeChangeSet(name, base, commit string)
 }
 
 // reconcilers is what SetReconcilers set: the runtime, and what its
@@ -101,11 +107,32 @@ func compareEdges(a, b runtime.Edge) int {
 	)
 }
 
-// pokeReconcilers tells the runtime, if any, that a write made a commit.
-func (s *Server) pokeReconcilers() {
-	if rs := s.recs.Load(); rs != nil {
-		rs.r.Poke()
+// pokeReconcilers tells the runtime, if any, that a write made a commit:
+// on the served branch, or in a change set (one the request named, or one
+// the source made for the write, in branch mode). A write that named
+// another branch is not reconciled.
+func (s *Server) pokeReconcilers(w *writeTarget, res *source.UpdateResult) {
+	rs := s.recs.Load()
+	if rs == nil {
+		return
 	}
+	changeSet := w.changeSet
+	if changeSet == "" {
+		served, ok := "", false
+		if db, can := s.src.(defaultBrancher); can {
+			b, err := db.DefaultBranch()
+			served, ok = b, err == nil
+		}
+		switch {
+		case !ok || res.Branch == served:
+			rs.r.Poke() // the runtime reads the served head itself
+			return
+		case w.revision != "":
+			return
+		}
+		changeSet = res.Branch
+	}
+	rs.r.PokeChangeSet(changeSet, res.Base, res.Commit)
 }
 
 // primary reports whether a reconciler has t as its primary type.

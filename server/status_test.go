@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/cup-dev/cup/auth"
 	"github.com/cup-dev/cup/controller"
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
+	"github.com/cup-dev/cup/internal/memsource"
 	"github.com/cup-dev/cup/internal/servertest"
 	"github.com/cup-dev/cup/runtime"
 	"github.com/cup-dev/cup/server"
@@ -465,7 +467,8 @@ func (failing) Graph() []runtime.Edge {
 	return []runtime.Edge{{Reconciler: "broken", Type: flagType, Kind: runtime.EdgePrimary}}
 }
 
-func (failing) Poke() {}
+func (failing) Poke()                                {}
+func (failing) PokeChangeSet(string, string, string) {}
 
 // TestStatusCallsGoThroughTheChain: status and graph calls are counted
 // under their RPC, over Connect and the REST form, carry a request id,
@@ -519,4 +522,93 @@ func TestStatusCallsGoThroughTheChain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pokes records what the server tells a runtime after writes.
+type pokes struct {
+	failing
+	mu  sync.Mutex
+	got []string
+}
+
+func (p *pokes) Poke() { p.add("served") }
+
+func (p *pokes) PokeChangeSet(name, base, commit string) {
+	p.add(fmt.Sprintf("change set %s %.7s..%.7s", name, base, commit))
+}
+
+func (p *pokes) add(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.got = append(p.got, s)
+}
+
+func (p *pokes) take() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	got := p.got
+	p.got = nil
+	return got
+}
+
+// TestWritesTellTheReconcilersWhere: a commit on the served branch pokes
+// the runtime, one in a change set (made for the write, in branch mode,
+// or named by it) names the change set with the commit and its parent, and
+// one on another branch, an unchanged write and a dry run tell nothing.
+func TestWritesTellTheReconcilersWhere(t *testing.T) {
+	t.Parallel()
+	put := func(t *testing.T, srv *servertest.Server, query string, rollout int) (int, map[string]any) {
+		t.Helper()
+		r := srv.Do(t, "PUT", flagsPath+"/dark-mode"+query, fmt.Sprintf(`{"spec": {"enabled": true, "rollout": %d}}`, rollout))
+		var body struct{ Result map[string]any }
+		_ = json.Unmarshal([]byte(r.Body), &body)
+		return r.Status, body.Result
+	}
+	short := func(v any) string { s, _ := v.(string); return s[:min(7, len(s))] }
+
+	t.Run("direct", func(t *testing.T) {
+		t.Parallel()
+		srv := servertest.Start(t)
+		p := &pokes{}
+		srv.Server.SetReconcilers(p)
+		if err := srv.Repo.Branch("other", "main"); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			query   string
+			rollout int
+			want    []string
+		}{
+			{"", 1, []string{"served"}},
+			{"?revision=main", 2, []string{"served"}},
+			{"?revision=other", 3, nil},
+			{"", 2, nil},             // unchanged
+			{"?dryRun=true", 4, nil}, // nothing committed
+		} {
+			if status, res := put(t, srv, tc.query, tc.rollout); status/100 != 2 {
+				t.Fatalf("PUT%s: %d %v", tc.query, status, res)
+			}
+			if got := p.take(); !slices.Equal(got, tc.want) {
+				t.Errorf("PUT%s told %q; want %q", tc.query, got, tc.want)
+			}
+		}
+	})
+
+	t.Run("branch", func(t *testing.T) {
+		t.Parallel()
+		srv := servertest.Start(t, servertest.WithSourceOptions(memsource.WithWriteMode(source.ModeBranch)))
+		p := &pokes{}
+		srv.Server.SetReconcilers(p)
+		_, res := put(t, srv, "", 1)
+		cs := res["branch"].(string)
+		want := []string{fmt.Sprintf("change set %s %s..%s", cs, short(res["baseCommit"]), short(res["commit"]))}
+		if got := p.take(); !slices.Equal(got, want) {
+			t.Errorf("a new change set told %q; want %q", got, want)
+		}
+		_, res = put(t, srv, "?changeSet="+cs, 2)
+		want = []string{fmt.Sprintf("change set %s %s..%s", cs, short(res["baseCommit"]), short(res["commit"]))}
+		if got := p.take(); !slices.Equal(got, want) {
+			t.Errorf("a write into the change set told %q; want %q", got, want)
+		}
+	})
 }

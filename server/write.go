@@ -180,7 +180,7 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (result *cupv1alpha1
 	}
 	if res.Commit != "" && !res.Replayed {
 		s.hub.poke() // watches see the commit now, not at the next poll
-		s.pokeReconcilers()
+		s.pokeReconcilers(w, res)
 	}
 	out := &cupv1alpha1.WriteResult{BaseCommit: res.Base, Commit: res.Commit, Branch: res.Branch, Replayed: res.Replayed}
 	if res.Proposal != nil {

@@ -175,6 +175,18 @@ func (r *Repo) Branch(name, rev string) error {
 	return r.cas(ref, plumbing.ZeroHash, commit)
 }
 
+// DeleteBranch removes branch name, as merging a proposal and deleting
+// its branch on a host does.
+func (r *Repo) DeleteBranch(name string) error {
+	ref := plumbing.ReferenceName("refs/heads/" + name)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.refLocked(ref.String()); !ok {
+		return fmt.Errorf("branch %q: %w", name, gitfs.ErrRefNotFound)
+	}
+	return r.mem.RemoveReference(ref)
+}
+
 // Tag creates tag name at the commit rev names (see Resolve): an annotated
 // tag holding message, or a lightweight one when message is empty. It
 // returns the id the tag's reference holds: the tag object's or the
