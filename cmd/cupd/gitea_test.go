@@ -274,11 +274,6 @@ type giteaPull struct {
 	} `json:"head"`
 }
 
-// TestGiteaEndToEnd runs cupd in proposal mode against a real Gitea: a PUT
-// opens a pull request, a second write joins it, a merge through Gitea's
-// API shows through Gitea's webhook, and with Gitea stopped reads go on
-// while writes answer 503 until it is back. It logs the time from a PUT to
-// its pull request and from a merge to cupd showing it.
 // startGiteaCupd starts a Gitea holding the demo repository as
 // acme/config, with a webhook to a cupd in proposal mode over it, and
 // returns them; it skips when CUP_GITEA is unset.
@@ -303,7 +298,7 @@ func startGiteaCupd(t testing.TB) (g *gitea, url string) {
 	t.Setenv("CUPD_SCM_TOKEN", g.token)
 	url, _, _ = start(t, "--address", "127.0.0.1:0", "--repository", remote, "--git-user", "acme",
 		"--fetch-interval", "0", "--scm", "gitea", "--scm-url", g.url, "--scm-repository", "acme/config",
-		"--proposal-labels", "cup,config", "--webhook-secret", "hook", "--scm-timeout", "5s")
+		"--proposal-labels", "cup,config", "--webhook-secret", "hook", "--scm-timeout", "5s", "--reconcile=true")
 
 	// Gitea's own webhook, signed with the secret, to cupd on loopback.
 	hook := map[string]any{"type": "gitea", "active": true, "events": []string{"pull_request"},
@@ -389,6 +384,12 @@ func p50(d []time.Duration) time.Duration {
 	return d[len(d)/2]
 }
 
+// TestGiteaEndToEnd runs cupd in proposal mode against a real Gitea: a PUT
+// opens a pull request, a second write joins it, the demo's reconciler
+// adds the bundle's change to it, a merge through Gitea's
+// API shows through Gitea's webhook, and with Gitea stopped reads go on
+// while writes answer 503 until it is back. It logs the time from a PUT to
+// its pull request and from a merge to cupd showing it.
 func TestGiteaEndToEnd(t *testing.T) {
 	g, url := startGiteaCupd(t)
 
@@ -424,6 +425,38 @@ func TestGiteaEndToEnd(t *testing.T) {
 	}
 	if g.api("GET", "/repos/acme/config/pulls/"+id, nil, &pr); !strings.Contains(pr.Body, "e2e-00") || !strings.Contains(pr.Body, "e2e-joined") {
 		t.Errorf("pull request %s's description does not name both resources:\n%s", id, pr.Body)
+	}
+	// The demo's reconciler commits the default bundle's change into the
+	// same pull request, on top of the two flags.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, body := get(t, url+"/apis/flags.cup.dev/v1alpha1/namespaces/default/flagbundles/default?revision="+branch)
+		if code == http.StatusOK && strings.Contains(body, `"e2e-00"`) && strings.Contains(body, `"e2e-joined"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pull request's bundle does not hold both flags 30 s after the writes: %d %s\n%s", code, body, g.log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var commits []struct {
+		Commit struct{ Message string }
+	}
+	// Gitea lists them newest first: the bundle's last, after the two
+	// flags' (each flag's followed by the bundle's, unless the second
+	// came before the first bundle was written).
+	code := g.api("GET", "/repos/acme/config/pulls/"+id+"/commits", nil, &commits)
+	var subjects []string
+	puts := 0
+	for _, c := range commits {
+		subject := strings.SplitN(c.Commit.Message, "\n", 2)[0]
+		subjects = append(subjects, subject)
+		if strings.HasPrefix(subject, "Put Flag default/e2e-") {
+			puts++
+		}
+	}
+	if code != http.StatusOK || puts != 2 || len(subjects) < 3 || !strings.HasPrefix(subjects[0], "Reconcile flag-bundles") {
+		t.Errorf("pull request %s's commits on Gitea (%d), newest first: %q; want the bundle's after the two flags'", id, code, subjects)
 	}
 	var open []giteaPull
 	g.api("GET", "/repos/acme/config/pulls?state=open&limit=50", nil, &open)
