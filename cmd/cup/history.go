@@ -79,7 +79,7 @@ modified or deleted) and SUBJECT (the commit message's first line).
 			fmt.Fprintln(tw, "REVISION\tAGE\tAUTHOR\tREQUESTED-BY\tCHANGE\tSUBJECT")
 			for _, e := range entries {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", shortRevision(e.GetCommit()), age(now, e.GetTime()),
-					orNone(e.GetAuthorName()), orNone(e.GetRequester()), changeName(e.GetChange()), e.GetSubject())
+					cell(orNone(e.GetAuthorName())), cell(orNone(e.GetRequester())), changeName(e.GetChange()), cell(e.GetSubject()))
 			}
 			return tw.Flush()
 		},

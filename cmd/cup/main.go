@@ -133,6 +133,7 @@ or against --certificate-authority alone when it is given.`,
 
 	root.AddCommand(
 		c.newGetCommand(),
+		c.newDescribeCommand(),
 		c.newApplyCommand(),
 		c.newDeleteCommand(),
 		c.newDiffCommand(),

@@ -51,7 +51,7 @@ Needs a cupd with an SCM configured (--scm).`,
 			tw := tabwriter.NewWriter(c.stdout, 0, 8, 3, ' ', 0)
 			fmt.Fprintln(tw, "ID\tSTATE\tBRANCH\tURL")
 			for _, p := range res.Msg.GetProposals() {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.GetId(), stateName(p.GetState()), p.GetBranch(), p.GetUrl())
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cell(p.GetId()), stateName(p.GetState()), cell(p.GetBranch()), cell(p.GetUrl()))
 			}
 			return tw.Flush()
 		},
