@@ -232,6 +232,8 @@ type resource struct {
 	Metadata meta            `json:"metadata"`
 	Items    []*meta         `json:"items"`
 	Raw      json.RawMessage `json:"raw"`
+	Count    int32           `json:"count"`
+	Enabled  bool            `json:"enabled"`
 	Skipped  string          `json:"-"`
 	internal string
 }
@@ -248,6 +250,17 @@ func TestShapeCheck(t *testing.T) {
 		want []document.ShapeProblem
 	}{
 		{name: "valid", doc: `{"kind": "K", "metadata": {"name": "n", "labels": {"a": "b"}}, "items": [{"name": "x"}, null], "raw": [1, {"any": "thing"}]}`},
+		{name: "integers and booleans", doc: `{"count": 2147483647, "enabled": false}`},
+		{
+			name: "not integers or booleans",
+			doc:  `{"count": 1.5, "enabled": "yes", "items": [{"name": "x"}], "kind": "K", "raw": 1}`,
+			want: []document.ShapeProblem{
+				{"count", "count: 1.5 is not an integer of 32 bits"},
+				{"enabled", "enabled: expected boolean, got string"},
+			},
+		},
+		{name: "integer too large", doc: `{"count": 2147483648}`, want: []document.ShapeProblem{{"count", "count: 2147483648 is not an integer of 32 bits"}}},
+		{name: "integer as a string", doc: `{"count": "3"}`, want: []document.ShapeProblem{{"count", "count: expected integer, got string"}}},
 		{name: "null anywhere", doc: `{"kind": null, "metadata": null, "items": [null]}`},
 		{name: "root", doc: `[]`, want: []document.ShapeProblem{{"", "document: expected object, got array"}}},
 		{

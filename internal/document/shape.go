@@ -6,6 +6,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -98,6 +99,18 @@ func (s *Shape) Check(path string, v any, t reflect.Type) []ShapeProblem {
 	case reflect.String:
 		if _, ok := v.(string); !ok {
 			return mismatch("string")
+		}
+	case reflect.Bool:
+		if _, ok := v.(bool); !ok {
+			return mismatch("boolean")
+		}
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		n, ok := v.(json.Number)
+		if !ok {
+			return mismatch("integer")
+		}
+		if _, err := strconv.ParseInt(n.String(), 10, t.Bits()); err != nil {
+			return []ShapeProblem{{path, fmt.Sprintf("%s: %s is not an integer of %d bits", orRoot(path), n, t.Bits())}}
 		}
 	case reflect.Slice:
 		arr, ok := v.([]any)
