@@ -25,12 +25,20 @@ type Reconciler struct {
 	Transform Transform
 	// Write says where and how often outputs are written.
 	Write Write
+	// UpdatesPrimary lets the transform change the primary's spec
+	// (Response.PrimarySpec), as a reference to the current output; the
+	// runtime refuses it otherwise.
+	UpdatesPrimary bool
 }
 
 // Watch is a watched input type with its mapper.
 type Watch struct {
 	Type   controller.Type
 	Mapper Mapper
+	// Namespace, for a selector mapper, reads the inputs from this
+	// namespace for the primaries of every namespace (organisation-wide
+	// inputs); empty reads them from each primary's own namespace.
+	Namespace string
 }
 
 // Output is a type a reconciler may write.
@@ -113,6 +121,11 @@ const (
 	// AnnotationBoundReferences lists the inputs an output was computed
 	// from, as a JSON array of "<group>/<kind>/<namespace>/<name>".
 	AnnotationBoundReferences = "cup.dev/bound-references"
+	// AnnotationOrphaned marks an output that is no longer its primary's
+	// current one (a copy-on-write transform keeps it while it is used):
+	// its value is the commit the reconcile that replaced it ran at.
+	// Deleting such an output is garbage collection, committed on its own.
+	AnnotationOrphaned = "cup.dev/orphaned"
 )
 
 // check reports what is wrong with a set of reconcilers: names, mapper
@@ -140,6 +153,9 @@ func check(rs []*Reconciler) error {
 		for i, w := range r.Watches {
 			if err := w.Mapper.check(); err != nil {
 				errs = append(errs, fmt.Errorf("reconciler %q: watches[%d]: %w", r.Name, i, err))
+			}
+			if w.Namespace != "" && w.Mapper.Kind != MapSelector {
+				errs = append(errs, fmt.Errorf("reconciler %q: watches[%d]: namespace is for the selector mapper, not %s", r.Name, i, w.Mapper.Kind))
 			}
 		}
 		if len(r.Outputs) == 0 {

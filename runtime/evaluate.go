@@ -1,11 +1,13 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -17,6 +19,10 @@ type Change struct {
 	Type            controller.Type
 	Namespace, Name string
 	Resource        *controller.Resource
+	// Orphaned, on a delete, is the commit an orphaned output was
+	// orphaned at (its cup.dev/orphaned annotation): the delete is garbage
+	// collection.
+	Orphaned string
 }
 
 // outcome is what a reconcile of one primary at one commit comes to: a
@@ -42,13 +48,14 @@ var errPanic = errors.New("the transform panicked")
 // evaluate reconciles primary k of r in view v without writing: the
 // outputs to write and delete, the conflicts, or the transform's error.
 // same remembers the outputs found up to date (nil: none).
-func evaluate(ctx context.Context, v *view, r *Reconciler, ix *reconcilerIndex, k key, same *sameSpecs) *outcome {
+func evaluate(ctx context.Context, v *view, r *Reconciler, ix *reconcilerIndex, k key, same *sameSpecs, changeSet string) *outcome {
 	out := &outcome{commit: v.commit}
 	primary := v.get(r.For, k)
 	owner := r.Name + "/" + k.Namespace + "/" + k.Name
 	desired := map[ref]*controller.Resource{}
 	if primary != nil {
-		req := &Request{Reconciler: r.Name, Revision: v.commit, Primary: primary.Clone(), Inputs: []*controller.Resource{}, Outputs: []*controller.Resource{}}
+		req := &Request{Reconciler: r.Name, Revision: v.commit, ChangeSet: changeSet, Primary: primary.Clone(),
+			Inputs: []*controller.Resource{}, Outputs: []*controller.Resource{}}
 		var bound []string
 		seen := map[ref]bool{}
 		type typed struct {
@@ -100,7 +107,11 @@ func evaluate(ctx context.Context, v *view, r *Reconciler, ix *reconcilerIndex, 
 				o.Metadata.Annotations = map[string]string{}
 			}
 			o.Metadata.Annotations[AnnotationOwner] = owner
-			o.Metadata.Annotations[AnnotationBoundReferences] = string(boundJSON)
+			if _, orphaned := o.Metadata.Annotations[AnnotationOrphaned]; !orphaned {
+				// An orphaned output is kept as it was, the inputs it was
+				// computed from included.
+				o.Metadata.Annotations[AnnotationBoundReferences] = string(boundJSON)
+			}
 			rf := ref{typeKey(t), key{o.Metadata.Namespace, o.Metadata.Name}}
 			if o.Metadata.Name == "" {
 				out.err = fmt.Errorf("outputs[%d]: metadata.name is required", i)
@@ -135,14 +146,40 @@ func evaluate(ctx context.Context, v *view, r *Reconciler, ix *reconcilerIndex, 
 		}
 		out.changes = append(out.changes, Change{Type: t, Namespace: rf.Namespace, Name: rf.Name, Resource: want})
 	}
+	// The primary's own spec, when the transform changes it.
+	if primary != nil && out.resp != nil && out.resp.PrimarySpec != nil && !jsonEqual(primary.Spec, out.resp.PrimarySpec) {
+		if !r.UpdatesPrimary {
+			out.err = errors.New("the transform changed the primary's spec, which the reconciler does not declare (updatesPrimary)")
+			out.changes = nil
+			return out
+		}
+		p := primary.Clone()
+		p.Spec = slices.Clone(out.resp.PrimarySpec)
+		p.Metadata.ResourceVersion = ""
+		out.changes = append(out.changes, Change{Type: r.For, Namespace: k.Namespace, Name: k.Name, Resource: p})
+	}
 	// Deletes: the primary's earlier outputs the run did not produce.
 	for _, o := range ix.owned[k] {
 		rf := ref{typeKey(o.Type), key{o.Res.Metadata.Namespace, o.Res.Metadata.Name}}
 		if _, ok := desired[rf]; !ok {
-			out.changes = append(out.changes, Change{Type: o.Type, Namespace: rf.Namespace, Name: rf.Name})
+			out.changes = append(out.changes, Change{Type: o.Type, Namespace: rf.Namespace, Name: rf.Name,
+				Orphaned: o.Res.Metadata.Annotations[AnnotationOrphaned]})
 		}
 	}
 	return out
+}
+
+// jsonEqual reports whether two JSON documents hold the same value,
+// numbers compared as written.
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	da, db := json.NewDecoder(bytes.NewReader(a)), json.NewDecoder(bytes.NewReader(b))
+	da.UseNumber()
+	db.UseNumber()
+	if da.Decode(&x) != nil || db.Decode(&y) != nil {
+		return bytes.Equal(a, b)
+	}
+	return reflect.DeepEqual(x, y)
 }
 
 // callTransform runs the transform, turning a panic into an error.

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -102,6 +103,15 @@ type reconcilerIndex struct {
 // labelPair is a label in a namespace, as the selector indexes hold it.
 type labelPair struct{ namespace, key, value string }
 
+// scope is the namespace the selector indexes of w hold a resource of
+// namespace ns under: its own, or "" when w reads a fixed namespace.
+func (w Watch) scope(ns string) string {
+	if w.Namespace != "" {
+		return ""
+	}
+	return ns
+}
+
 // owned is an output and its type.
 type owned struct {
 	Type controller.Type
@@ -133,6 +143,8 @@ func (v *view) buildIndex(r *Reconciler) *reconcilerIndex {
 			}
 			ix.owners[i] = owners
 		case MapSelector:
+			// With a fixed namespace, the indexes hold every primary and
+			// that namespace's inputs under the namespace "".
 			sel, selecting, all := map[key]map[string]string{}, map[labelPair][]key{}, map[string][]key{}
 			for k, p := range primaries.byKey {
 				m, ok := matchLabels(p, w.Mapper.Path)
@@ -140,18 +152,22 @@ func (v *view) buildIndex(r *Reconciler) *reconcilerIndex {
 					continue
 				}
 				sel[k] = m
+				ns := w.scope(k.Namespace)
 				if len(m) == 0 {
-					all[k.Namespace] = append(all[k.Namespace], k)
+					all[ns] = append(all[ns], k)
 					continue
 				}
 				least := slices.Min(slices.Collect(maps.Keys(m)))
-				lp := labelPair{k.Namespace, least, m[least]}
+				lp := labelPair{ns, least, m[least]}
 				selecting[lp] = append(selecting[lp], k)
 			}
 			labelled := map[labelPair][]key{}
 			for k, s := range v.objectsOf(w.Type).byKey {
+				if w.Namespace != "" && k.Namespace != w.Namespace {
+					continue
+				}
 				for lk, lv := range s.Metadata.Labels {
-					lp := labelPair{k.Namespace, lk, lv}
+					lp := labelPair{w.scope(k.Namespace), lk, lv}
 					labelled[lp] = append(labelled[lp], k)
 				}
 			}
@@ -212,9 +228,13 @@ func (v *view) primariesOf(r *Reconciler, ix *reconcilerIndex, i int, res *contr
 			return []key{pk}
 		}
 	case MapSelector:
-		out := slices.Clone(ix.selectAll[i][k.Namespace])
+		if w.Namespace != "" && k.Namespace != w.Namespace {
+			return nil
+		}
+		ns := w.scope(k.Namespace)
+		out := slices.Clone(ix.selectAll[i][ns])
 		for lk, lv := range res.Metadata.Labels {
-			for _, pk := range ix.selecting[i][labelPair{k.Namespace, lk, lv}] {
+			for _, pk := range ix.selecting[i][labelPair{ns, lk, lv}] {
 				if selectorMatches(ix.selectors[i][pk], res.Metadata.Labels) {
 					out = append(out, pk)
 				}
@@ -255,13 +275,13 @@ func (v *view) inputsOf(r *Reconciler, ix *reconcilerIndex, i int, p key) []*con
 			return nil
 		}
 		if len(sel) == 0 {
-			return slices.Clone(secondaries.byNamespace[p.Namespace])
+			return slices.Clone(secondaries.byNamespace[cmp.Or(w.Namespace, p.Namespace)])
 		}
 		// The secondaries that carry the selector's rarest label.
 		var fewest []key
 		first := true
 		for lk, lv := range sel {
-			if l := ix.labelled[i][labelPair{p.Namespace, lk, lv}]; first || len(l) < len(fewest) {
+			if l := ix.labelled[i][labelPair{w.scope(p.Namespace), lk, lv}]; first || len(l) < len(fewest) {
 				fewest, first = l, false
 			}
 		}

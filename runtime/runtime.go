@@ -110,10 +110,12 @@ type work struct {
 }
 
 // batchKey names the batch of one reconciler's outputs on the served
-// branch (lane "") or in one change set.
+// branch (lane "") or in one change set; garbage collection (gc: deletes
+// of orphaned outputs) is batched apart, to be committed on its own.
 type batchKey struct {
 	reconciler int
 	lane       string
+	gc         bool
 }
 
 // Runtime runs reconcilers against a Store.
@@ -378,7 +380,7 @@ func (rt *Runtime) reconcile(ctx context.Context, w work) {
 	}
 	start := rt.o.Clock.Now()
 	tctx, cancel := context.WithTimeout(ctx, rt.o.Timeout)
-	out := evaluate(tctx, v, r, v.indexOf(r), w.key, &rt.same)
+	out := evaluate(tctx, v, r, v.indexOf(r), w.key, &rt.same, w.lane)
 	cancel()
 	rt.m.duration.WithLabelValues(r.Name).Observe(rt.o.Clock.Now().Sub(start).Seconds())
 	result := "success"

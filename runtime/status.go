@@ -43,7 +43,7 @@ func (rt *Runtime) Status(ctx context.Context, commit string, t controller.Type,
 		cs, ok := rt.statuses.get(sk)
 		if !ok {
 			tctx, cancel := context.WithTimeout(ctx, rt.o.Timeout)
-			out := evaluate(tctx, v, r, v.indexOf(r), key{namespace, name}, &rt.same)
+			out := evaluate(tctx, v, r, v.indexOf(r), key{namespace, name}, &rt.same, "")
 			cancel()
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -83,7 +83,11 @@ func conditionsOf(r *Reconciler, out *outcome) []Condition {
 		return Condition{Type: t, Status: s, Reason: reason, Message: msg}
 	}
 	var cs []Condition
+	var ie *InvalidError
 	switch {
+	case errors.As(out.err, &ie):
+		cs = append(cs, cond(ConditionReady, False, ie.Reason, ie.Message), cond(ie.Type, True, ie.Reason, ie.Message))
+		return cs
 	case out.invalid:
 		cs = append(cs, cond(ConditionReady, False, "InvalidInput", out.err.Error()),
 			cond(ConditionInvalidInput, True, "InvalidInput", out.err.Error()))

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -37,6 +38,10 @@ type Request struct {
 	Reconciler string `json:"reconciler"`
 	// Revision is the commit the inputs were read at.
 	Revision string `json:"revision"`
+	// ChangeSet is the change set the reconcile runs in (see
+	// Runtime.PokeChangeSet); empty on the served branch. A transform
+	// that collects garbage does so on the served branch only.
+	ChangeSet string `json:"changeSet,omitempty"`
 	// Primary is the resource reconciled.
 	Primary *controller.Resource `json:"primary"`
 	// Inputs are the secondary resources the mappers relate to the
@@ -64,6 +69,11 @@ type Response struct {
 	// RequeueAfter asks for another reconcile of the primary after a
 	// while, with no error (a Go duration, e.g. "30s"). Zero asks for none.
 	RequeueAfter Duration `json:"requeueAfter,omitempty"`
+	// PrimarySpec, when set, is the primary's spec as the transform wants
+	// it (a reference to its current output, say), written in the same
+	// commit as the outputs. Only a reconciler with UpdatesPrimary may
+	// set it.
+	PrimarySpec json.RawMessage `json:"primarySpec,omitempty"`
 }
 
 // Condition is one status condition of a (reconciler, primary) pair, in
@@ -108,6 +118,18 @@ const (
 // failing: the runtime reports InvalidInput and does not retry until an
 // input changes.
 var ErrInvalidInput = errors.New("invalid input")
+
+// InvalidError is an ErrInvalidInput reported as a condition of the
+// transform's own type, e.g. InvalidConfiguration with reason Conflict;
+// nothing is written, so the outputs already written stay in use.
+type InvalidError struct {
+	Type, Reason, Message string
+}
+
+func (e *InvalidError) Error() string { return e.Message }
+
+// Is makes errors.Is(err, ErrInvalidInput) hold.
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalidInput }
 
 // Duration is a time.Duration that reads and writes as a Go duration
 // string in JSON ("1m30s").

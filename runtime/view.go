@@ -105,7 +105,13 @@ func (rt *Runtime) buildView(ctx context.Context, commit string) (*view, error) 
 			}
 			rs, err := rt.store.List(ctx, commit, t, nil)
 			if errors.Is(err, ErrNamespacesUnknown) {
-				rs, err = rt.store.List(ctx, commit, t, slices.Sorted(maps.Keys(v.types[typeKey(r.For)].byNamespace)))
+				nss := maps.Clone(v.types[typeKey(r.For)].byNamespace)
+				for _, w := range r.Watches {
+					if w.Namespace != "" && typeKey(w.Type) == typeKey(t) {
+						nss[w.Namespace] = nil
+					}
+				}
+				rs, err = rt.store.List(ctx, commit, t, slices.Sorted(maps.Keys(nss)))
 			}
 			if err != nil {
 				return nil, fmt.Errorf("reading %s at %.12s: %w", t.Plural, commit, err)

@@ -22,7 +22,7 @@ type batch struct {
 // a batching window, else into the reconciler's batch for w's lane.
 func (rt *Runtime) enqueueWrite(ctx context.Context, w work, base string, changes []Change) {
 	r := rt.rs[w.reconciler]
-	bk := batchKey{w.reconciler, w.lane}
+	bk := batchKey{w.reconciler, w.lane, collects(changes)}
 	rt.mu.Lock()
 	if till, ok := rt.pausedTill[w.reconciler]; ok {
 		if now := rt.o.Clock.Now(); now.Before(till) {
@@ -242,11 +242,25 @@ func (rt *Runtime) written(ctx context.Context, bk batchKey, b *batch, keys []ke
 	rt.Poke()
 }
 
+// collects reports whether changes are garbage collection only: deletes
+// of orphaned outputs.
+func collects(changes []Change) bool {
+	for _, c := range changes {
+		if c.Resource != nil || c.Orphaned == "" {
+			return false
+		}
+	}
+	return len(changes) > 0
+}
+
 // message is the commit message of a batch.
 func message(r *Reconciler, keys []key, changes []Change) string {
 	subject := fmt.Sprintf("Reconcile %s: %d output(s) for %s", r.Name, len(changes), keys[0])
 	if len(keys) > 1 {
 		subject = fmt.Sprintf("Reconcile %s: %d output(s) for %d primaries", r.Name, len(changes), len(keys))
+	}
+	if collects(changes) {
+		subject = fmt.Sprintf("Collect %s: %d orphaned output(s) no longer referenced", r.Name, len(changes))
 	}
 	var b strings.Builder
 	b.WriteString(subject + "\n\n")
@@ -255,7 +269,11 @@ func message(r *Reconciler, keys []key, changes []Change) string {
 		if c.Resource == nil {
 			verb = "delete"
 		}
-		fmt.Fprintf(&b, "%s %s/%s/%s %s/%s\n", verb, c.Type.Group, c.Type.Version, c.Type.Plural, c.Namespace, c.Name)
+		fmt.Fprintf(&b, "%s %s/%s/%s %s/%s", verb, c.Type.Group, c.Type.Version, c.Type.Plural, c.Namespace, c.Name)
+		if c.Orphaned != "" {
+			fmt.Fprintf(&b, " (orphaned at %.12s, no longer referenced)", c.Orphaned)
+		}
+		b.WriteByte('\n')
 	}
 	return b.String()
 }

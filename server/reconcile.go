@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/cup-dev/cup/controller"
@@ -142,5 +143,54 @@ func (rs reconcileStore) Write(ctx context.Context, req *runtime.WriteRequest) (
 	if res.Commit != "" {
 		s.hub.poke()
 	}
-	return &runtime.WriteResult{Commit: res.Commit, ChangeSet: res.Branch}, nil
+	out := &runtime.WriteResult{Commit: res.Commit}
+	if req.Mode == runtime.WriteProposal || req.ChangeSet != "" {
+		// A direct write's branch is the served one, not a change set
+		// for the next write to add to.
+		out.ChangeSet = res.Branch
+	}
+	return out, nil
+}
+
+// maxLayerFileBytes bounds a file ResourceFile reads: a resource's file
+// is at most a resource's size, with room for the files that hold
+// several.
+const maxLayerFileBytes = 4 << 20
+
+// ResourceFile returns the repository file that holds a resource at
+// commit, and its content, for transforms that report positions in it
+// (the CUE transform's conflicts). It fails with an error wrapping
+// errors.ErrUnsupported when the type's controller cannot say which file
+// that is.
+func (rs reconcileStore) ResourceFile(ctx context.Context, commit string, ct controller.Type, namespace, name string) (string, []byte, error) {
+	s := rs.s
+	t, err := s.lookup(ct.Group, ct.Version, ct.Plural)
+	if err != nil {
+		return "", nil, err
+	}
+	pm, ok := t.Controller.(controller.PathMapper)
+	if !ok {
+		return "", nil, fmt.Errorf("%s: %w: its controller does not map resources to files", t.Kind, errors.ErrUnsupported)
+	}
+	p, err := pm.ResourcePath(t.Type, namespace, name)
+	if err != nil {
+		return "", nil, err
+	}
+	snap, err := s.src.View(ctx, commit)
+	if err != nil {
+		return "", nil, err
+	}
+	f, err := snap.FS.Open(p)
+	if err != nil {
+		return "", nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxLayerFileBytes+1))
+	if err != nil {
+		return "", nil, err
+	}
+	if len(data) > maxLayerFileBytes {
+		return "", nil, fmt.Errorf("%s: larger than %d bytes", p, maxLayerFileBytes)
+	}
+	return p, data, nil
 }
