@@ -10,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cup-dev/cup/controller/wasm"
+	"github.com/cup-dev/cup/internal/cueeval"
 )
 
 // testWASM runs the demo's WASM controller for every fixture that starts
@@ -33,6 +34,7 @@ func wasmRuntime(t testing.TB) *wasm.Runtime {
 }
 
 func TestMain(m *testing.M) {
+	cueeval.Worker() // the demo's layered configuration evaluates CUE in a child: this binary
 	code := m.Run()
 	if testWASM != nil {
 		if err := testWASM.Close(context.Background()); err != nil && code == 0 {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cup-dev/cup/controller/wasm"
 	"github.com/cup-dev/cup/internal/app"
+	"github.com/cup-dev/cup/internal/cueeval"
 	"github.com/cup-dev/cup/server"
 )
 
@@ -27,6 +28,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 var testWASM *wasm.Runtime
 
 func TestMain(m *testing.M) {
+	cueeval.Worker() // the demo's layered configuration evaluates CUE in a child: this binary
 	flag.Parse()
 	// No test reads the user's configuration or environment.
 	dir, err := os.MkdirTemp("", "cup-test-")

@@ -6,12 +6,15 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/cup-dev/cup/internal/cueeval"
 )
 
 // TestMain fails the package when cupd leaves goroutines behind after it
 // shut down. Every cupd the tests start shares one WASM compilation cache,
 // so the demo's module is compiled once, not once per start.
 func TestMain(m *testing.M) {
+	cueeval.Worker()
 	dir, err := os.MkdirTemp("", "cupd-wasm-cache-*")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -28,6 +28,7 @@ import (
 	"github.com/cup-dev/cup/internal/auth/certs"
 	"github.com/cup-dev/cup/internal/auth/oidc"
 	"github.com/cup-dev/cup/internal/buildinfo"
+	"github.com/cup-dev/cup/internal/cueeval"
 	"github.com/cup-dev/cup/internal/proposals"
 	"github.com/cup-dev/cup/internal/registry"
 	"github.com/cup-dev/cup/scm"
@@ -37,6 +38,7 @@ import (
 )
 
 func main() {
+	cueeval.Worker() // cupd started as a CUE evaluator (see internal/cueeval) does that alone
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newRootCommand(os.Stdout, os.Stderr).ExecuteContext(ctx); err != nil {

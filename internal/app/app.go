@@ -20,6 +20,7 @@ import (
 	_ "github.com/cup-dev/cup/internal/kinds" // the built-in controller types and SCM providers
 	"github.com/cup-dev/cup/internal/proposals"
 	"github.com/cup-dev/cup/runtime"
+	"github.com/cup-dev/cup/runtime/cuelayers"
 	"github.com/cup-dev/cup/server"
 	"github.com/cup-dev/cup/source"
 	gitsource "github.com/cup-dev/cup/source/git"
@@ -184,7 +185,7 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 				return nil, err
 			}
 		}
-		rs, err := BuildReconcilers(ctx, set, types, &Modules{Runtime: rt, Files: modules})
+		rs, err := BuildReconcilers(ctx, set, types, &Modules{Runtime: rt, Files: modules}, srv.ReconcileStore().(cuelayers.Store))
 		if err != nil {
 			return nil, err
 		}

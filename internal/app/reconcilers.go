@@ -3,11 +3,13 @@ package app
 import (
 	"context"
 	"fmt"
+	"path"
 
 	"github.com/cup-dev/cup/controller"
 	"github.com/cup-dev/cup/controller/wasm"
 	"github.com/cup-dev/cup/internal/config"
 	"github.com/cup-dev/cup/runtime"
+	"github.com/cup-dev/cup/runtime/cuelayers"
 	rwasm "github.com/cup-dev/cup/runtime/wasm"
 	"github.com/cup-dev/cup/server"
 	"github.com/cup-dev/cup/source"
@@ -15,8 +17,9 @@ import (
 
 // BuildReconcilers builds the reconcilers of a configuration over the
 // served types (which give each type its kind), compiling their WASM
-// modules with mods.
-func BuildReconcilers(ctx context.Context, set *config.Set, types []*server.Type, mods *Modules) ([]*runtime.Reconciler, error) {
+// modules with mods; CUE transforms read layer files and commit times
+// from store.
+func BuildReconcilers(ctx context.Context, set *config.Set, types []*server.Type, mods *Modules, store cuelayers.Store) ([]*runtime.Reconciler, error) {
 	byRef := map[controller.Type]controller.Type{}
 	for _, t := range types {
 		byRef[controller.Type{Group: t.Group, Version: t.Version, Plural: t.Plural}] = t.Type
@@ -45,7 +48,8 @@ func BuildReconcilers(ctx context.Context, set *config.Set, types []*server.Type
 			if err != nil {
 				return nil, err
 			}
-			r.Watches = append(r.Watches, runtime.Watch{Type: t, Mapper: runtime.Mapper{Kind: runtime.MapperKind(w.Mapper), Path: w.Path, Key: w.Key}})
+			r.Watches = append(r.Watches, runtime.Watch{Type: t, Mapper: runtime.Mapper{Kind: runtime.MapperKind(w.Mapper), Path: w.Path, Key: w.Key},
+				Namespace: w.Namespace})
 		}
 		for i, o := range c.Outputs {
 			t, err := served(c, fmt.Sprintf("spec.outputs[%d]", i), o.Type)
@@ -53,6 +57,14 @@ func BuildReconcilers(ctx context.Context, set *config.Set, types []*server.Type
 				return nil, err
 			}
 			r.Outputs = append(r.Outputs, runtime.Output{Type: t, Exclusive: o.Exclusive})
+		}
+		if c.CUE != nil {
+			if r.Transform, err = buildCUE(c, served, mods, store); err != nil {
+				return nil, err
+			}
+			r.UpdatesPrimary = c.CUE.Reference != ""
+			out = append(out, r)
+			continue
 		}
 		spec, err := wasm.ParseSpec(c.WASM)
 		if err != nil {
@@ -68,6 +80,34 @@ func BuildReconcilers(ctx context.Context, set *config.Set, types []*server.Type
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// buildCUE builds the cue transform of reconciler c: its schema is inline
+// or a file mods holds.
+func buildCUE(c *config.Reconciler, served func(*config.Reconciler, string, controller.Type) (controller.Type, error), mods *Modules, store cuelayers.Store) (runtime.Transform, error) {
+	cc := cuelayers.Config{Schema: c.CUE.SchemaInline, SchemaPath: "<inline>", Format: c.CUE.Format, Reference: c.CUE.Reference,
+		GCAfter: c.CUE.GCAfter, Timeout: c.CUE.Timeout, MaxMemory: c.CUE.MaxMemoryBytes}
+	var err error
+	if c.CUE.Layers != (controller.Type{}) {
+		if cc.Layers, err = served(c, "spec.transform.cue.layers", c.CUE.Layers); err != nil {
+			return nil, err
+		}
+	}
+	if cc.Output, err = served(c, "spec.transform.cue.output.resource", c.CUE.Output); err != nil {
+		return nil, err
+	}
+	if c.CUE.SchemaPath != "" {
+		schema := mods.Files[reconcilerModules(c.Name)][c.CUE.SchemaPath]
+		if schema == nil {
+			return nil, fmt.Errorf("%s: reconciler %q: spec.transform.cue.schema: %s was not loaded", c.Location, c.Name, c.CUE.SchemaPath)
+		}
+		cc.Schema, cc.SchemaPath = string(schema), path.Join(path.Dir(c.Location.File), c.CUE.SchemaPath)
+	}
+	t, err := cuelayers.New(cc, store)
+	if err != nil {
+		return nil, fmt.Errorf("%s: reconciler %q: spec.transform.cue: %w", c.Location, c.Name, err)
+	}
+	return t, nil
 }
 
 // checkWriteModes refuses reconcilers whose write mode, where they set

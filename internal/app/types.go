@@ -98,6 +98,12 @@ func readModules(set *config.Set, fsys fs.FS, modules map[string]map[string][]by
 		all = append(all, needs{fmt.Sprintf("controller %q", c.Name), c.Name, c.Location, files})
 	}
 	for _, r := range set.Reconcilers {
+		if r.CUE != nil {
+			if r.CUE.SchemaPath != "" {
+				all = append(all, needs{fmt.Sprintf("reconciler %q", r.Name), reconcilerModules(r.Name), r.Location, []registry.File{{What: "schema", Path: r.CUE.SchemaPath}}})
+			}
+			continue
+		}
 		spec, err := wasm.ParseSpec(r.WASM)
 		if err != nil {
 			return fmt.Errorf("%s: reconciler %q: spec.transform.wasm: %w", r.Location, r.Name, err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cup-dev/cup/controller"
@@ -27,6 +28,9 @@ type Reconciler struct {
 	// a WASM controller's spec: {"path": ..., limits}. The path is
 	// relative to the file declaring the reconciler.
 	WASM json.RawMessage
+	// CUE is the transform's settings when it is spec.transform.cue
+	// (layered configuration); nil for a WASM transform.
+	CUE *ReconcilerCUE
 	// Mode is spec.write.mode: "direct", "proposal", or empty for as
 	// cupd writes (direct, or proposal when cupd writes change sets).
 	Mode string
@@ -44,6 +48,30 @@ type ReconcilerWatch struct {
 	// Mapper is map.kind: nameAligned, owner, selector, reference or
 	// referencedBy; Path and Key its settings.
 	Mapper, Path, Key string
+	// Namespace is map.namespace: a selector's inputs read from this
+	// namespace for the primaries of every namespace.
+	Namespace string
+}
+
+// ReconcilerCUE is spec.transform.cue: layers unified with CUE.
+type ReconcilerCUE struct {
+	// Layers is layers: the input type whose resources are layers
+	// (<group>/<version>/<plural>); zero: every input.
+	Layers controller.Type
+	// SchemaPath is schema.path, relative to the file declaring the
+	// reconciler; SchemaInline is schema.inline, CUE source.
+	SchemaPath, SchemaInline string
+	// Output is output.resource, Format output.format (json or yaml) and
+	// Reference output.reference (the primary's field naming its current
+	// output, e.g. spec.config).
+	Output            controller.Type
+	Format, Reference string
+	// GCAfter is gc.after: how long an orphaned output nothing references
+	// is kept.
+	GCAfter time.Duration
+	// Timeout and MaxMemoryBytes bound one evaluation (zero: defaults).
+	Timeout        time.Duration
+	MaxMemoryBytes int64
 }
 
 // ReconcilerOutput is an output type.
@@ -61,9 +89,10 @@ type reconcilerDoc struct {
 		Watches []struct {
 			Resource string `json:"resource"`
 			Map      struct {
-				Kind string `json:"kind"`
-				Path string `json:"path"`
-				Key  string `json:"key"`
+				Kind      string `json:"kind"`
+				Path      string `json:"path"`
+				Key       string `json:"key"`
+				Namespace string `json:"namespace"`
 			} `json:"map"`
 		} `json:"watches"`
 		Outputs []struct {
@@ -72,7 +101,7 @@ type reconcilerDoc struct {
 		} `json:"outputs"`
 		Transform struct {
 			WASM json.RawMessage `json:"wasm"`
-			CUE  json.RawMessage `json:"cue"`
+			CUE  *cueDoc         `json:"cue"`
 		} `json:"transform"`
 		Write struct {
 			Mode               string `json:"mode"`
@@ -80,6 +109,25 @@ type reconcilerDoc struct {
 			MaxWritesPerMinute int    `json:"maxWritesPerMinute"`
 		} `json:"write"`
 	} `json:"spec"`
+}
+
+// cueDoc is spec.transform.cue.
+type cueDoc struct {
+	Layers string `json:"layers"`
+	Schema struct {
+		Path   string `json:"path"`
+		Inline string `json:"inline"`
+	} `json:"schema"`
+	Output struct {
+		Resource  string `json:"resource"`
+		Format    string `json:"format"`
+		Reference string `json:"reference"`
+	} `json:"output"`
+	GC struct {
+		After string `json:"after"`
+	} `json:"gc"`
+	Timeout        string `json:"timeout"`
+	MaxMemoryBytes int64  `json:"maxMemoryBytes"`
 }
 
 var mapperKinds = []string{"nameAligned", "owner", "selector", "reference", "referencedBy"}
@@ -106,7 +154,14 @@ func newReconciler(doc *reconcilerDoc, loc Location) (*Reconciler, []string) {
 	r.For = ref("spec.for", s.For)
 	for i, w := range s.Watches {
 		field := fmt.Sprintf("spec.watches[%d]", i)
-		rw := ReconcilerWatch{Type: ref(field+".resource", w.Resource), Mapper: w.Map.Kind, Path: w.Map.Path, Key: w.Map.Key}
+		rw := ReconcilerWatch{Type: ref(field+".resource", w.Resource), Mapper: w.Map.Kind, Path: w.Map.Path, Key: w.Map.Key, Namespace: w.Map.Namespace}
+		if w.Map.Namespace != "" {
+			if w.Map.Kind != "selector" {
+				msgs = append(msgs, fmt.Sprintf("%s.map.namespace: only a selector mapper reads inputs from a fixed namespace", field))
+			} else if msg := checkName(w.Map.Namespace); msg != "" {
+				msgs = append(msgs, fmt.Sprintf("%s.map.namespace: %s", field, msg))
+			}
+		}
 		switch w.Map.Kind {
 		case "":
 			msgs = append(msgs, fmt.Sprintf("%s.map.kind is required (%s)", field, join(mapperKinds)))
@@ -141,11 +196,14 @@ func newReconciler(doc *reconcilerDoc, loc Location) (*Reconciler, []string) {
 		}
 		r.Outputs = append(r.Outputs, out)
 	}
-	wasm, cue := bytes.TrimSpace(s.Transform.WASM), bytes.TrimSpace(s.Transform.CUE)
+	wasm := bytes.TrimSpace(s.Transform.WASM)
+	hasWASM := len(wasm) > 0 && !bytes.Equal(wasm, []byte("null"))
 	switch {
-	case len(cue) > 0 && !bytes.Equal(cue, []byte("null")):
-		msgs = append(msgs, "spec.transform.cue is not supported yet: use wasm")
-	case len(wasm) == 0 || bytes.Equal(wasm, []byte("null")):
+	case s.Transform.CUE != nil && hasWASM:
+		msgs = append(msgs, "spec.transform: give wasm or cue, not both")
+	case s.Transform.CUE != nil:
+		r.CUE = newReconcilerCUE(s.Transform.CUE, ref, &msgs)
+	case !hasWASM:
 		msgs = append(msgs, `spec.transform.wasm is required: {"path": "<module>.wasm"}, relative to this file`)
 	case wasm[0] != '{':
 		msgs = append(msgs, "spec.transform.wasm: expected an object")
@@ -168,6 +226,44 @@ func newReconciler(doc *reconcilerDoc, loc Location) (*Reconciler, []string) {
 		msgs = append(msgs, "spec.write.maxWritesPerMinute may not be negative")
 	}
 	return r, msgs
+}
+
+// newReconcilerCUE checks spec.transform.cue.
+func newReconcilerCUE(d *cueDoc, ref func(field, v string) controller.Type, msgs *[]string) *ReconcilerCUE {
+	const field = "spec.transform.cue"
+	c := &ReconcilerCUE{SchemaPath: d.Schema.Path, SchemaInline: d.Schema.Inline, Format: d.Output.Format,
+		Reference: d.Output.Reference, MaxMemoryBytes: d.MaxMemoryBytes}
+	if d.Layers != "" {
+		c.Layers = ref(field+".layers", d.Layers)
+	}
+	c.Output = ref(field+".output.resource", d.Output.Resource)
+	if d.Schema.Path != "" && d.Schema.Inline != "" {
+		*msgs = append(*msgs, field+".schema: give path or inline, not both")
+	}
+	switch d.Output.Format {
+	case "", "json", "yaml":
+	default:
+		*msgs = append(*msgs, fmt.Sprintf("%s.output.format %q is not json or yaml", field, d.Output.Format))
+	}
+	if d.Output.Reference != "" && !strings.HasPrefix(d.Output.Reference, "spec.") {
+		*msgs = append(*msgs, fmt.Sprintf("%s.output.reference %q: name a field of the primary's spec, such as spec.config", field, d.Output.Reference))
+	}
+	duration := func(name, v string, max time.Duration) time.Duration {
+		if v == "" {
+			return 0
+		}
+		dur, err := time.ParseDuration(v)
+		if err != nil || dur <= 0 || dur > max {
+			*msgs = append(*msgs, fmt.Sprintf("%s.%s %q is not a duration between 0s and %s", field, name, v, max))
+		}
+		return dur
+	}
+	c.GCAfter = duration("gc.after", d.GC.After, 30*24*time.Hour)
+	c.Timeout = duration("timeout", d.Timeout, time.Minute)
+	if d.MaxMemoryBytes < 0 || d.MaxMemoryBytes > 4<<30 {
+		*msgs = append(*msgs, fmt.Sprintf("%s.maxMemoryBytes %d is not between 0 and 4 GiB", field, d.MaxMemoryBytes))
+	}
+	return c
 }
 
 func join(s []string) string {
@@ -214,6 +310,18 @@ func (s *Set) checkReconcilers(ps *problems) {
 		}
 		for i, o := range r.Outputs {
 			check(fmt.Sprintf("spec.outputs[%d].resource", i), o.Type)
+		}
+		if c := r.CUE; c != nil {
+			check("spec.transform.cue.layers", c.Layers)
+			check("spec.transform.cue.output.resource", c.Output)
+			declared := false
+			for _, o := range r.Outputs {
+				declared = declared || o.Type == c.Output
+			}
+			if c.Output != (controller.Type{}) && !declared {
+				ps.add(r.Location, "%s %q: spec.transform.cue.output.resource %s/%s/%s is not among spec.outputs", KindReconciler, r.Name,
+					c.Output.Group, c.Output.Version, c.Output.Plural)
+			}
 		}
 	}
 }
