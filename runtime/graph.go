@@ -46,6 +46,11 @@ func Graph(rs []*Reconciler) []Edge {
 			}
 			out = append(out, Edge{Reconciler: r.Name, Type: o.Type, Kind: k})
 		}
+		if r.UpdatesPrimary {
+			// It writes its primaries' specs (a reference to the current
+			// output), which people write too.
+			out = append(out, Edge{Reconciler: r.Name, Type: r.For, Kind: EdgeOutputShared})
+		}
 	}
 	order := map[EdgeKind]int{EdgePrimary: 0, EdgeMapped: 1, EdgeOutputExclusive: 2, EdgeOutputShared: 3}
 	slices.SortStableFunc(out, func(a, b Edge) int {

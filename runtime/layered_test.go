@@ -85,6 +85,9 @@ func TestTransformUpdatesItsPrimary(t *testing.T) {
 	if n := h.commits(); n != commits {
 		t.Fatalf("a converged primary made %d more commits", n-commits)
 	}
+	if g := runtime.Graph([]*runtime.Reconciler{r}); !slices.Contains(g, runtime.Edge{Reconciler: "pointer", Type: widgetType, Kind: runtime.EdgeOutputShared}) {
+		t.Errorf("the graph %+v does not show that pointer writes widgets", g)
+	}
 
 	undeclared := start(t, config{files: widgetFile("w", `{"n": 1}`)}, reconciler("pointer", pure(pointing)))
 	undeclared.idle()

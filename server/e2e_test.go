@@ -186,7 +186,7 @@ func TestProtocols(t *testing.T) {
 		for _, d := range defs.Msg.Definitions {
 			defNames = append(defNames, d.Name)
 		}
-		if got, want := strings.Join(defNames, ","), "bundles.flags.cup.dev,flagbundles.flags.cup.dev,flags.flags.cup.dev,services.apps.cup.dev"; got != want {
+		if got, want := strings.Join(defNames, ","), "bundles.flags.cup.dev,configlayers.config.cup.dev,flagbundles.flags.cup.dev,flags.flags.cup.dev,serviceconfigs.config.cup.dev,services.apps.cup.dev"; got != want {
 			t.Fatalf("definitions = %s, want %s", got, want)
 		}
 		def, err := ds.GetDefinition(ctx, connect.NewRequest(&cupv1alpha1.GetDefinitionRequest{Group: "flags.cup.dev", Name: "fl"}))

@@ -16,14 +16,11 @@ import (
 	"github.com/cup-dev/cup/internal/gitrepo"
 )
 
-// TestDemoFlagBundles: the demo's reconciler (its WASM module built from
-// examples/reconcilers/flagbundle) finds the committed bundles converged
-// and writes nothing at start; a flag changed through the API shows in
-// its namespace's bundle in the commit after it.
-func TestDemoFlagBundles(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the demo's WASM modules; skipped with -short")
-	}
+// serveDemo runs cupd's app on its embedded demo, reconcilers included,
+// until the test ends, and returns a REST call against it: the status and
+// the decoded JSON answer.
+func serveDemo(t *testing.T) func(method, path, body string) (int, map[string]any) {
+	t.Helper()
 	a, err := app.Open(t.Context(), app.Options{Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +45,18 @@ func TestDemoFlagBundles(t *testing.T) {
 		_ = json.Unmarshal(b, &m)
 		return res.StatusCode, m
 	}
+	return do
+}
+
+// TestDemoFlagBundles: the demo's reconciler (its WASM module built from
+// examples/reconcilers/flagbundle) finds the committed bundles converged
+// and writes nothing at start; a flag changed through the API shows in
+// its namespace's bundle in the commit after it.
+func TestDemoFlagBundles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the demo's WASM modules; skipped with -short")
+	}
+	do := serveDemo(t)
 	const bundle = "/apis/flags.cup.dev/v1alpha1/namespaces/staging/flagbundles/staging"
 	_, first := do("GET", bundle, "")
 	start := first["metadata"].(map[string]any)["resourceVersion"]
@@ -126,5 +135,79 @@ spec:
 	const want = `.cup/reconciler.yaml: reconciler "copies": spec.write.mode is proposal, but cupd commits on the branch: run it with --write-mode proposal (or branch), or set spec.write.mode: direct`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Open = %v, want an error saying %q", err, want)
+	}
+}
+
+// TestDemoServiceConfigs: the demo's layered configuration, as the README
+// walks through it. A changed environment layer makes a new ServiceConfig,
+// the Service is switched to it in the same commit, and the old one is
+// marked orphaned; a layer that conflicts leaves the Service on its config
+// and says why, with both files and positions.
+func TestDemoServiceConfigs(t *testing.T) {
+	do := serveDemo(t)
+	const (
+		service = "/apis/apps.cup.dev/v1alpha1/namespaces/staging/services/api"
+		configs = "/apis/config.cup.dev/v1alpha1/namespaces/staging/serviceconfigs/"
+		layers  = "/apis/config.cup.dev/v1alpha1/namespaces/staging/configlayers/"
+	)
+	config := func() string {
+		_, m := do("GET", service, "")
+		s, _ := m["spec"].(map[string]any)["config"].(string)
+		return s
+	}
+	eventually := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 15 s", what)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	first := config()
+	if code, _ := do("GET", configs+first, ""); code != 200 || !strings.HasPrefix(first, "api-") {
+		t.Fatalf("the demo's staging api runs with %q (%d); want its committed ServiceConfig", first, code)
+	}
+
+	if code, body := do("PUT", layers+"environment", `{"metadata": {"labels": {"layer": "shared"}}, "spec": {"priority": 10,
+		"values": {"env": {"ENVIRONMENT": "staging", "REGION": "eu-central-1", "LOG_LEVEL": "warn"}}}}`); code/100 != 2 {
+		t.Fatalf("PUT the environment layer = %d %v", code, body)
+	}
+	eventually("the service switched to a new config", func() bool { return config() != first })
+	second := config()
+	_, cfg := do("GET", configs+second, "")
+	if env := cfg["spec"].(map[string]any)["data"].(map[string]any)["env"].(map[string]any); env["LOG_LEVEL"] != "warn" || env["LOG_FORMAT"] != "json" {
+		t.Fatalf("the new config's env: %v", env)
+	}
+	_, old := do("GET", configs+first, "")
+	if ann, _ := old["metadata"].(map[string]any)["annotations"].(map[string]any); ann["cup.dev/orphaned"] == nil {
+		t.Fatalf("the old config is not marked orphaned: %v", old["metadata"])
+	}
+
+	// The service's own layer disagrees with its environment's.
+	if code, body := do("PUT", layers+"api", `{"spec": {"target": "api", "priority": 20, "values": {"image": "registry.example/api:1.5.0-rc.1",
+		"replicas": 1, "resources": {"cpu": "500m", "memory": "512Mi"}, "env": {"LOG_LEVEL": "error"}}}}`); code/100 != 2 {
+		t.Fatalf("PUT the api layer = %d %v", code, body)
+	}
+	var msg string
+	eventually("an InvalidConfiguration condition", func() bool {
+		_, st := do("GET", service+"/status", "")
+		conds, _ := st["conditions"].([]any)
+		for _, c := range conds {
+			if m := c.(map[string]any); m["type"] == "InvalidConfiguration" && m["status"] == "True" {
+				msg, _ = m["message"].(string)
+				return true
+			}
+		}
+		return false
+	})
+	for _, want := range []string{"env.LOG_LEVEL: conflicting values \"warn\" and \"error\"", "configlayers/staging/api.yaml:", "configlayers/staging/environment.yaml:"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the condition %q does not say %q", msg, want)
+		}
+	}
+	if got := config(); got != second {
+		t.Fatalf("a conflict switched the service from %s to %s", second, got)
 	}
 }

@@ -28,7 +28,7 @@ func TestStartServesTheDemoOnEveryProtocol(t *testing.T) {
 			for _, d := range defs.Msg.Definitions {
 				names = append(names, d.Name)
 			}
-			if got := strings.Join(names, ","); got != "bundles.flags.cup.dev,flagbundles.flags.cup.dev,flags.flags.cup.dev,services.apps.cup.dev" {
+			if got := strings.Join(names, ","); got != "bundles.flags.cup.dev,configlayers.config.cup.dev,flagbundles.flags.cup.dev,flags.flags.cup.dev,serviceconfigs.config.cup.dev,services.apps.cup.dev" {
 				t.Fatalf("definitions = %s", got)
 			}
 			spec, _ := structpb.NewStruct(map[string]any{"enabled": true})

@@ -58,9 +58,11 @@ describe("against cupd (go run ./cmd/cupd serve)", () => {
         const res = await discovery.listDefinitions({});
         assert.deepEqual(res.definitions.map((d) => d.name).sort(), [
           "bundles.flags.cup.dev",
+          "configlayers.config.cup.dev",
           "flagbundles.flags.cup.dev",
           "flags.flags.cup.dev",
           "segments.flags.cup.dev",
+          "serviceconfigs.config.cup.dev",
           "services.apps.cup.dev",
         ]);
         const flag = res.definitions.find((d) => d.name === "flags.flags.cup.dev");
@@ -108,6 +110,12 @@ describe("against cupd (go run ./cmd/cupd serve)", () => {
             `flag-bundles ${EdgeKind.MAPPED} flags selector`,
             `flag-bundles ${EdgeKind.MAPPED} segments selector`,
             `flag-bundles ${EdgeKind.OUTPUT_EXCLUSIVE} flagbundles `,
+            `service-configs ${EdgeKind.PRIMARY} services `,
+            `service-configs ${EdgeKind.MAPPED} configlayers selector`,
+            `service-configs ${EdgeKind.MAPPED} configlayers selector`,
+            `service-configs ${EdgeKind.MAPPED} configlayers reference`,
+            `service-configs ${EdgeKind.OUTPUT_EXCLUSIVE} serviceconfigs `,
+            `service-configs ${EdgeKind.OUTPUT_SHARED} services `,
           ],
         );
       });
