@@ -35,6 +35,9 @@ type outcome struct {
 	// blocked are the outputs of the conflicts: a change of one of them
 	// wakes the primary.
 	blocked []ref
+	// desired are the outputs the primary should have, as they would be
+	// written, in a stable order.
+	desired []Change
 	// err is the transform's failure; invalid says it blamed its inputs.
 	err      error
 	invalid  bool
@@ -128,6 +131,7 @@ func evaluate(ctx context.Context, v *view, r *Reconciler, ix *reconcilerIndex, 
 	refs := slices.SortedFunc(maps.Keys(desired), compareRefs)
 	for _, rf := range refs {
 		want := desired[rf]
+		out.desired = append(out.desired, Change{Type: r.outputTypeByKey(rf.Type), Namespace: rf.Namespace, Name: rf.Name, Resource: want})
 		t := r.outputTypeByKey(rf.Type)
 		have := v.get(t, rf.key)
 		if have != nil && have.Metadata.Annotations[AnnotationOwner] != owner {

@@ -19,14 +19,7 @@ import (
 // by commit, reconciler and primary (8 MiB at most), so asking again
 // does not run the transform again.
 func (rt *Runtime) Status(ctx context.Context, commit string, t controller.Type, namespace, name string) ([]Condition, error) {
-	if commit == "" {
-		head, err := rt.store.Head(ctx)
-		if err != nil {
-			return nil, err
-		}
-		commit = head
-	}
-	v, err := rt.viewAt(ctx, commit)
+	v, err := rt.viewOf(ctx, commit)
 	if err != nil {
 		return nil, err
 	}
@@ -117,4 +110,71 @@ func conditionsOf(r *Reconciler, out *outcome) []Condition {
 		cs = append(cs, out.resp.Conditions...)
 	}
 	return cs
+}
+
+// Rendering is what one reconciler makes of its primary at one commit,
+// without writing it: Render's answer.
+type Rendering struct {
+	Reconciler string
+	// Outputs are every output the primary should have, as they would be
+	// written (each a put, whether or not the tree holds it already);
+	// none when the transform failed.
+	Outputs []Change
+	// Primary is the primary as the reconciler would write it; nil when it
+	// would not change it.
+	Primary *controller.Resource
+	// Changes are what a write would do to the tree.
+	Changes []Change
+	// Conditions are as Status derives them.
+	Conditions []Condition
+}
+
+// Render runs the reconcilers whose primary type is t on primary
+// (namespace, name) at commit ("" for the head) and answers what each
+// makes of it, writing nothing: a dry run. Each call runs the transforms
+// (a cue transform's results are cached by content).
+func (rt *Runtime) Render(ctx context.Context, commit string, t controller.Type, namespace, name string) ([]Rendering, error) {
+	v, err := rt.viewOf(ctx, commit)
+	if err != nil {
+		return nil, err
+	}
+	var out []Rendering
+	for _, r := range rt.rs {
+		if typeKey(r.For) != typeKey(t) {
+			continue
+		}
+		tctx, cancel := context.WithTimeout(ctx, rt.o.Timeout)
+		o := evaluate(tctx, v, r, v.indexOf(r), key{namespace, name}, &rt.same, "")
+		cancel()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		rd := Rendering{Reconciler: r.Name, Changes: o.changes, Conditions: conditionsOf(r, o)}
+		if o.err == nil {
+			rd.Outputs = o.desired
+		}
+		for _, c := range o.changes {
+			if typeKey(c.Type) == typeKey(r.For) && c.Namespace == namespace && c.Name == name && c.Resource != nil {
+				rd.Primary = c.Resource
+			}
+		}
+		for j := range rd.Conditions {
+			rd.Conditions[j].Reconciler = r.Name
+			rd.Conditions[j].ObservedRevision = v.commit
+		}
+		out = append(out, rd)
+	}
+	return out, nil
+}
+
+// viewOf returns the view of commit, or of the head for "".
+func (rt *Runtime) viewOf(ctx context.Context, commit string) (*view, error) {
+	if commit == "" {
+		head, err := rt.store.Head(ctx)
+		if err != nil {
+			return nil, err
+		}
+		commit = head
+	}
+	return rt.viewAt(ctx, commit)
 }

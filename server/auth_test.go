@@ -288,7 +288,7 @@ func TestDiscoveryShowsWhatTheCallerMayUse(t *testing.T) {
 		"bob":   "flags.flags.cup.dev",
 		"dave":  "flags.flags.cup.dev",
 		"eve":   "",
-		"carol": "bundles.flags.cup.dev,flagbundles.flags.cup.dev,flags.flags.cup.dev,segments.flags.cup.dev,services.apps.cup.dev",
+		"carol": "bundles.flags.cup.dev,configlayers.config.cup.dev,flagbundles.flags.cup.dev,flags.flags.cup.dev,segments.flags.cup.dev,serviceconfigs.config.cup.dev,services.apps.cup.dev",
 	}
 	for user, w := range want {
 		_, ds, _ := f.clientsAs(protocols[0], tokenOf(user))

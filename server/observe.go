@@ -311,6 +311,7 @@ var restProcedures = map[string]string{
 	"GET " + proposalPath:   cupv1alpha1connect.ProposalServiceGetProposalProcedure,
 	"GET " + historyPath:    cupv1alpha1connect.ResourceServiceHistoryProcedure,
 	"GET " + statusPath:     cupv1alpha1connect.ResourceServiceGetStatusProcedure,
+	"GET " + renderPath:     cupv1alpha1connect.ResourceServiceRenderProcedure,
 	"GET " + graphPath:      cupv1alpha1connect.DiscoveryServiceGetDependencyGraphProcedure,
 	// A watch is a GET of the collection with watch=true (watchPattern).
 	watchPattern:               cupv1alpha1connect.ResourceServiceWatchProcedure,

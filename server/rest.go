@@ -63,6 +63,7 @@ func (s *Server) routeREST(mux *http.ServeMux) {
 	mux.Handle("GET "+proposalsPath, s.rest(s.restListProposals, "state", "group", "plural", "namespace", "name"))
 	mux.Handle("GET "+proposalPath, s.rest(s.restGetProposal))
 	mux.Handle("GET "+statusPath, s.rest(s.restStatus, "revision"))
+	mux.Handle("GET "+renderPath, s.rest(s.restRender, "revision"))
 	mux.Handle("GET "+graphPath, s.rest(s.restGraph))
 	// Everything else under /apis answers in the REST form's JSON too,
 	// rather than with the mux's plain-text 404 or 405.
@@ -116,8 +117,8 @@ func (s *Server) restNoRoute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeError(w, r, connect.NewError(connect.CodeNotFound, fmt.Errorf(
-		"the REST form has no %s %s: it serves GET /apis, GET %s, GET, PUT and DELETE %s, GET %s and %s, and GET %s, %s and %s",
-		r.Method, r.URL.Path, collectionPath, itemPath, statusPath, historyPath, proposalsPath, proposalPath, graphPath)))
+		"the REST form has no %s %s: it serves GET /apis, GET %s, GET, PUT and DELETE %s, GET %s, %s and %s, and GET %s, %s and %s",
+		r.Method, r.URL.Path, collectionPath, itemPath, statusPath, renderPath, historyPath, proposalsPath, proposalPath, graphPath)))
 }
 
 // allowedMethods are the methods the REST form serves on path, when one of

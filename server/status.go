@@ -46,6 +46,9 @@ type Reconcilers interface {
 	// Poke says that a write through the server just made a commit on
 	// the served branch.
 	Poke()
+	// Render derives what the reconcilers whose primary type is t make
+	// of primary (namespace, name) at commit, writing nothing.
+	Render(ctx context.Context, commit string, t controller.Type, namespace, name string) ([]runtime.Rendering, error)
 	// PokeChangeSet says that a write through the server added commit,
 	// on top of base, to change set name: the reconcilers' outputs join
 	// it.

@@ -470,6 +470,10 @@ func (failing) Graph() []runtime.Edge {
 func (failing) Poke()                                {}
 func (failing) PokeChangeSet(string, string, string) {}
 
+func (f failing) Render(context.Context, string, controller.Type, string, string) ([]runtime.Rendering, error) {
+	return nil, f.err
+}
+
 // TestStatusCallsGoThroughTheChain: status and graph calls are counted
 // under their RPC, over Connect and the REST form, carry a request id,
 // and a runtime's error maps as any other (a source out of reach is
@@ -611,4 +615,54 @@ func TestWritesTellTheReconcilersWhere(t *testing.T) {
 			t.Errorf("a write into the change set told %q; want %q", got, want)
 		}
 	})
+}
+
+// notFlagBundles lets anyone do anything but read flag bundles.
+type notFlagBundles struct{}
+
+func (notFlagBundles) Allowed(_ *auth.Identity, a auth.Attributes) bool {
+	return a.Plural != "flagbundles"
+}
+
+func (notFlagBundles) Visible(_ *auth.Identity, _, plural string) bool {
+	return plural != "flagbundles"
+}
+
+// TestRenderHidesWhatTheCallerMayNotRead: a rendering leaves out, and
+// counts, the outputs of types the caller may not get; without a policy it
+// has them all, and a resource that is not there is NotFound.
+func TestRenderHidesWhatTheCallerMayNotRead(t *testing.T) {
+	t.Parallel()
+	req := func() *connect.Request[cupv1alpha1.RenderRequest] {
+		r := connect.NewRequest(&cupv1alpha1.RenderRequest{Group: bundleType.Group, Version: bundleType.Version, Plural: bundleType.Plural,
+			Namespace: "default", Name: "web"})
+		r.Header().Set("Authorization", "Bearer reader")
+		return r
+	}
+	srv, _ := reconciled(t, 10*time.Millisecond, []*runtime.Reconciler{bundles()},
+		servertest.WithServerOptions(server.WithAuthorization(userAuthn{}, notFlagBundles{})))
+	res, err := srv.Clients(servertest.Protocols[0]).Resources.Render(t.Context(), req())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd := res.Msg.GetRenderings(); len(rd) != 1 || len(rd[0].GetOutputs()) != 0 || rd[0].GetHiddenOutputs() != 1 {
+		t.Fatalf("a reader of bundles but not flag bundles got %v", res.Msg)
+	}
+
+	open, _ := reconciled(t, 10*time.Millisecond, []*runtime.Reconciler{bundles()})
+	res, err = open.Clients(servertest.Protocols[0]).Resources.Render(t.Context(), req())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd := res.Msg.GetRenderings(); len(rd) != 1 || len(rd[0].GetOutputs()) != 1 || rd[0].GetOutputs()[0].GetKind() != "FlagBundle" || rd[0].GetHiddenOutputs() != 0 {
+		t.Fatalf("without a policy: %v", res.Msg)
+	}
+	missing := req()
+	missing.Msg.Name = "nope"
+	if _, err := open.Clients(servertest.Protocols[0]).Resources.Render(t.Context(), missing); connect.CodeOf(err) != connect.CodeNotFound {
+		t.Fatalf("render of a missing bundle: %v, want NotFound", err)
+	}
+	if r := open.Do(t, "GET", bundlePath+"/render", ""); r.Status != 200 || !strings.Contains(r.Body, `"reconciler":"flag-bundles"`) {
+		t.Fatalf("GET %s/render = %d %s", bundlePath, r.Status, r.Body)
+	}
 }

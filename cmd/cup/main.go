@@ -134,6 +134,7 @@ or against --certificate-authority alone when it is given.`,
 	root.AddCommand(
 		c.newGetCommand(),
 		c.newDescribeCommand(),
+		c.newRenderCommand(),
 		c.newApplyCommand(),
 		c.newDeleteCommand(),
 		c.newDiffCommand(),

@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
+
 	"github.com/cup-dev/cup/controller"
+	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/internal/cueeval"
 	"github.com/cup-dev/cup/internal/servertest"
 	"github.com/cup-dev/cup/runtime"
@@ -357,5 +360,66 @@ func TestTheSameLayersGiveTheSameName(t *testing.T) {
 	b, _, _ := setup(t)
 	if x, y := current(t, a), current(t, b); x != y {
 		t.Fatalf("two servers over the same layers named the config %s and %s", x, y)
+	}
+}
+
+// TestRenderIsADryRun: Render (REST and Connect) answers the unified
+// configuration and the conditions without writing: the current output
+// and no changes when converged, and a conflict with its positions.
+func TestRenderIsADryRun(t *testing.T) {
+	srv, rt, _ := setup(t)
+	current := current(t, srv)
+	const path = "/apis/test.cup.dev/v1/namespaces/default/apps/web/render"
+	r := srv.Do(t, "GET", path, "")
+	var res struct {
+		Commit     string
+		Renderings []struct {
+			Reconciler string
+			Outputs    []struct {
+				Metadata struct{ Name string }
+				Spec     map[string]any
+			}
+			Changes    []map[string]string
+			Conditions []map[string]string
+		}
+	}
+	if err := json.Unmarshal([]byte(r.Body), &res); err != nil || r.Status != 200 {
+		t.Fatalf("GET render: %d %s (%v)", r.Status, r.Body, err)
+	}
+	if len(res.Renderings) != 2 || res.Renderings[0].Reconciler != "config" || len(res.Renderings[0].Outputs) != 1 ||
+		res.Renderings[0].Outputs[0].Metadata.Name != current || len(res.Renderings[0].Changes) != 0 {
+		t.Fatalf("a converged app renders as %s; want its current config %s and no changes", r.Body, current)
+	}
+
+	// A conflicting layer, committed by another writer: Render says so,
+	// and nothing is written.
+	c := srv.Clients(servertest.Protocols[0]).Resources
+	conflict, err := srv.Repo.Commit("main", map[string][]byte{"layers/default/env.yaml": []byte(`apiVersion: test.cup.dev/v1
+kind: Layer
+metadata: {namespace: default, name: env, labels: {layer: shared}}
+spec: {values: {replicas: 7}}
+`)}, "a conflict\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Render(t.Context(), connect.NewRequest(&cupv1alpha1.RenderRequest{Group: "test.cup.dev", Version: "v1", Plural: "apps",
+		Namespace: "default", Name: "web", Revision: "main"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd := got.Msg.GetRenderings()[0]
+	var msg string
+	for _, cd := range rd.GetConditions() {
+		if cd.GetType() == cuelayers.ConditionInvalidConfiguration {
+			msg = cd.GetMessage()
+		}
+	}
+	if len(rd.GetOutputs()) != 0 || !strings.Contains(msg, "replicas: conflicting values 3 and 7") ||
+		!strings.Contains(msg, "layers/default/env.yaml:4:") || !strings.Contains(msg, "layers/default/web.yaml:9:") {
+		t.Fatalf("the conflict renders as %v", rd)
+	}
+	wait(t, rt)
+	if h := srv.Head(t); h != conflict {
+		t.Fatalf("a conflict was written over: the head moved from %s to %s", conflict, h)
 	}
 }

@@ -46,6 +46,7 @@ describe("generated package @cup-dev/api", () => {
         ["Watch", "watch", "server_streaming"],
         ["History", "history", "unary"],
         ["GetStatus", "getStatus", "unary"],
+        ["Render", "render", "unary"],
       ],
     );
     // Reads are marked side-effect free, so Connect clients may use HTTP GET.

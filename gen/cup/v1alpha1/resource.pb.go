@@ -2208,6 +2208,328 @@ func (x *GetStatusResponse) GetCommit() string {
 	return ""
 }
 
+// RenderRequest names one resource to render.
+type RenderRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Group     string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	Version   string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	Plural    string                 `protobuf:"bytes,3,opt,name=plural,proto3" json:"plural,omitempty"`
+	Namespace string                 `protobuf:"bytes,4,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Name      string                 `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
+	// Branch, tag, commit or change set to render at; empty for the
+	// configured branch.
+	Revision      string `protobuf:"bytes,6,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenderRequest) Reset() {
+	*x = RenderRequest{}
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenderRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenderRequest) ProtoMessage() {}
+
+func (x *RenderRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenderRequest.ProtoReflect.Descriptor instead.
+func (*RenderRequest) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *RenderRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *RenderRequest) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *RenderRequest) GetPlural() string {
+	if x != nil {
+		return x.Plural
+	}
+	return ""
+}
+
+func (x *RenderRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *RenderRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RenderRequest) GetRevision() string {
+	if x != nil {
+		return x.Revision
+	}
+	return ""
+}
+
+// RenderResponse is what the reconcilers make of a resource.
+type RenderResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The commit rendered at.
+	Commit string `protobuf:"bytes,1,opt,name=commit,proto3" json:"commit,omitempty"`
+	// One per reconciler whose primary type is the resource's; empty when
+	// there is none.
+	Renderings    []*Rendering `protobuf:"bytes,2,rep,name=renderings,proto3" json:"renderings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenderResponse) Reset() {
+	*x = RenderResponse{}
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenderResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenderResponse) ProtoMessage() {}
+
+func (x *RenderResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenderResponse.ProtoReflect.Descriptor instead.
+func (*RenderResponse) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *RenderResponse) GetCommit() string {
+	if x != nil {
+		return x.Commit
+	}
+	return ""
+}
+
+func (x *RenderResponse) GetRenderings() []*Rendering {
+	if x != nil {
+		return x.Renderings
+	}
+	return nil
+}
+
+// Rendering is what one reconciler makes of its primary at one commit.
+type Rendering struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Reconciler string                 `protobuf:"bytes,1,opt,name=reconciler,proto3" json:"reconciler,omitempty"`
+	// Every output the primary should have, as it would be written
+	// (annotations included); empty when the transform failed.
+	Outputs []*Resource `protobuf:"bytes,2,rep,name=outputs,proto3" json:"outputs,omitempty"`
+	// The primary as the reconciler would write it; unset when it would
+	// not change it.
+	Primary *Resource `protobuf:"bytes,3,opt,name=primary,proto3" json:"primary,omitempty"`
+	// What a write would do to the tree, in order: the outputs that differ,
+	// the primary, and the outputs to delete.
+	Changes []*RenderedChange `protobuf:"bytes,4,rep,name=changes,proto3" json:"changes,omitempty"`
+	// The conditions, as GetStatus answers them.
+	Conditions []*Condition `protobuf:"bytes,5,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	// How many outputs were left out because the caller may not read them.
+	HiddenOutputs int32 `protobuf:"varint,6,opt,name=hidden_outputs,json=hiddenOutputs,proto3" json:"hidden_outputs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Rendering) Reset() {
+	*x = Rendering{}
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Rendering) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Rendering) ProtoMessage() {}
+
+func (x *Rendering) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Rendering.ProtoReflect.Descriptor instead.
+func (*Rendering) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *Rendering) GetReconciler() string {
+	if x != nil {
+		return x.Reconciler
+	}
+	return ""
+}
+
+func (x *Rendering) GetOutputs() []*Resource {
+	if x != nil {
+		return x.Outputs
+	}
+	return nil
+}
+
+func (x *Rendering) GetPrimary() *Resource {
+	if x != nil {
+		return x.Primary
+	}
+	return nil
+}
+
+func (x *Rendering) GetChanges() []*RenderedChange {
+	if x != nil {
+		return x.Changes
+	}
+	return nil
+}
+
+func (x *Rendering) GetConditions() []*Condition {
+	if x != nil {
+		return x.Conditions
+	}
+	return nil
+}
+
+func (x *Rendering) GetHiddenOutputs() int32 {
+	if x != nil {
+		return x.HiddenOutputs
+	}
+	return 0
+}
+
+// RenderedChange is one write a reconcile would make.
+type RenderedChange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "put" or "delete".
+	Operation     string `protobuf:"bytes,1,opt,name=operation,proto3" json:"operation,omitempty"`
+	Group         string `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	Version       string `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
+	Plural        string `protobuf:"bytes,4,opt,name=plural,proto3" json:"plural,omitempty"`
+	Namespace     string `protobuf:"bytes,5,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Name          string `protobuf:"bytes,6,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenderedChange) Reset() {
+	*x = RenderedChange{}
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenderedChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenderedChange) ProtoMessage() {}
+
+func (x *RenderedChange) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenderedChange.ProtoReflect.Descriptor instead.
+func (*RenderedChange) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *RenderedChange) GetOperation() string {
+	if x != nil {
+		return x.Operation
+	}
+	return ""
+}
+
+func (x *RenderedChange) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *RenderedChange) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *RenderedChange) GetPlural() string {
+	if x != nil {
+		return x.Plural
+	}
+	return ""
+}
+
+func (x *RenderedChange) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *RenderedChange) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
 var File_cup_v1alpha1_resource_proto protoreflect.FileDescriptor
 
 const file_cup_v1alpha1_resource_proto_rawDesc = "" +
@@ -2399,7 +2721,38 @@ const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"\n" +
 	"conditions\x18\x01 \x03(\v2\x17.cup.v1alpha1.ConditionR\n" +
 	"conditions\x12\x16\n" +
-	"\x06commit\x18\x02 \x01(\tR\x06commit*\x82\x01\n" +
+	"\x06commit\x18\x02 \x01(\tR\x06commit\"\xb2\x04\n" +
+	"\rRenderRequest\x12c\n" +
+	"\x05group\x18\x01 \x01(\tBM\xbaHJrH\x10\x01\x18\xfd\x012A^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$R\x05group\x12D\n" +
+	"\aversion\x18\x02 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\aversion\x12B\n" +
+	"\x06plural\x18\x03 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\x06plural\x12H\n" +
+	"\tnamespace\x18\x04 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\tnamespace\x12a\n" +
+	"\x04name\x18\x05 \x01(\tBM\xbaHJrH\x10\x01\x18\xfd\x012A^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$R\x04name\x12\x84\x01\n" +
+	"\brevision\x18\x06 \x01(\tBh\xbaHe\xba\x017\n" +
+	"\brevision\x12\x15must not contain '..'\x1a\x14!this.contains('..')\xd8\x01\x01r&\x18\xff\x012!^[A-Za-z0-9][A-Za-z0-9._/+@~^-]*$R\brevision\"a\n" +
+	"\x0eRenderResponse\x12\x16\n" +
+	"\x06commit\x18\x01 \x01(\tR\x06commit\x127\n" +
+	"\n" +
+	"renderings\x18\x02 \x03(\v2\x17.cup.v1alpha1.RenderingR\n" +
+	"renderings\"\xa7\x02\n" +
+	"\tRendering\x12\x1e\n" +
+	"\n" +
+	"reconciler\x18\x01 \x01(\tR\n" +
+	"reconciler\x120\n" +
+	"\aoutputs\x18\x02 \x03(\v2\x16.cup.v1alpha1.ResourceR\aoutputs\x120\n" +
+	"\aprimary\x18\x03 \x01(\v2\x16.cup.v1alpha1.ResourceR\aprimary\x126\n" +
+	"\achanges\x18\x04 \x03(\v2\x1c.cup.v1alpha1.RenderedChangeR\achanges\x127\n" +
+	"\n" +
+	"conditions\x18\x05 \x03(\v2\x17.cup.v1alpha1.ConditionR\n" +
+	"conditions\x12%\n" +
+	"\x0ehidden_outputs\x18\x06 \x01(\x05R\rhiddenOutputs\"\xa8\x01\n" +
+	"\x0eRenderedChange\x12\x1c\n" +
+	"\toperation\x18\x01 \x01(\tR\toperation\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\tR\aversion\x12\x16\n" +
+	"\x06plural\x18\x04 \x01(\tR\x06plural\x12\x1c\n" +
+	"\tnamespace\x18\x05 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x06 \x01(\tR\x04name*\x82\x01\n" +
 	"\fWriteOutcome\x12\x1d\n" +
 	"\x19WRITE_OUTCOME_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17WRITE_OUTCOME_UNCHANGED\x10\x01\x12\x1b\n" +
@@ -2421,7 +2774,7 @@ const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"\x17CHANGE_TYPE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13CHANGE_TYPE_CREATED\x10\x01\x12\x18\n" +
 	"\x14CHANGE_TYPE_MODIFIED\x10\x02\x12\x17\n" +
-	"\x13CHANGE_TYPE_DELETED\x10\x032\x80\x04\n" +
+	"\x13CHANGE_TYPE_DELETED\x10\x032\xca\x04\n" +
 	"\x0fResourceService\x12?\n" +
 	"\x03Get\x12\x18.cup.v1alpha1.GetRequest\x1a\x19.cup.v1alpha1.GetResponse\"\x03\x90\x02\x01\x12B\n" +
 	"\x04List\x12\x19.cup.v1alpha1.ListRequest\x1a\x1a.cup.v1alpha1.ListResponse\"\x03\x90\x02\x01\x12:\n" +
@@ -2429,7 +2782,8 @@ const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"\x06Delete\x12\x1b.cup.v1alpha1.DeleteRequest\x1a\x1c.cup.v1alpha1.DeleteResponse\x12G\n" +
 	"\x05Watch\x12\x1a.cup.v1alpha1.WatchRequest\x1a\x1b.cup.v1alpha1.WatchResponse\"\x03\x90\x02\x010\x01\x12K\n" +
 	"\aHistory\x12\x1c.cup.v1alpha1.HistoryRequest\x1a\x1d.cup.v1alpha1.HistoryResponse\"\x03\x90\x02\x01\x12Q\n" +
-	"\tGetStatus\x12\x1e.cup.v1alpha1.GetStatusRequest\x1a\x1f.cup.v1alpha1.GetStatusResponse\"\x03\x90\x02\x01B\xa7\x01\n" +
+	"\tGetStatus\x12\x1e.cup.v1alpha1.GetStatusRequest\x1a\x1f.cup.v1alpha1.GetStatusResponse\"\x03\x90\x02\x01\x12H\n" +
+	"\x06Render\x12\x1b.cup.v1alpha1.RenderRequest\x1a\x1c.cup.v1alpha1.RenderResponse\"\x03\x90\x02\x01B\xa7\x01\n" +
 	"\x10com.cup.v1alpha1B\rResourceProtoP\x01Z3github.com/cup-dev/cup/gen/cup/v1alpha1;cupv1alpha1\xa2\x02\x03CXX\xaa\x02\fCup.V1alpha1\xca\x02\fCup\\V1alpha1\xe2\x02\x18Cup\\V1alpha1\\GPBMetadata\xea\x02\rCup::V1alpha1b\x06proto3"
 
 var (
@@ -2445,7 +2799,7 @@ func file_cup_v1alpha1_resource_proto_rawDescGZIP() []byte {
 }
 
 var file_cup_v1alpha1_resource_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_cup_v1alpha1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_cup_v1alpha1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_cup_v1alpha1_resource_proto_goTypes = []any{
 	(WriteOutcome)(0),         // 0: cup.v1alpha1.WriteOutcome
 	(FileOperation)(0),        // 1: cup.v1alpha1.FileOperation
@@ -2473,18 +2827,22 @@ var file_cup_v1alpha1_resource_proto_goTypes = []any{
 	(*HistoryEntry)(nil),      // 23: cup.v1alpha1.HistoryEntry
 	(*GetStatusRequest)(nil),  // 24: cup.v1alpha1.GetStatusRequest
 	(*GetStatusResponse)(nil), // 25: cup.v1alpha1.GetStatusResponse
-	nil,                       // 26: cup.v1alpha1.ObjectMeta.LabelsEntry
-	nil,                       // 27: cup.v1alpha1.ObjectMeta.AnnotationsEntry
-	(*structpb.Struct)(nil),   // 28: google.protobuf.Struct
-	(*Proposal)(nil),          // 29: cup.v1alpha1.Proposal
+	(*RenderRequest)(nil),     // 26: cup.v1alpha1.RenderRequest
+	(*RenderResponse)(nil),    // 27: cup.v1alpha1.RenderResponse
+	(*Rendering)(nil),         // 28: cup.v1alpha1.Rendering
+	(*RenderedChange)(nil),    // 29: cup.v1alpha1.RenderedChange
+	nil,                       // 30: cup.v1alpha1.ObjectMeta.LabelsEntry
+	nil,                       // 31: cup.v1alpha1.ObjectMeta.AnnotationsEntry
+	(*structpb.Struct)(nil),   // 32: google.protobuf.Struct
+	(*Proposal)(nil),          // 33: cup.v1alpha1.Proposal
 }
 var file_cup_v1alpha1_resource_proto_depIdxs = []int32{
 	5,  // 0: cup.v1alpha1.Resource.metadata:type_name -> cup.v1alpha1.ObjectMeta
-	28, // 1: cup.v1alpha1.Resource.spec:type_name -> google.protobuf.Struct
-	26, // 2: cup.v1alpha1.ObjectMeta.labels:type_name -> cup.v1alpha1.ObjectMeta.LabelsEntry
-	27, // 3: cup.v1alpha1.ObjectMeta.annotations:type_name -> cup.v1alpha1.ObjectMeta.AnnotationsEntry
+	32, // 1: cup.v1alpha1.Resource.spec:type_name -> google.protobuf.Struct
+	30, // 2: cup.v1alpha1.ObjectMeta.labels:type_name -> cup.v1alpha1.ObjectMeta.LabelsEntry
+	31, // 3: cup.v1alpha1.ObjectMeta.annotations:type_name -> cup.v1alpha1.ObjectMeta.AnnotationsEntry
 	4,  // 4: cup.v1alpha1.GetResponse.resource:type_name -> cup.v1alpha1.Resource
-	29, // 5: cup.v1alpha1.GetResponse.proposals:type_name -> cup.v1alpha1.Proposal
+	33, // 5: cup.v1alpha1.GetResponse.proposals:type_name -> cup.v1alpha1.Proposal
 	8,  // 6: cup.v1alpha1.GetResponse.status:type_name -> cup.v1alpha1.ResourceStatus
 	9,  // 7: cup.v1alpha1.ResourceStatus.conditions:type_name -> cup.v1alpha1.Condition
 	4,  // 8: cup.v1alpha1.ListResponse.items:type_name -> cup.v1alpha1.Resource
@@ -2495,32 +2853,39 @@ var file_cup_v1alpha1_resource_proto_depIdxs = []int32{
 	17, // 13: cup.v1alpha1.DeleteResponse.result:type_name -> cup.v1alpha1.WriteResult
 	0,  // 14: cup.v1alpha1.WriteResult.outcome:type_name -> cup.v1alpha1.WriteOutcome
 	18, // 15: cup.v1alpha1.WriteResult.changes:type_name -> cup.v1alpha1.FileChange
-	29, // 16: cup.v1alpha1.WriteResult.proposal:type_name -> cup.v1alpha1.Proposal
+	33, // 16: cup.v1alpha1.WriteResult.proposal:type_name -> cup.v1alpha1.Proposal
 	1,  // 17: cup.v1alpha1.FileChange.operation:type_name -> cup.v1alpha1.FileOperation
 	2,  // 18: cup.v1alpha1.WatchResponse.type:type_name -> cup.v1alpha1.WatchEventType
 	4,  // 19: cup.v1alpha1.WatchResponse.resource:type_name -> cup.v1alpha1.Resource
 	23, // 20: cup.v1alpha1.HistoryResponse.entries:type_name -> cup.v1alpha1.HistoryEntry
 	3,  // 21: cup.v1alpha1.HistoryEntry.change:type_name -> cup.v1alpha1.ChangeType
 	9,  // 22: cup.v1alpha1.GetStatusResponse.conditions:type_name -> cup.v1alpha1.Condition
-	6,  // 23: cup.v1alpha1.ResourceService.Get:input_type -> cup.v1alpha1.GetRequest
-	10, // 24: cup.v1alpha1.ResourceService.List:input_type -> cup.v1alpha1.ListRequest
-	13, // 25: cup.v1alpha1.ResourceService.Put:input_type -> cup.v1alpha1.PutRequest
-	15, // 26: cup.v1alpha1.ResourceService.Delete:input_type -> cup.v1alpha1.DeleteRequest
-	19, // 27: cup.v1alpha1.ResourceService.Watch:input_type -> cup.v1alpha1.WatchRequest
-	21, // 28: cup.v1alpha1.ResourceService.History:input_type -> cup.v1alpha1.HistoryRequest
-	24, // 29: cup.v1alpha1.ResourceService.GetStatus:input_type -> cup.v1alpha1.GetStatusRequest
-	7,  // 30: cup.v1alpha1.ResourceService.Get:output_type -> cup.v1alpha1.GetResponse
-	11, // 31: cup.v1alpha1.ResourceService.List:output_type -> cup.v1alpha1.ListResponse
-	14, // 32: cup.v1alpha1.ResourceService.Put:output_type -> cup.v1alpha1.PutResponse
-	16, // 33: cup.v1alpha1.ResourceService.Delete:output_type -> cup.v1alpha1.DeleteResponse
-	20, // 34: cup.v1alpha1.ResourceService.Watch:output_type -> cup.v1alpha1.WatchResponse
-	22, // 35: cup.v1alpha1.ResourceService.History:output_type -> cup.v1alpha1.HistoryResponse
-	25, // 36: cup.v1alpha1.ResourceService.GetStatus:output_type -> cup.v1alpha1.GetStatusResponse
-	30, // [30:37] is the sub-list for method output_type
-	23, // [23:30] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	28, // 23: cup.v1alpha1.RenderResponse.renderings:type_name -> cup.v1alpha1.Rendering
+	4,  // 24: cup.v1alpha1.Rendering.outputs:type_name -> cup.v1alpha1.Resource
+	4,  // 25: cup.v1alpha1.Rendering.primary:type_name -> cup.v1alpha1.Resource
+	29, // 26: cup.v1alpha1.Rendering.changes:type_name -> cup.v1alpha1.RenderedChange
+	9,  // 27: cup.v1alpha1.Rendering.conditions:type_name -> cup.v1alpha1.Condition
+	6,  // 28: cup.v1alpha1.ResourceService.Get:input_type -> cup.v1alpha1.GetRequest
+	10, // 29: cup.v1alpha1.ResourceService.List:input_type -> cup.v1alpha1.ListRequest
+	13, // 30: cup.v1alpha1.ResourceService.Put:input_type -> cup.v1alpha1.PutRequest
+	15, // 31: cup.v1alpha1.ResourceService.Delete:input_type -> cup.v1alpha1.DeleteRequest
+	19, // 32: cup.v1alpha1.ResourceService.Watch:input_type -> cup.v1alpha1.WatchRequest
+	21, // 33: cup.v1alpha1.ResourceService.History:input_type -> cup.v1alpha1.HistoryRequest
+	24, // 34: cup.v1alpha1.ResourceService.GetStatus:input_type -> cup.v1alpha1.GetStatusRequest
+	26, // 35: cup.v1alpha1.ResourceService.Render:input_type -> cup.v1alpha1.RenderRequest
+	7,  // 36: cup.v1alpha1.ResourceService.Get:output_type -> cup.v1alpha1.GetResponse
+	11, // 37: cup.v1alpha1.ResourceService.List:output_type -> cup.v1alpha1.ListResponse
+	14, // 38: cup.v1alpha1.ResourceService.Put:output_type -> cup.v1alpha1.PutResponse
+	16, // 39: cup.v1alpha1.ResourceService.Delete:output_type -> cup.v1alpha1.DeleteResponse
+	20, // 40: cup.v1alpha1.ResourceService.Watch:output_type -> cup.v1alpha1.WatchResponse
+	22, // 41: cup.v1alpha1.ResourceService.History:output_type -> cup.v1alpha1.HistoryResponse
+	25, // 42: cup.v1alpha1.ResourceService.GetStatus:output_type -> cup.v1alpha1.GetStatusResponse
+	27, // 43: cup.v1alpha1.ResourceService.Render:output_type -> cup.v1alpha1.RenderResponse
+	36, // [36:44] is the sub-list for method output_type
+	28, // [28:36] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_cup_v1alpha1_resource_proto_init() }
@@ -2536,7 +2901,7 @@ func file_cup_v1alpha1_resource_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cup_v1alpha1_resource_proto_rawDesc), len(file_cup_v1alpha1_resource_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   24,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

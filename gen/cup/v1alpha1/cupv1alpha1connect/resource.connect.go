@@ -48,6 +48,8 @@ const (
 	// ResourceServiceGetStatusProcedure is the fully-qualified name of the ResourceService's GetStatus
 	// RPC.
 	ResourceServiceGetStatusProcedure = "/cup.v1alpha1.ResourceService/GetStatus"
+	// ResourceServiceRenderProcedure is the fully-qualified name of the ResourceService's Render RPC.
+	ResourceServiceRenderProcedure = "/cup.v1alpha1.ResourceService/Render"
 )
 
 // ResourceServiceClient is a client for the cup.v1alpha1.ResourceService service.
@@ -78,6 +80,14 @@ type ResourceServiceClient interface {
 	// resource that is not there is NOT_FOUND, as for Get; a resource of a
 	// type that no reconciler has as its primary has no conditions.
 	GetStatus(context.Context, *connect.Request[v1alpha1.GetStatusRequest]) (*connect.Response[v1alpha1.GetStatusResponse], error)
+	// Render derives, without writing anything, what each reconciler whose
+	// primary type is the resource's makes of it at the commit read: the
+	// outputs it should have (a cue transform's unified configuration, say),
+	// the primary as the reconciler would write it, the changes a write
+	// would make, and the conditions (a conflict with its positions). A
+	// resource that is not there is NOT_FOUND, as for Get; outputs of types
+	// the caller may not read are left out and counted.
+	Render(context.Context, *connect.Request[v1alpha1.RenderRequest]) (*connect.Response[v1alpha1.RenderResponse], error)
 }
 
 // NewResourceServiceClient constructs a client for the cup.v1alpha1.ResourceService service. By
@@ -138,6 +148,13 @@ func NewResourceServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		render: connect.NewClient[v1alpha1.RenderRequest, v1alpha1.RenderResponse](
+			httpClient,
+			baseURL+ResourceServiceRenderProcedure,
+			connect.WithSchema(resourceServiceMethods.ByName("Render")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -150,6 +167,7 @@ type resourceServiceClient struct {
 	watch     *connect.Client[v1alpha1.WatchRequest, v1alpha1.WatchResponse]
 	history   *connect.Client[v1alpha1.HistoryRequest, v1alpha1.HistoryResponse]
 	getStatus *connect.Client[v1alpha1.GetStatusRequest, v1alpha1.GetStatusResponse]
+	render    *connect.Client[v1alpha1.RenderRequest, v1alpha1.RenderResponse]
 }
 
 // Get calls cup.v1alpha1.ResourceService.Get.
@@ -187,6 +205,11 @@ func (c *resourceServiceClient) GetStatus(ctx context.Context, req *connect.Requ
 	return c.getStatus.CallUnary(ctx, req)
 }
 
+// Render calls cup.v1alpha1.ResourceService.Render.
+func (c *resourceServiceClient) Render(ctx context.Context, req *connect.Request[v1alpha1.RenderRequest]) (*connect.Response[v1alpha1.RenderResponse], error) {
+	return c.render.CallUnary(ctx, req)
+}
+
 // ResourceServiceHandler is an implementation of the cup.v1alpha1.ResourceService service.
 type ResourceServiceHandler interface {
 	// Get returns one resource.
@@ -215,6 +238,14 @@ type ResourceServiceHandler interface {
 	// resource that is not there is NOT_FOUND, as for Get; a resource of a
 	// type that no reconciler has as its primary has no conditions.
 	GetStatus(context.Context, *connect.Request[v1alpha1.GetStatusRequest]) (*connect.Response[v1alpha1.GetStatusResponse], error)
+	// Render derives, without writing anything, what each reconciler whose
+	// primary type is the resource's makes of it at the commit read: the
+	// outputs it should have (a cue transform's unified configuration, say),
+	// the primary as the reconciler would write it, the changes a write
+	// would make, and the conditions (a conflict with its positions). A
+	// resource that is not there is NOT_FOUND, as for Get; outputs of types
+	// the caller may not read are left out and counted.
+	Render(context.Context, *connect.Request[v1alpha1.RenderRequest]) (*connect.Response[v1alpha1.RenderResponse], error)
 }
 
 // NewResourceServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -271,6 +302,13 @@ func NewResourceServiceHandler(svc ResourceServiceHandler, opts ...connect.Handl
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	resourceServiceRenderHandler := connect.NewUnaryHandler(
+		ResourceServiceRenderProcedure,
+		svc.Render,
+		connect.WithSchema(resourceServiceMethods.ByName("Render")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/cup.v1alpha1.ResourceService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case ResourceServiceGetProcedure:
@@ -287,6 +325,8 @@ func NewResourceServiceHandler(svc ResourceServiceHandler, opts ...connect.Handl
 			resourceServiceHistoryHandler.ServeHTTP(w, r)
 		case ResourceServiceGetStatusProcedure:
 			resourceServiceGetStatusHandler.ServeHTTP(w, r)
+		case ResourceServiceRenderProcedure:
+			resourceServiceRenderHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -322,4 +362,8 @@ func (UnimplementedResourceServiceHandler) History(context.Context, *connect.Req
 
 func (UnimplementedResourceServiceHandler) GetStatus(context.Context, *connect.Request[v1alpha1.GetStatusRequest]) (*connect.Response[v1alpha1.GetStatusResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("cup.v1alpha1.ResourceService.GetStatus is not implemented"))
+}
+
+func (UnimplementedResourceServiceHandler) Render(context.Context, *connect.Request[v1alpha1.RenderRequest]) (*connect.Response[v1alpha1.RenderResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("cup.v1alpha1.ResourceService.Render is not implemented"))
 }

@@ -1162,6 +1162,181 @@ export declare type GetStatusResponse = Message<"cup.v1alpha1.GetStatusResponse"
 export declare const GetStatusResponseSchema: GenMessage<GetStatusResponse>;
 
 /**
+ * RenderRequest names one resource to render.
+ *
+ * @generated from message cup.v1alpha1.RenderRequest
+ */
+export declare type RenderRequest = Message<"cup.v1alpha1.RenderRequest"> & {
+  /**
+   * @generated from field: string group = 1;
+   */
+  group: string;
+
+  /**
+   * @generated from field: string version = 2;
+   */
+  version: string;
+
+  /**
+   * @generated from field: string plural = 3;
+   */
+  plural: string;
+
+  /**
+   * @generated from field: string namespace = 4;
+   */
+  namespace: string;
+
+  /**
+   * @generated from field: string name = 5;
+   */
+  name: string;
+
+  /**
+   * Branch, tag, commit or change set to render at; empty for the
+   * configured branch.
+   *
+   * @generated from field: string revision = 6;
+   */
+  revision: string;
+};
+
+/**
+ * Describes the message cup.v1alpha1.RenderRequest.
+ * Use `create(RenderRequestSchema)` to create a new message.
+ */
+export declare const RenderRequestSchema: GenMessage<RenderRequest>;
+
+/**
+ * RenderResponse is what the reconcilers make of a resource.
+ *
+ * @generated from message cup.v1alpha1.RenderResponse
+ */
+export declare type RenderResponse = Message<"cup.v1alpha1.RenderResponse"> & {
+  /**
+   * The commit rendered at.
+   *
+   * @generated from field: string commit = 1;
+   */
+  commit: string;
+
+  /**
+   * One per reconciler whose primary type is the resource's; empty when
+   * there is none.
+   *
+   * @generated from field: repeated cup.v1alpha1.Rendering renderings = 2;
+   */
+  renderings: Rendering[];
+};
+
+/**
+ * Describes the message cup.v1alpha1.RenderResponse.
+ * Use `create(RenderResponseSchema)` to create a new message.
+ */
+export declare const RenderResponseSchema: GenMessage<RenderResponse>;
+
+/**
+ * Rendering is what one reconciler makes of its primary at one commit.
+ *
+ * @generated from message cup.v1alpha1.Rendering
+ */
+export declare type Rendering = Message<"cup.v1alpha1.Rendering"> & {
+  /**
+   * @generated from field: string reconciler = 1;
+   */
+  reconciler: string;
+
+  /**
+   * Every output the primary should have, as it would be written
+   * (annotations included); empty when the transform failed.
+   *
+   * @generated from field: repeated cup.v1alpha1.Resource outputs = 2;
+   */
+  outputs: Resource[];
+
+  /**
+   * The primary as the reconciler would write it; unset when it would
+   * not change it.
+   *
+   * @generated from field: cup.v1alpha1.Resource primary = 3;
+   */
+  primary?: Resource | undefined;
+
+  /**
+   * What a write would do to the tree, in order: the outputs that differ,
+   * the primary, and the outputs to delete.
+   *
+   * @generated from field: repeated cup.v1alpha1.RenderedChange changes = 4;
+   */
+  changes: RenderedChange[];
+
+  /**
+   * The conditions, as GetStatus answers them.
+   *
+   * @generated from field: repeated cup.v1alpha1.Condition conditions = 5;
+   */
+  conditions: Condition[];
+
+  /**
+   * How many outputs were left out because the caller may not read them.
+   *
+   * @generated from field: int32 hidden_outputs = 6;
+   */
+  hiddenOutputs: number;
+};
+
+/**
+ * Describes the message cup.v1alpha1.Rendering.
+ * Use `create(RenderingSchema)` to create a new message.
+ */
+export declare const RenderingSchema: GenMessage<Rendering>;
+
+/**
+ * RenderedChange is one write a reconcile would make.
+ *
+ * @generated from message cup.v1alpha1.RenderedChange
+ */
+export declare type RenderedChange = Message<"cup.v1alpha1.RenderedChange"> & {
+  /**
+   * "put" or "delete".
+   *
+   * @generated from field: string operation = 1;
+   */
+  operation: string;
+
+  /**
+   * @generated from field: string group = 2;
+   */
+  group: string;
+
+  /**
+   * @generated from field: string version = 3;
+   */
+  version: string;
+
+  /**
+   * @generated from field: string plural = 4;
+   */
+  plural: string;
+
+  /**
+   * @generated from field: string namespace = 5;
+   */
+  namespace: string;
+
+  /**
+   * @generated from field: string name = 6;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message cup.v1alpha1.RenderedChange.
+ * Use `create(RenderedChangeSchema)` to create a new message.
+ */
+export declare const RenderedChangeSchema: GenMessage<RenderedChange>;
+
+/**
  * WriteOutcome says what a write did.
  *
  * @generated from enum cup.v1alpha1.WriteOutcome
@@ -1400,6 +1575,22 @@ export declare const ResourceService: GenService<{
     methodKind: "unary";
     input: typeof GetStatusRequestSchema;
     output: typeof GetStatusResponseSchema;
+  },
+  /**
+   * Render derives, without writing anything, what each reconciler whose
+   * primary type is the resource's makes of it at the commit read: the
+   * outputs it should have (a cue transform's unified configuration, say),
+   * the primary as the reconciler would write it, the changes a write
+   * would make, and the conditions (a conflict with its positions). A
+   * resource that is not there is NOT_FOUND, as for Get; outputs of types
+   * the caller may not read are left out and counted.
+   *
+   * @generated from rpc cup.v1alpha1.ResourceService.Render
+   */
+  render: {
+    methodKind: "unary";
+    input: typeof RenderRequestSchema;
+    output: typeof RenderResponseSchema;
   },
 }>;
 
