@@ -11,6 +11,7 @@ package cuelayers
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -100,11 +101,11 @@ func (t *Transform) SetClock(now func() time.Time) { t.now = now }
 // Reconcile unifies the primary's layers and answers the outputs: the
 // current one, and the earlier ones still kept.
 func (t *Transform) Reconcile(ctx context.Context, req *runtime.Request) (*runtime.Response, error) {
-	layers, err := t.layers(ctx, req)
+	layers, err := t.layers(req)
 	if err != nil {
 		return nil, err
 	}
-	result, err := t.eval(ctx, layers)
+	result, err := t.eval(ctx, req.Revision, layers)
 	var ce *cueeval.Error
 	switch {
 	case errors.As(err, &ce):
@@ -209,10 +210,20 @@ func (t *Transform) isOutput(o *controller.Resource) bool {
 	return o.APIVersion == t.c.Output.APIVersion() && o.Kind == t.c.Output.Kind
 }
 
-// layers turns the request's layer inputs into cueeval's, reading each
-// one's file for positions.
-func (t *Transform) layers(ctx context.Context, req *runtime.Request) ([]cueeval.Layer, error) {
-	var out []cueeval.Layer
+// layer is a layer input, as cueeval takes it, and where it is read from.
+type layer struct {
+	cueeval.Layer
+	typ             controller.Type
+	namespace, name string
+	// version is the resource's resourceVersion: with its content, it
+	// identifies the file its positions are read from.
+	version string
+}
+
+// layers turns the request's layer inputs into cueeval's, without their
+// files (read only when an evaluation is needed).
+func (t *Transform) layers(req *runtime.Request) ([]layer, error) {
+	var out []layer
 	for _, in := range req.Inputs {
 		if t.c.Layers.Kind != "" && (in.APIVersion != t.c.Layers.APIVersion() || in.Kind != t.c.Layers.Kind) {
 			continue
@@ -239,14 +250,25 @@ func (t *Transform) layers(ctx context.Context, req *runtime.Request) ([]cueeval
 		if typ.Kind == "" {
 			typ = typeOf(in)
 		}
-		if p, data, err := t.store.ResourceFile(ctx, req.Revision, typ, in.Metadata.Namespace, in.Metadata.Name); err == nil {
-			l.Path, l.File = p, data
-		} else {
-			l.Path = fmt.Sprintf("%s/%s", in.Metadata.Namespace, in.Metadata.Name)
-		}
-		out = append(out, l)
+		out = append(out, layer{Layer: l, typ: typ, namespace: in.Metadata.Namespace, name: in.Metadata.Name, version: in.Metadata.ResourceVersion})
 	}
+	slices.SortFunc(out, func(a, b layer) int { return strings.Compare(a.Ref, b.Ref) })
 	return out, nil
+}
+
+// files reads each layer's file at revision, for positions in it; a layer
+// whose file cannot be read gets positions relative to its field.
+func (t *Transform) files(ctx context.Context, revision string, layers []layer) []cueeval.Layer {
+	out := make([]cueeval.Layer, len(layers))
+	for i, l := range layers {
+		out[i] = l.Layer
+		if p, data, err := t.store.ResourceFile(ctx, revision, l.typ, l.namespace, l.name); err == nil {
+			out[i].Path, out[i].File = p, data
+		} else {
+			out[i].Path = l.namespace + "/" + l.name
+		}
+	}
+	return out
 }
 
 // typeOf is the group and version of a resource, for ResourceFile when
@@ -257,22 +279,28 @@ func typeOf(r *controller.Resource) controller.Type {
 	return controller.Type{Group: g, Version: v, Kind: r.Kind}
 }
 
-// eval unifies layers, through the cache of results by content.
-func (t *Transform) eval(ctx context.Context, layers []cueeval.Layer) ([]byte, error) {
+// eval unifies layers (sorted), through the cache of results by content:
+// the layers' fields and resource versions, and the schema.
+func (t *Transform) eval(ctx context.Context, revision string, layers []layer) ([]byte, error) {
 	h := sha256.New()
-	sorted := slices.Clone(layers)
-	slices.SortFunc(sorted, func(a, b cueeval.Layer) int { return strings.Compare(a.Ref, b.Ref) })
-	for _, l := range sorted {
-		for _, s := range []string{l.Ref, l.Path, l.Field, l.CUE, string(l.Values), string(l.File)} {
-			fmt.Fprintf(h, "%d:%s", len(s), s)
+	var n [8]byte
+	write := func(s string) {
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	for _, l := range layers {
+		for _, s := range []string{l.Ref, l.version, l.Field, l.CUE, string(l.Values)} {
+			write(s)
 		}
 	}
-	fmt.Fprintf(h, "%d:%s%d:%s", len(t.c.Schema), t.c.Schema, len(t.c.SchemaPath), t.c.SchemaPath)
-	key := hex.EncodeToString(h.Sum(nil))
+	write(t.c.Schema)
+	write(t.c.SchemaPath)
+	key := string(h.Sum(nil))
 	if r, ok := t.cache.Get(key); ok {
 		return r.json, r.err
 	}
-	res, err := cueeval.Eval(ctx, sorted, cueeval.Options{Schema: t.c.Schema, SchemaPath: t.c.SchemaPath,
+	res, err := cueeval.Eval(ctx, t.files(ctx, revision, layers), cueeval.Options{Schema: t.c.Schema, SchemaPath: t.c.SchemaPath,
 		Timeout: t.c.Timeout, MaxMemory: t.c.MaxMemory})
 	var ce *cueeval.Error
 	switch {
