@@ -1,6 +1,7 @@
 package changeset
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -189,6 +190,13 @@ func FileChanges(changes []gitfs.Change) []source.FileChange {
 			out[i].Diff = fmt.Sprintf("diff of %s omitted: its old and new content hold %d bytes, more than the %d an answer diffs; read the file at the commit\n", c.Path, n, MaxFileDiffInput)
 			continue
 		}
+		// A diff holds at least its two headers, and all of a file added
+		// or deleted: past the budget, it is not computed at all (a
+		// commit that deletes 10,000 files diffs ~500 of them).
+		if diffAtLeast(c) > budget {
+			out[i].Diff = fmt.Sprintf("diff of %s omitted: the answer's diffs would pass %d bytes; read the file at the commit\n", c.Path, MaxDiffBytes)
+			continue
+		}
 		d := c.Diff()
 		if len(d) > budget {
 			out[i].Diff = fmt.Sprintf("diff of %s omitted: the answer's diffs would pass %d bytes; read the file at the commit\n", c.Path, MaxDiffBytes)
@@ -198,4 +206,25 @@ func FileChanges(changes []gitfs.Change) []source.FileChange {
 		out[i].Diff = d
 	}
 	return out
+}
+
+// diffAtLeast is a lower bound of the size of c's diff: nothing when the
+// content is the same, else the two header lines ("--- a/<path>" and
+// "+++ b/<path>"), and for a text file added or deleted all its content.
+func diffAtLeast(c *gitfs.Change) int {
+	if bytes.Equal(c.OldData, c.Data) {
+		return 0
+	}
+	least := 2*len(c.Path) + 14
+	if len(c.OldData) > 0 && len(c.Data) > 0 {
+		return least
+	}
+	content := c.Data
+	if len(content) == 0 {
+		content = c.OldData
+	}
+	if bytes.IndexByte(content[:min(len(content), 8000)], 0) < 0 { // text, diffed line by line
+		least += len(content)
+	}
+	return least
 }

@@ -309,3 +309,51 @@ func TestCheckOwner(t *testing.T) {
 		}
 	}
 }
+
+// TestFileChangesSkipsOnlyDiffsPastTheBudget: diffs known to be past the
+// budget are not computed, and the answer is the same as computing every
+// diff: deleted, created, modified, binary and unchanged files, with the
+// budget running out part way.
+func TestFileChangesSkipsOnlyDiffsPastTheBudget(t *testing.T) {
+	t.Parallel()
+	line := strings.Repeat("0123456789abcdef", 63) + "\n" // 1 KiB
+	var changes []gitfs.Change
+	for i := range 5000 {
+		p := fmt.Sprintf("d/%04d", i)
+		switch i % 5 {
+		case 0:
+			changes = append(changes, gitfs.Change{Path: p, Op: source.OpDelete, OldData: []byte(line)})
+		case 1:
+			changes = append(changes, gitfs.Change{Path: p, Op: source.OpCreate, Data: []byte(line)})
+		case 2:
+			changes = append(changes, gitfs.Change{Path: p, Op: source.OpUpdate, OldData: []byte(line + "a\n"), Data: []byte(line + "b\n")})
+		case 3:
+			changes = append(changes, gitfs.Change{Path: p, Op: source.OpCreate, Data: []byte("\x00binary")})
+		case 4:
+			changes = append(changes, gitfs.Change{Path: p, Op: source.OpUpdate, OldData: []byte("same\n"), Data: []byte("same\n")})
+		}
+	}
+	// What every diff computed gives.
+	want := make([]source.FileChange, len(changes))
+	budget := changeset.MaxDiffBytes
+	for i := range changes {
+		c := &changes[i]
+		want[i] = source.FileChange{Path: c.Path, Op: c.Op}
+		d := c.Diff()
+		if len(d) > budget {
+			want[i].Diff = fmt.Sprintf("diff of %s omitted: the answer's diffs would pass %d bytes; read the file at the commit\n", c.Path, changeset.MaxDiffBytes)
+			continue
+		}
+		budget -= len(d)
+		want[i].Diff = d
+	}
+	got := changeset.FileChanges(changes)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("change %d (%s): got %.100q, want %.100q", i, want[i].Path, got[i].Diff, want[i].Diff)
+		}
+	}
+	if !strings.Contains(got[len(got)-5].Diff, "omitted") || !strings.HasPrefix(got[0].Diff, "--- a/d/0000") {
+		t.Fatalf("the budget did not run out part way: the first diff %.40q, a last one %.80q", got[0].Diff, got[len(got)-5].Diff)
+	}
+}
