@@ -27,8 +27,10 @@ func parsePath(p string) ([]string, error) {
 	return parts, nil
 }
 
-// valueAt returns the JSON value at path in res, nil where there is none.
-func valueAt(res *controller.Resource, path string) any {
+// ValueAt returns the JSON value at a dotted path (spec.… or metadata.…)
+// in res, as the mappers read it (numbers as json.Number); nil where there
+// is none.
+func ValueAt(res *controller.Resource, path string) any {
 	parts, err := parsePath(path)
 	if err != nil {
 		return nil
@@ -75,7 +77,7 @@ func toAny(m map[string]string) map[string]any {
 // namesAt returns the names the value at path holds: a string, or a list
 // of strings (other values are skipped).
 func namesAt(res *controller.Resource, path string) []string {
-	switch v := valueAt(res, path).(type) {
+	switch v := ValueAt(res, path).(type) {
 	case string:
 		if v != "" {
 			return []string{v}
@@ -95,7 +97,7 @@ func namesAt(res *controller.Resource, path string) []string {
 // matchLabels reads the label selector at path: {"matchLabels": {...}}.
 // An empty selector matches everything in the namespace.
 func matchLabels(res *controller.Resource, path string) (map[string]string, bool) {
-	m, ok := valueAt(res, path).(map[string]any)
+	m, ok := ValueAt(res, path).(map[string]any)
 	if !ok {
 		return nil, false
 	}

@@ -192,25 +192,9 @@ func (e *entry) proto() (*cupv1alpha1.Resource, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &in.resource
-	md := &res.Metadata
-	r := &cupv1alpha1.Resource{
-		ApiVersion: res.APIVersion, Kind: res.Kind,
-		Metadata: &cupv1alpha1.ObjectMeta{
-			Namespace: md.Namespace, Name: md.Name, Labels: md.Labels, Annotations: md.Annotations,
-			ResourceVersion: md.ResourceVersion,
-		},
-	}
-	switch spec := res.Spec; {
-	case spec == nil:
-	case document.HasInexactNumber(spec):
-		r.SpecJson = string(spec)
-	default:
-		var st structpb.Struct
-		if err := protojson.Unmarshal(spec, &st); err != nil {
-			return nil, err
-		}
-		r.Spec = &st
+	r, err := resourceProto(&in.resource)
+	if err != nil {
+		return nil, err
 	}
 	if !e.pb.CompareAndSwap(nil, r) {
 		return e.pb.Load(), nil

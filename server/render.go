@@ -73,8 +73,9 @@ func (s *Server) render(ctx context.Context, at ref, revision string) (*cupv1alp
 	return out, nil
 }
 
-// resourceProto is the protobuf form of a resource a reconciler made; a
-// spec with numbers a Struct cannot hold exactly goes in spec_json.
+// resourceProto is the protobuf form of a resource (read, or made by a
+// reconciler); a spec with numbers a Struct cannot hold exactly goes in
+// spec_json.
 func resourceProto(r *controller.Resource) (*cupv1alpha1.Resource, error) {
 	md := r.Metadata
 	p := &cupv1alpha1.Resource{

@@ -140,7 +140,7 @@ func (t *Transform) Reconcile(ctx context.Context, req *runtime.Request) (*runti
 	}
 	referenced := ""
 	if t.c.Reference != "" {
-		referenced = stringAt(req.Primary.Spec, strings.TrimPrefix(t.c.Reference, "spec."))
+		referenced, _ = runtime.ValueAt(req.Primary, t.c.Reference).(string)
 	}
 	// Switch the reference when there is a new output, or when it names
 	// none of the primary's outputs; a reference set back to an earlier
@@ -342,24 +342,6 @@ func OutputName(primary string, spec []byte) string {
 		primary = strings.TrimRight(primary[:maxPrefix], "-.")
 	}
 	return primary + "-" + hex.EncodeToString(sum[:])[:10]
-}
-
-// stringAt returns the string at a dotted path in a JSON object; "" when
-// absent or not a string.
-func stringAt(doc json.RawMessage, path string) string {
-	var cur any
-	if json.Unmarshal(doc, &cur) != nil {
-		return ""
-	}
-	for _, f := range strings.Split(path, ".") {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return ""
-		}
-		cur = m[f]
-	}
-	s, _ := cur.(string)
-	return s
 }
 
 // setString sets the string at a dotted path in a JSON object, making the
