@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"sort"
 
 	"github.com/cup-dev/cup/controller"
 	"k8s.io/apimachinery/pkg/labels"
@@ -87,11 +86,13 @@ type page struct {
 }
 
 // pageToken pins a listing to a commit and a position, and to the query that
-// started it.
+// started it. A listing across namespaces continues after the resource
+// After in Namespace; a listing of one namespace leaves Namespace out.
 type pageToken struct {
-	Commit string `json:"c"`
-	After  string `json:"a"`
-	Query  uint64 `json:"q"`
+	Commit    string `json:"c"`
+	Namespace string `json:"n,omitempty"`
+	After     string `json:"a"`
+	Query     uint64 `json:"q"`
 }
 
 func queryHash(at ref, labelSelector string) uint64 {
@@ -112,9 +113,14 @@ func (s *Server) typeFor(ctx context.Context, at ref, verb string) (*Type, error
 	return s.lookup(at.group, at.version, at.plural)
 }
 
-// list reads a page of the resources at names, by q.
+// list reads a page of the resources at names, by q: of one namespace, or
+// with at.namespace empty of every namespace (listAcross).
 func (s *Server) list(ctx context.Context, at ref, q listQuery) (*page, error) {
-	t, err := s.typeFor(ctx, at, auth.VerbList)
+	typeOf := s.typeFor
+	if at.namespace == "" {
+		typeOf = s.typeAcross
+	}
+	t, err := typeOf(ctx, at, auth.VerbList)
 	if err != nil {
 		return nil, err
 	}
@@ -131,17 +137,20 @@ func (s *Server) list(ctx context.Context, at ref, q listQuery) (*page, error) {
 			limit = m
 		}
 	}
-	rev, after := q.revision, ""
+	rev, after := q.revision, position{}
 	if q.pageToken != "" {
 		tok, err := decodeToken(q.pageToken)
-		if err != nil || tok.Query != queryHash(at, q.labelSelector) {
+		if err != nil || tok.Query != queryHash(at, q.labelSelector) || (tok.Namespace == "") != (at.namespace != "") {
 			return nil, fieldError("page_token", "not a page token of this listing: start again without it")
 		}
-		rev, after = tok.Commit, tok.After
+		rev, after = tok.Commit, position{tok.Namespace, tok.After}
 	}
 	snap, err := s.src.View(ctx, rev)
 	if err != nil {
 		return nil, err
+	}
+	if at.namespace == "" {
+		return s.listAcross(ctx, t, snap, at, q, sel, limit, after)
 	}
 	l, err := s.listEntries(ctx, t, snap, at.namespace)
 	if err != nil {
@@ -161,17 +170,8 @@ func (s *Server) list(ctx context.Context, at ref, q listQuery) (*page, error) {
 		p.warnings = l.problems[:min(len(l.problems), maxWarnings)]
 		p.more = len(l.problems) - len(p.warnings)
 	}
-	start := sort.Search(len(l.items), func(i int) bool { return l.items[i].name > after })
-	for i := start; i < len(l.items); i++ {
-		e := l.items[i]
-		if !sel.Empty() && !sel.Matches(e.labels) {
-			continue
-		}
-		if limit > 0 && len(p.items) == limit {
-			p.next = encodeToken(pageToken{Commit: snap.Commit, After: p.items[len(p.items)-1].name, Query: queryHash(at, q.labelSelector)})
-			break
-		}
-		p.items = append(p.items, e)
+	if fillPage(p, l.items, after.name, sel, limit) {
+		p.next = encodeToken(pageToken{Commit: snap.Commit, After: p.items[len(p.items)-1].name, Query: queryHash(at, q.labelSelector)})
 	}
 	return p, nil
 }

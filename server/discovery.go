@@ -7,6 +7,8 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/cup-dev/cup/auth"
+	"github.com/cup-dev/cup/controller"
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
 )
@@ -48,4 +50,22 @@ func (s *Server) definition(ctx context.Context, group, name string) (*cupv1alph
 	}
 	return nil, connect.NewError(connect.CodeNotFound,
 		fmt.Errorf("no resource type %q in group %q is served: GET /apis lists the served types", name, group))
+}
+
+// visible reports whether the caller may see the type of group and plural
+// (do something with it somewhere): always without a policy, never
+// without a caller under one.
+func (s *Server) visible(ctx context.Context, group, plural string) bool {
+	if s.cfg.authz == nil {
+		return true
+	}
+	id, ok := auth.FromContext(ctx)
+	return ok && s.cfg.authz.Visible(id, group, plural)
+}
+
+// notServed is the error for a type the caller may not see: the one for a
+// type that is not served (lookup's), so that it learns nothing of it.
+func notServed(group, version, plural string) error {
+	return &sentinelError{controller.ErrNotFound,
+		fmt.Sprintf("no resource type %q in %s/%s is served: GET /apis lists the served types", plural, group, version)}
 }

@@ -12,6 +12,10 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"connectrpc.com/connect"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/cup-dev/cup/auth"
 	"github.com/cup-dev/cup/controller"
 	"github.com/cup-dev/cup/source"
 )
@@ -278,4 +282,137 @@ func (l *listing) add(e *entry) {
 func (l *listing) addProblem(p problem) {
 	l.problems = append(l.problems, p)
 	l.bytes += int64(len(p.path) + len(p.reason))
+}
+
+// fillPage appends to p the entries of items, sorted by name, named after
+// after that sel selects, until p holds limit (0: no limit). It reports
+// whether p is full while items hold more that sel selects.
+func fillPage(p *page, items []*entry, after string, sel labels.Selector, limit int) (more bool) {
+	start := sort.Search(len(items), func(i int) bool { return items[i].name > after })
+	for _, e := range items[start:] {
+		if !sel.Empty() && !sel.Matches(e.labels) {
+			continue
+		}
+		if limit > 0 && len(p.items) == limit {
+			return true
+		}
+		p.items = append(p.items, e)
+	}
+	return false
+}
+
+// position is where a listing across namespaces continues: after the
+// resource name in namespace. The zero position is the start.
+type position struct{ namespace, name string }
+
+// typeAcross is typeFor for a call across namespaces (at.namespace is
+// empty). Under a policy the caller must be known and may do something
+// with the type somewhere, else it learns nothing of the type; which
+// namespaces it sees is decided for each (listableIn).
+func (s *Server) typeAcross(ctx context.Context, at ref, verb string) (*Type, error) {
+	if s.cfg.authz != nil {
+		id, ok := auth.FromContext(ctx)
+		if !ok {
+			return nil, s.authorize(ctx, at.attributes(verb)) // Unauthenticated
+		}
+		if !s.cfg.authz.Visible(id, at.group, at.plural) {
+			return nil, connect.NewError(connect.CodePermissionDenied, denial(id, at.attributes(verb)))
+		}
+	}
+	return s.lookup(at.group, at.version, at.plural)
+}
+
+// listableIn reports whether the caller may list t's resources in
+// namespace: always without a policy.
+func (s *Server) listableIn(ctx context.Context, t *Type, namespace string) bool {
+	return s.allowed(ctx, auth.Attributes{Verb: auth.VerbList, Group: t.Group, Plural: t.Plural, Namespace: namespace})
+}
+
+// listAcross reads a page of t's resources at snap in every namespace that
+// holds some and the caller may list, sorted by namespace, then name,
+// starting after the position after. Namespaces are read one by one, each
+// listing memoised, until the page is full and one more resource shows
+// that another page follows: a page costs the namespaces it reads, and
+// finding its start in after's namespace a binary search.
+//
+// A namespace's problems come with the page that reaches its start; the
+// listing's first page has only its own namespaces' (a listing of one
+// namespace has them all on its first page). With q.problems the page
+// holds the problems of every namespace and no resources.
+func (s *Server) listAcross(ctx context.Context, t *Type, snap *source.Snapshot, at ref, q listQuery, sel labels.Selector, limit int, after position) (*page, error) {
+	namespaces, err := s.namespacesOf(ctx, t, snap)
+	if err != nil {
+		return nil, err
+	}
+	p := &page{commit: snap.Commit}
+	if q.problems {
+		return p, s.problemsAcross(ctx, t, snap, namespaces, p)
+	}
+	type start struct {
+		namespace string
+		l         *listing
+	}
+	var started []start // the namespaces this page starts, in order
+	last := ""          // the namespace of the page's last resource
+	for _, ns := range namespaces[sort.SearchStrings(namespaces, after.namespace):] {
+		if !s.listableIn(ctx, t, ns) {
+			continue
+		}
+		l, err := s.listEntries(ctx, t, snap, ns)
+		if err != nil {
+			return nil, err
+		}
+		from := ""
+		if ns == after.namespace {
+			from = after.name
+		} else {
+			started = append(started, start{ns, l})
+		}
+		n := len(p.items)
+		more := fillPage(p, l.items, from, sel, limit)
+		if len(p.items) > n {
+			last = ns
+		}
+		if more {
+			p.next = encodeToken(pageToken{Commit: snap.Commit, Namespace: last, After: p.items[len(p.items)-1].name, Query: queryHash(at, q.labelSelector)})
+			break
+		}
+	}
+	// A namespace started past the page's last resource is started again
+	// by the next page, which tells its problems.
+	for _, st := range started {
+		if p.next != "" && st.namespace > last {
+			break
+		}
+		p.warn(st.l.problems, maxWarnings)
+	}
+	return p, nil
+}
+
+// problemsAcross puts into p the problems of t's listings at snap in
+// namespaces, of those the caller may list: as many as a page of
+// resources may hold; the rest are counted.
+func (s *Server) problemsAcross(ctx context.Context, t *Type, snap *source.Snapshot, namespaces []string, p *page) error {
+	for _, ns := range namespaces {
+		if !s.listableIn(ctx, t, ns) {
+			continue
+		}
+		l, err := s.listEntries(ctx, t, snap, ns)
+		if err != nil {
+			return err
+		}
+		p.warn(l.problems, s.cfg.maxListPage)
+	}
+	return nil
+}
+
+// warn adds problems to p's warnings while they are fewer than most (no
+// bound when it is not positive), and counts the rest in p.more.
+func (p *page) warn(problems []problem, most int) {
+	n := len(problems)
+	if most > 0 {
+		n = max(0, min(n, most-len(p.warnings)))
+	}
+	p.warnings = append(p.warnings, problems[:n]...)
+	p.more += len(problems) - n
 }

@@ -54,9 +54,10 @@ type memoKey struct {
 type memoWhat uint8
 
 const (
-	memoRead    memoWhat = iota // a resource, or with no name a listing
-	memoEvents                  // a commit's events for a type and namespace
-	memoHistory                 // a page of a resource's history
+	memoRead       memoWhat = iota // a resource, or with no name a listing
+	memoEvents                     // a commit's events for a type and namespace
+	memoHistory                    // a page of a resource's history
+	memoNamespaces                 // the namespaces of a type at a commit
 )
 
 type memoItem struct {

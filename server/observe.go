@@ -313,9 +313,14 @@ var restProcedures = map[string]string{
 	"GET " + statusPath:     cupv1alpha1connect.ResourceServiceGetStatusProcedure,
 	"GET " + renderPath:     cupv1alpha1connect.ResourceServiceRenderProcedure,
 	"GET " + graphPath:      cupv1alpha1connect.DiscoveryServiceGetDependencyGraphProcedure,
-	// A watch is a GET of the collection with watch=true (watchPattern).
-	watchPattern:               cupv1alpha1connect.ResourceServiceWatchProcedure,
-	"GET " + allNamespacesPath: cupv1alpha1connect.ResourceServiceWatchProcedure,
+	"GET " + namespacesPath: cupv1alpha1connect.DiscoveryServiceListNamespacesProcedure,
+	// An access review is posted: its checks are a body.
+	"POST " + accessReviewsPath: cupv1alpha1connect.DiscoveryServiceCheckAccessProcedure,
+	// A list across namespaces; with watch=true, a watch (watchAllPattern).
+	"GET " + allNamespacesPath: cupv1alpha1connect.ResourceServiceListProcedure,
+	// A watch is a GET of a list with watch=true.
+	watchPattern:    cupv1alpha1connect.ResourceServiceWatchProcedure,
+	watchAllPattern: cupv1alpha1connect.ResourceServiceWatchProcedure,
 }
 
 // restProcedure is the procedure label of a REST call of the route

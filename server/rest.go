@@ -32,7 +32,10 @@ import (
 //	GET    /apis/cup.dev/v1alpha1/proposals                                proposals (see proposals.go)
 //	GET    /apis/cup.dev/v1alpha1/proposals/{id}                           one proposal
 //	GET    /apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}/status  status (see status.go)
+//	GET    /apis/{group}/{version}/{plural}                                list every namespace (see rest_watch.go)
 //	GET    /apis/cup.dev/v1alpha1/dependencygraph                          the reconcilers' graph
+//	GET    /apis/cup.dev/v1alpha1/namespaces                               namespaces and counts (see namespaces.go)
+//	POST   /apis/cup.dev/v1alpha1/accessreviews                            what the caller may do (see access.go)
 //
 // Errors answer the HTTP status Connect maps the code to, with a JSON body
 // {"code": "...", "message": "..."}.
@@ -65,6 +68,10 @@ func (s *Server) routeREST(mux *http.ServeMux) {
 	mux.Handle("GET "+statusPath, s.rest(s.restStatus, "revision"))
 	mux.Handle("GET "+renderPath, s.rest(s.restRender, "revision"))
 	mux.Handle("GET "+graphPath, s.rest(s.restGraph))
+	mux.Handle("GET "+namespacesPath, s.rest(s.restListNamespaces, "group", "version", "plural", "revision"))
+	mux.Handle("POST "+accessReviewsPath, s.rest(s.restCheckAccess))
+	// Not the list of a type "accessreviews" across namespaces: 405.
+	mux.Handle("GET "+accessReviewsPath, s.restCall(s.restNoRoute))
 	// Everything else under /apis answers in the REST form's JSON too,
 	// rather than with the mux's plain-text 404 or 405.
 	mux.Handle("/apis", s.restCall(s.restNoRoute))
@@ -117,14 +124,19 @@ func (s *Server) restNoRoute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeError(w, r, connect.NewError(connect.CodeNotFound, fmt.Errorf(
-		"the REST form has no %s %s: it serves GET /apis, GET %s, GET, PUT and DELETE %s, GET %s, %s and %s, and GET %s, %s and %s",
-		r.Method, r.URL.Path, collectionPath, itemPath, statusPath, renderPath, historyPath, proposalsPath, proposalPath, graphPath)))
+		"the REST form has no %s %s: it serves GET /apis, GET %s and %s, GET, PUT and DELETE %s, GET %s, %s and %s, GET %s, %s, %s and %s, and POST %s",
+		r.Method, r.URL.Path, collectionPath, allNamespacesPath, itemPath, statusPath, renderPath, historyPath,
+		proposalsPath, proposalPath, graphPath, namespacesPath, accessReviewsPath)))
 }
 
 // allowedMethods are the methods the REST form serves on path, when one of
 // its routes has path's shape; empty otherwise.
 func allowedMethods(path string) string {
-	if path == "/apis" || path == "/apis/" || path == proposalsPath || path == graphPath || strings.HasPrefix(path, proposalsPath+"/") && !strings.Contains(path[len(proposalsPath)+1:], "/") {
+	switch {
+	case path == accessReviewsPath:
+		return "POST"
+	case path == "/apis" || path == "/apis/" || path == proposalsPath || path == graphPath || path == namespacesPath ||
+		strings.HasPrefix(path, proposalsPath+"/") && !strings.Contains(path[len(proposalsPath)+1:], "/"):
 		return "GET"
 	}
 	rest, ok := strings.CutPrefix(path, "/apis/")
@@ -138,7 +150,7 @@ func allowedMethods(path string) string {
 		}
 	}
 	switch {
-	case len(parts) == 5 && parts[2] == "namespaces":
+	case len(parts) == 3, len(parts) == 5 && parts[2] == "namespaces":
 		return "GET"
 	case len(parts) == 6 && parts[2] == "namespaces":
 		return "GET, PUT, DELETE"

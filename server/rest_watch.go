@@ -11,10 +11,12 @@ import (
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 )
 
-// The REST form of watches and history:
+// The REST form of watches and history (and of lists across namespaces,
+// on the same path as their watches):
 //
 //	GET /apis/{group}/{version}/namespaces/{namespace}/{plural}?watch=true  watch a namespace
 //	GET /apis/{group}/{version}/{plural}?watch=true                         watch every namespace
+//	GET /apis/{group}/{version}/{plural}                                    list every namespace
 //	GET /apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}/history
 //
 // A watch answers 200 at once, then one JSON object per line as events
@@ -41,27 +43,28 @@ var watchNames = map[string]string{
 	"send_initial_events": "sendInitialEvents",
 }
 
-// watchPattern is the procedure label's key for a watch of one namespace:
-// its route is the collection's, with watch=true.
-const watchPattern = "GET " + collectionPath + "?watch"
+// watchPattern and watchAllPattern are the procedure label's keys for a
+// watch of one namespace and of every namespace: their routes are the
+// lists', with watch=true.
+const (
+	watchPattern    = "GET " + collectionPath + "?watch"
+	watchAllPattern = "GET " + allNamespacesPath + "?watch"
+)
 
+// routeWatch routes the lists of one namespace and of every namespace,
+// which are watches with watch=true, and history.
 func (s *Server) routeWatch(mux *http.ServeMux, list http.HandlerFunc, listParams []string) {
 	lists, watches := s.rest(list, listParams...), s.rest(s.restWatch, watchParams...)
-	mux.HandleFunc("GET "+collectionPath, func(w http.ResponseWriter, r *http.Request) {
-		if isWatch(r) {
-			r.Pattern = watchPattern
-			watches.ServeHTTP(w, r)
-			return
-		}
-		lists.ServeHTTP(w, r)
-	})
-	mux.Handle("GET "+allNamespacesPath, s.rest(func(w http.ResponseWriter, r *http.Request) {
-		if !isWatch(r) {
-			s.writeError(w, r, fieldError("watch", "%s serves watches across namespaces only: add watch=true, or list one namespace at %s", r.URL.Path, collectionPath))
-			return
-		}
-		s.restWatch(w, r)
-	}, watchParams...))
+	for path, watch := range map[string]string{collectionPath: watchPattern, allNamespacesPath: watchAllPattern} {
+		mux.HandleFunc("GET "+path, func(w http.ResponseWriter, r *http.Request) {
+			if isWatch(r) {
+				r.Pattern = watch
+				watches.ServeHTTP(w, r)
+				return
+			}
+			lists.ServeHTTP(w, r)
+		})
+	}
 	mux.Handle("GET "+historyPath, s.rest(s.restHistory, "until", "since", "limit", "continue"))
 }
 

@@ -259,7 +259,7 @@ func TestWatchRefusals(t *testing.T) {
 	for _, tc := range []struct{ path, want string }{
 		{"/apis/flags.cup.dev/v1alpha1/namespaces/default/flags?watch=true&limit=2", "unknown query parameter"},
 		{"/apis/flags.cup.dev/v1alpha1/namespaces/default/flags?watch=true&resourceVersion=xyz", "resourceVersion"},
-		{"/apis/flags.cup.dev/v1alpha1/flags", "add watch=true"},
+		{"/apis/flags.cup.dev/v1alpha1/flags?watch=true&limit=2", "unknown query parameter"},
 		{"/apis/flags.cup.dev/v1alpha1/namespaces/default/flags?watch=true&resourceVersion=abcd.0", "resourceVersion"},
 		{"/apis/flags.cup.dev/v1alpha1/namespaces/default/flags?watch=true&allowWatchBookmarks=maybe", "allowWatchBookmarks"},
 	} {

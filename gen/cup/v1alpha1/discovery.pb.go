@@ -659,6 +659,472 @@ func (x *DependencyEdge) GetMapper() string {
 	return ""
 }
 
+// ListNamespacesRequest names a type, or none for every type.
+type ListNamespacesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The type to count: group, version and plural together, or all three
+	// empty for every type.
+	Group   string `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	Version string `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	Plural  string `protobuf:"bytes,3,opt,name=plural,proto3" json:"plural,omitempty"`
+	// Branch, tag or commit to read; empty for the configured branch.
+	Revision      string `protobuf:"bytes,4,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListNamespacesRequest) Reset() {
+	*x = ListNamespacesRequest{}
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListNamespacesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListNamespacesRequest) ProtoMessage() {}
+
+func (x *ListNamespacesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListNamespacesRequest.ProtoReflect.Descriptor instead.
+func (*ListNamespacesRequest) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ListNamespacesRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *ListNamespacesRequest) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *ListNamespacesRequest) GetPlural() string {
+	if x != nil {
+		return x.Plural
+	}
+	return ""
+}
+
+func (x *ListNamespacesRequest) GetRevision() string {
+	if x != nil {
+		return x.Revision
+	}
+	return ""
+}
+
+// ListNamespacesResponse holds the namespaces, sorted by name.
+type ListNamespacesResponse struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Namespaces []*Namespace           `protobuf:"bytes,1,rep,name=namespaces,proto3" json:"namespaces,omitempty"`
+	// The commit the counts were taken at.
+	Commit        string `protobuf:"bytes,2,opt,name=commit,proto3" json:"commit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListNamespacesResponse) Reset() {
+	*x = ListNamespacesResponse{}
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListNamespacesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListNamespacesResponse) ProtoMessage() {}
+
+func (x *ListNamespacesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListNamespacesResponse.ProtoReflect.Descriptor instead.
+func (*ListNamespacesResponse) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ListNamespacesResponse) GetNamespaces() []*Namespace {
+	if x != nil {
+		return x.Namespaces
+	}
+	return nil
+}
+
+func (x *ListNamespacesResponse) GetCommit() string {
+	if x != nil {
+		return x.Commit
+	}
+	return ""
+}
+
+// Namespace is a namespace that holds resources.
+type Namespace struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// How many resources of each type it holds, sorted by group, then
+	// plural; types it holds none of are left out.
+	Types         []*TypeCount `protobuf:"bytes,2,rep,name=types,proto3" json:"types,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Namespace) Reset() {
+	*x = Namespace{}
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Namespace) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Namespace) ProtoMessage() {}
+
+func (x *Namespace) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Namespace.ProtoReflect.Descriptor instead.
+func (*Namespace) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *Namespace) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Namespace) GetTypes() []*TypeCount {
+	if x != nil {
+		return x.Types
+	}
+	return nil
+}
+
+// TypeCount is how many resources of one type a namespace holds.
+type TypeCount struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	Version       string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	Plural        string                 `protobuf:"bytes,3,opt,name=plural,proto3" json:"plural,omitempty"`
+	Kind          string                 `protobuf:"bytes,4,opt,name=kind,proto3" json:"kind,omitempty"`
+	Count         int32                  `protobuf:"varint,5,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TypeCount) Reset() {
+	*x = TypeCount{}
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TypeCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TypeCount) ProtoMessage() {}
+
+func (x *TypeCount) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TypeCount.ProtoReflect.Descriptor instead.
+func (*TypeCount) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *TypeCount) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *TypeCount) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *TypeCount) GetPlural() string {
+	if x != nil {
+		return x.Plural
+	}
+	return ""
+}
+
+func (x *TypeCount) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *TypeCount) GetCount() int32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+// CheckAccessRequest lists what the caller would like to do.
+type CheckAccessRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Checks        []*AccessCheck         `protobuf:"bytes,1,rep,name=checks,proto3" json:"checks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckAccessRequest) Reset() {
+	*x = CheckAccessRequest{}
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckAccessRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckAccessRequest) ProtoMessage() {}
+
+func (x *CheckAccessRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckAccessRequest.ProtoReflect.Descriptor instead.
+func (*CheckAccessRequest) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *CheckAccessRequest) GetChecks() []*AccessCheck {
+	if x != nil {
+		return x.Checks
+	}
+	return nil
+}
+
+// AccessCheck is one action: a verb on a type, in a namespace, by name.
+type AccessCheck struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// get, list, watch, put or delete.
+	Verb   string `protobuf:"bytes,1,opt,name=verb,proto3" json:"verb,omitempty"`
+	Group  string `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	Plural string `protobuf:"bytes,3,opt,name=plural,proto3" json:"plural,omitempty"`
+	// Empty for every namespace (what cluster-wide bindings grant).
+	Namespace string `protobuf:"bytes,4,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// Empty for any name.
+	Name          string `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AccessCheck) Reset() {
+	*x = AccessCheck{}
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AccessCheck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AccessCheck) ProtoMessage() {}
+
+func (x *AccessCheck) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AccessCheck.ProtoReflect.Descriptor instead.
+func (*AccessCheck) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *AccessCheck) GetVerb() string {
+	if x != nil {
+		return x.Verb
+	}
+	return ""
+}
+
+func (x *AccessCheck) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *AccessCheck) GetPlural() string {
+	if x != nil {
+		return x.Plural
+	}
+	return ""
+}
+
+func (x *AccessCheck) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *AccessCheck) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// CheckAccessResponse answers each check, in the order asked.
+type CheckAccessResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The caller as the server knows it; empty without authentication.
+	User   string   `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	Groups []string `protobuf:"bytes,2,rep,name=groups,proto3" json:"groups,omitempty"`
+	// How the caller was authenticated: token, oidc or certificate; empty
+	// without authentication.
+	Method string `protobuf:"bytes,3,opt,name=method,proto3" json:"method,omitempty"`
+	// Whether the server enforces a policy. Without one, every check is
+	// allowed.
+	Policy bool `protobuf:"varint,4,opt,name=policy,proto3" json:"policy,omitempty"`
+	// One answer per check, in order.
+	Allowed       []bool `protobuf:"varint,5,rep,packed,name=allowed,proto3" json:"allowed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckAccessResponse) Reset() {
+	*x = CheckAccessResponse{}
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckAccessResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckAccessResponse) ProtoMessage() {}
+
+func (x *CheckAccessResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckAccessResponse.ProtoReflect.Descriptor instead.
+func (*CheckAccessResponse) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *CheckAccessResponse) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *CheckAccessResponse) GetGroups() []string {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
+func (x *CheckAccessResponse) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+func (x *CheckAccessResponse) GetPolicy() bool {
+	if x != nil {
+		return x.Policy
+	}
+	return false
+}
+
+func (x *CheckAccessResponse) GetAllowed() []bool {
+	if x != nil {
+		return x.Allowed
+	}
+	return nil
+}
+
 var File_cup_v1alpha1_discovery_proto protoreflect.FileDescriptor
 
 const file_cup_v1alpha1_discovery_proto_rawDesc = "" +
@@ -701,17 +1167,54 @@ const file_cup_v1alpha1_discovery_proto_rawDesc = "" +
 	"\x04kind\x18\x04 \x01(\tR\x04kind\x12\x16\n" +
 	"\x06plural\x18\x05 \x01(\tR\x06plural\x123\n" +
 	"\tedge_kind\x18\x06 \x01(\x0e2\x16.cup.v1alpha1.EdgeKindR\bedgeKind\x12\x16\n" +
-	"\x06mapper\x18\a \x01(\tR\x06mapper*\x8f\x01\n" +
+	"\x06mapper\x18\a \x01(\tR\x06mapper\"\xec\x04\n" +
+	"\x15ListNamespacesRequest\x12d\n" +
+	"\x05group\x18\x01 \x01(\tBN\xbaHK\xd8\x01\x01rF\x18\xfd\x012A^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$R\x05group\x12E\n" +
+	"\aversion\x18\x02 \x01(\tB+\xbaH(\xd8\x01\x01r#\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\aversion\x12C\n" +
+	"\x06plural\x18\x03 \x01(\tB+\xbaH(\xd8\x01\x01r#\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\x06plural\x12\x84\x01\n" +
+	"\brevision\x18\x04 \x01(\tBh\xbaHe\xba\x017\n" +
+	"\brevision\x12\x15must not contain '..'\x1a\x14!this.contains('..')\xd8\x01\x01r&\x18\xff\x012!^[A-Za-z0-9][A-Za-z0-9._/+@~^-]*$R\brevision:\xd9\x01\xbaH\xd5\x01\x1a\xd2\x01\n" +
+	"\x13type_whole_or_empty\x1a\xba\x01(this.group == '') == (this.version == '') && (this.group == '') == (this.plural == '') ? '' : 'group, version and plural go together: set all three for one type, or none for every type'\"i\n" +
+	"\x16ListNamespacesResponse\x127\n" +
+	"\n" +
+	"namespaces\x18\x01 \x03(\v2\x17.cup.v1alpha1.NamespaceR\n" +
+	"namespaces\x12\x16\n" +
+	"\x06commit\x18\x02 \x01(\tR\x06commit\"N\n" +
+	"\tNamespace\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12-\n" +
+	"\x05types\x18\x02 \x03(\v2\x17.cup.v1alpha1.TypeCountR\x05types\"}\n" +
+	"\tTypeCount\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\tR\aversion\x12\x16\n" +
+	"\x06plural\x18\x03 \x01(\tR\x06plural\x12\x12\n" +
+	"\x04kind\x18\x04 \x01(\tR\x04kind\x12\x14\n" +
+	"\x05count\x18\x05 \x01(\x05R\x05count\"R\n" +
+	"\x12CheckAccessRequest\x12<\n" +
+	"\x06checks\x18\x01 \x03(\v2\x19.cup.v1alpha1.AccessCheckB\t\xbaH\x06\x92\x01\x03\x10\x80\x02R\x06checks\"\x9f\x03\n" +
+	"\vAccessCheck\x128\n" +
+	"\x04verb\x18\x01 \x01(\tB$\xbaH!r\x1fR\x03getR\x04listR\x05watchR\x03putR\x06deleteR\x04verb\x12c\n" +
+	"\x05group\x18\x02 \x01(\tBM\xbaHJrH\x10\x01\x18\xfd\x012A^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$R\x05group\x12B\n" +
+	"\x06plural\x18\x03 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\x06plural\x12I\n" +
+	"\tnamespace\x18\x04 \x01(\tB+\xbaH(\xd8\x01\x01r#\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\tnamespace\x12b\n" +
+	"\x04name\x18\x05 \x01(\tBN\xbaHK\xd8\x01\x01rF\x18\xfd\x012A^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$R\x04name\"\x8b\x01\n" +
+	"\x13CheckAccessResponse\x12\x12\n" +
+	"\x04user\x18\x01 \x01(\tR\x04user\x12\x16\n" +
+	"\x06groups\x18\x02 \x03(\tR\x06groups\x12\x16\n" +
+	"\x06method\x18\x03 \x01(\tR\x06method\x12\x16\n" +
+	"\x06policy\x18\x04 \x01(\bR\x06policy\x12\x18\n" +
+	"\aallowed\x18\x05 \x03(\bR\aallowed*\x8f\x01\n" +
 	"\bEdgeKind\x12\x19\n" +
 	"\x15EDGE_KIND_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11EDGE_KIND_PRIMARY\x10\x01\x12\x14\n" +
 	"\x10EDGE_KIND_MAPPED\x10\x02\x12\x1e\n" +
 	"\x1aEDGE_KIND_OUTPUT_EXCLUSIVE\x10\x03\x12\x1b\n" +
-	"\x17EDGE_KIND_OUTPUT_SHARED\x10\x042\xc4\x02\n" +
+	"\x17EDGE_KIND_OUTPUT_SHARED\x10\x042\xff\x03\n" +
 	"\x10DiscoveryService\x12c\n" +
 	"\x0fListDefinitions\x12$.cup.v1alpha1.ListDefinitionsRequest\x1a%.cup.v1alpha1.ListDefinitionsResponse\"\x03\x90\x02\x01\x12]\n" +
 	"\rGetDefinition\x12\".cup.v1alpha1.GetDefinitionRequest\x1a#.cup.v1alpha1.GetDefinitionResponse\"\x03\x90\x02\x01\x12l\n" +
-	"\x12GetDependencyGraph\x12'.cup.v1alpha1.GetDependencyGraphRequest\x1a(.cup.v1alpha1.GetDependencyGraphResponse\"\x03\x90\x02\x01B\xa8\x01\n" +
+	"\x12GetDependencyGraph\x12'.cup.v1alpha1.GetDependencyGraphRequest\x1a(.cup.v1alpha1.GetDependencyGraphResponse\"\x03\x90\x02\x01\x12`\n" +
+	"\x0eListNamespaces\x12#.cup.v1alpha1.ListNamespacesRequest\x1a$.cup.v1alpha1.ListNamespacesResponse\"\x03\x90\x02\x01\x12W\n" +
+	"\vCheckAccess\x12 .cup.v1alpha1.CheckAccessRequest\x1a!.cup.v1alpha1.CheckAccessResponse\"\x03\x90\x02\x01B\xa8\x01\n" +
 	"\x10com.cup.v1alpha1B\x0eDiscoveryProtoP\x01Z3github.com/cup-dev/cup/gen/cup/v1alpha1;cupv1alpha1\xa2\x02\x03CXX\xaa\x02\fCup.V1alpha1\xca\x02\fCup\\V1alpha1\xe2\x02\x18Cup\\V1alpha1\\GPBMetadata\xea\x02\rCup::V1alpha1b\x06proto3"
 
 var (
@@ -727,7 +1230,7 @@ func file_cup_v1alpha1_discovery_proto_rawDescGZIP() []byte {
 }
 
 var file_cup_v1alpha1_discovery_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_cup_v1alpha1_discovery_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_cup_v1alpha1_discovery_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_cup_v1alpha1_discovery_proto_goTypes = []any{
 	(EdgeKind)(0),                      // 0: cup.v1alpha1.EdgeKind
 	(*ResourceDefinition)(nil),         // 1: cup.v1alpha1.ResourceDefinition
@@ -740,27 +1243,41 @@ var file_cup_v1alpha1_discovery_proto_goTypes = []any{
 	(*GetDependencyGraphRequest)(nil),  // 8: cup.v1alpha1.GetDependencyGraphRequest
 	(*GetDependencyGraphResponse)(nil), // 9: cup.v1alpha1.GetDependencyGraphResponse
 	(*DependencyEdge)(nil),             // 10: cup.v1alpha1.DependencyEdge
-	(*structpb.Struct)(nil),            // 11: google.protobuf.Struct
+	(*ListNamespacesRequest)(nil),      // 11: cup.v1alpha1.ListNamespacesRequest
+	(*ListNamespacesResponse)(nil),     // 12: cup.v1alpha1.ListNamespacesResponse
+	(*Namespace)(nil),                  // 13: cup.v1alpha1.Namespace
+	(*TypeCount)(nil),                  // 14: cup.v1alpha1.TypeCount
+	(*CheckAccessRequest)(nil),         // 15: cup.v1alpha1.CheckAccessRequest
+	(*AccessCheck)(nil),                // 16: cup.v1alpha1.AccessCheck
+	(*CheckAccessResponse)(nil),        // 17: cup.v1alpha1.CheckAccessResponse
+	(*structpb.Struct)(nil),            // 18: google.protobuf.Struct
 }
 var file_cup_v1alpha1_discovery_proto_depIdxs = []int32{
 	2,  // 0: cup.v1alpha1.ResourceDefinition.names:type_name -> cup.v1alpha1.Names
 	3,  // 1: cup.v1alpha1.ResourceDefinition.versions:type_name -> cup.v1alpha1.DefinitionVersion
-	11, // 2: cup.v1alpha1.DefinitionVersion.schema:type_name -> google.protobuf.Struct
+	18, // 2: cup.v1alpha1.DefinitionVersion.schema:type_name -> google.protobuf.Struct
 	1,  // 3: cup.v1alpha1.ListDefinitionsResponse.definitions:type_name -> cup.v1alpha1.ResourceDefinition
 	1,  // 4: cup.v1alpha1.GetDefinitionResponse.definition:type_name -> cup.v1alpha1.ResourceDefinition
 	10, // 5: cup.v1alpha1.GetDependencyGraphResponse.edges:type_name -> cup.v1alpha1.DependencyEdge
 	0,  // 6: cup.v1alpha1.DependencyEdge.edge_kind:type_name -> cup.v1alpha1.EdgeKind
-	4,  // 7: cup.v1alpha1.DiscoveryService.ListDefinitions:input_type -> cup.v1alpha1.ListDefinitionsRequest
-	6,  // 8: cup.v1alpha1.DiscoveryService.GetDefinition:input_type -> cup.v1alpha1.GetDefinitionRequest
-	8,  // 9: cup.v1alpha1.DiscoveryService.GetDependencyGraph:input_type -> cup.v1alpha1.GetDependencyGraphRequest
-	5,  // 10: cup.v1alpha1.DiscoveryService.ListDefinitions:output_type -> cup.v1alpha1.ListDefinitionsResponse
-	7,  // 11: cup.v1alpha1.DiscoveryService.GetDefinition:output_type -> cup.v1alpha1.GetDefinitionResponse
-	9,  // 12: cup.v1alpha1.DiscoveryService.GetDependencyGraph:output_type -> cup.v1alpha1.GetDependencyGraphResponse
-	10, // [10:13] is the sub-list for method output_type
-	7,  // [7:10] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	13, // 7: cup.v1alpha1.ListNamespacesResponse.namespaces:type_name -> cup.v1alpha1.Namespace
+	14, // 8: cup.v1alpha1.Namespace.types:type_name -> cup.v1alpha1.TypeCount
+	16, // 9: cup.v1alpha1.CheckAccessRequest.checks:type_name -> cup.v1alpha1.AccessCheck
+	4,  // 10: cup.v1alpha1.DiscoveryService.ListDefinitions:input_type -> cup.v1alpha1.ListDefinitionsRequest
+	6,  // 11: cup.v1alpha1.DiscoveryService.GetDefinition:input_type -> cup.v1alpha1.GetDefinitionRequest
+	8,  // 12: cup.v1alpha1.DiscoveryService.GetDependencyGraph:input_type -> cup.v1alpha1.GetDependencyGraphRequest
+	11, // 13: cup.v1alpha1.DiscoveryService.ListNamespaces:input_type -> cup.v1alpha1.ListNamespacesRequest
+	15, // 14: cup.v1alpha1.DiscoveryService.CheckAccess:input_type -> cup.v1alpha1.CheckAccessRequest
+	5,  // 15: cup.v1alpha1.DiscoveryService.ListDefinitions:output_type -> cup.v1alpha1.ListDefinitionsResponse
+	7,  // 16: cup.v1alpha1.DiscoveryService.GetDefinition:output_type -> cup.v1alpha1.GetDefinitionResponse
+	9,  // 17: cup.v1alpha1.DiscoveryService.GetDependencyGraph:output_type -> cup.v1alpha1.GetDependencyGraphResponse
+	12, // 18: cup.v1alpha1.DiscoveryService.ListNamespaces:output_type -> cup.v1alpha1.ListNamespacesResponse
+	17, // 19: cup.v1alpha1.DiscoveryService.CheckAccess:output_type -> cup.v1alpha1.CheckAccessResponse
+	15, // [15:20] is the sub-list for method output_type
+	10, // [10:15] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_cup_v1alpha1_discovery_proto_init() }
@@ -774,7 +1291,7 @@ func file_cup_v1alpha1_discovery_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cup_v1alpha1_discovery_proto_rawDesc), len(file_cup_v1alpha1_discovery_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   10,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

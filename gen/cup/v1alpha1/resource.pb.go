@@ -741,13 +741,17 @@ func (x *Condition) GetLastTransitionTime() string {
 	return ""
 }
 
-// ListRequest names the resources of one type in one namespace.
+// ListRequest names the resources of one type in one namespace, or in all.
 type ListRequest struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	Group     string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
-	Version   string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
-	Plural    string                 `protobuf:"bytes,3,opt,name=plural,proto3" json:"plural,omitempty"`
-	Namespace string                 `protobuf:"bytes,4,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Group   string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	Version string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	Plural  string                 `protobuf:"bytes,3,opt,name=plural,proto3" json:"plural,omitempty"`
+	// The namespace to list; empty lists every namespace that holds
+	// resources of the type, sorted by namespace, then name (REST:
+	// /apis/{group}/{version}/{plural}). With a policy, namespaces the caller
+	// may not list are left out.
+	Namespace string `protobuf:"bytes,4,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	// Branch, tag or commit to read; empty for the configured branch. Ignored
 	// when page_token is set: a listing continues at the commit it started on.
 	Revision string `protobuf:"bytes,5,opt,name=revision,proto3" json:"revision,omitempty"`
@@ -2585,12 +2589,12 @@ const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x12+\n" +
 	"\x11observed_revision\x18\x06 \x01(\tR\x10observedRevision\x120\n" +
-	"\x14last_transition_time\x18\a \x01(\tR\x12lastTransitionTime\"\xed\x04\n" +
+	"\x14last_transition_time\x18\a \x01(\tR\x12lastTransitionTime\"\xee\x04\n" +
 	"\vListRequest\x12c\n" +
 	"\x05group\x18\x01 \x01(\tBM\xbaHJrH\x10\x01\x18\xfd\x012A^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$R\x05group\x12D\n" +
 	"\aversion\x18\x02 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\aversion\x12B\n" +
-	"\x06plural\x18\x03 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\x06plural\x12H\n" +
-	"\tnamespace\x18\x04 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\tnamespace\x12\x84\x01\n" +
+	"\x06plural\x18\x03 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\x06plural\x12I\n" +
+	"\tnamespace\x18\x04 \x01(\tB+\xbaH(\xd8\x01\x01r#\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\tnamespace\x12\x84\x01\n" +
 	"\brevision\x18\x05 \x01(\tBh\xbaHe\xba\x017\n" +
 	"\brevision\x12\x15must not contain '..'\x1a\x14!this.contains('..')\xd8\x01\x01r&\x18\xff\x012!^[A-Za-z0-9][A-Za-z0-9._/+@~^-]*$R\brevision\x12/\n" +
 	"\x0elabel_selector\x18\x06 \x01(\tB\b\xbaH\x05r\x03\x18\x80 R\rlabelSelector\x12(\n" +

@@ -42,6 +42,12 @@ const (
 	// DiscoveryServiceGetDependencyGraphProcedure is the fully-qualified name of the DiscoveryService's
 	// GetDependencyGraph RPC.
 	DiscoveryServiceGetDependencyGraphProcedure = "/cup.v1alpha1.DiscoveryService/GetDependencyGraph"
+	// DiscoveryServiceListNamespacesProcedure is the fully-qualified name of the DiscoveryService's
+	// ListNamespaces RPC.
+	DiscoveryServiceListNamespacesProcedure = "/cup.v1alpha1.DiscoveryService/ListNamespaces"
+	// DiscoveryServiceCheckAccessProcedure is the fully-qualified name of the DiscoveryService's
+	// CheckAccess RPC.
+	DiscoveryServiceCheckAccessProcedure = "/cup.v1alpha1.DiscoveryService/CheckAccess"
 )
 
 // DiscoveryServiceClient is a client for the cup.v1alpha1.DiscoveryService service.
@@ -56,6 +62,15 @@ type DiscoveryServiceClient interface {
 	// wakes the reconcilers that read it; a reconciler whose output another
 	// reads starts a cascade. Empty when the server runs no reconcilers.
 	GetDependencyGraph(context.Context, *connect.Request[v1alpha1.GetDependencyGraphRequest]) (*connect.Response[v1alpha1.GetDependencyGraphResponse], error)
+	// ListNamespaces returns the namespaces that hold resources, each with
+	// how many resources of each type it holds: of one type, or of every
+	// type the caller may list. REST: /apis/cup.dev/v1alpha1/namespaces.
+	ListNamespaces(context.Context, *connect.Request[v1alpha1.ListNamespacesRequest]) (*connect.Response[v1alpha1.ListNamespacesResponse], error)
+	// CheckAccess says who the server takes the caller for and, for each
+	// check, whether the caller may do it. User interfaces ask it before
+	// they show an action, rather than guess the policy. Without a policy
+	// every check is allowed. REST: POST /apis/cup.dev/v1alpha1/accessreviews.
+	CheckAccess(context.Context, *connect.Request[v1alpha1.CheckAccessRequest]) (*connect.Response[v1alpha1.CheckAccessResponse], error)
 }
 
 // NewDiscoveryServiceClient constructs a client for the cup.v1alpha1.DiscoveryService service. By
@@ -90,6 +105,20 @@ func NewDiscoveryServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		listNamespaces: connect.NewClient[v1alpha1.ListNamespacesRequest, v1alpha1.ListNamespacesResponse](
+			httpClient,
+			baseURL+DiscoveryServiceListNamespacesProcedure,
+			connect.WithSchema(discoveryServiceMethods.ByName("ListNamespaces")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		checkAccess: connect.NewClient[v1alpha1.CheckAccessRequest, v1alpha1.CheckAccessResponse](
+			httpClient,
+			baseURL+DiscoveryServiceCheckAccessProcedure,
+			connect.WithSchema(discoveryServiceMethods.ByName("CheckAccess")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -98,6 +127,8 @@ type discoveryServiceClient struct {
 	listDefinitions    *connect.Client[v1alpha1.ListDefinitionsRequest, v1alpha1.ListDefinitionsResponse]
 	getDefinition      *connect.Client[v1alpha1.GetDefinitionRequest, v1alpha1.GetDefinitionResponse]
 	getDependencyGraph *connect.Client[v1alpha1.GetDependencyGraphRequest, v1alpha1.GetDependencyGraphResponse]
+	listNamespaces     *connect.Client[v1alpha1.ListNamespacesRequest, v1alpha1.ListNamespacesResponse]
+	checkAccess        *connect.Client[v1alpha1.CheckAccessRequest, v1alpha1.CheckAccessResponse]
 }
 
 // ListDefinitions calls cup.v1alpha1.DiscoveryService.ListDefinitions.
@@ -115,6 +146,16 @@ func (c *discoveryServiceClient) GetDependencyGraph(ctx context.Context, req *co
 	return c.getDependencyGraph.CallUnary(ctx, req)
 }
 
+// ListNamespaces calls cup.v1alpha1.DiscoveryService.ListNamespaces.
+func (c *discoveryServiceClient) ListNamespaces(ctx context.Context, req *connect.Request[v1alpha1.ListNamespacesRequest]) (*connect.Response[v1alpha1.ListNamespacesResponse], error) {
+	return c.listNamespaces.CallUnary(ctx, req)
+}
+
+// CheckAccess calls cup.v1alpha1.DiscoveryService.CheckAccess.
+func (c *discoveryServiceClient) CheckAccess(ctx context.Context, req *connect.Request[v1alpha1.CheckAccessRequest]) (*connect.Response[v1alpha1.CheckAccessResponse], error) {
+	return c.checkAccess.CallUnary(ctx, req)
+}
+
 // DiscoveryServiceHandler is an implementation of the cup.v1alpha1.DiscoveryService service.
 type DiscoveryServiceHandler interface {
 	// ListDefinitions returns every served resource definition, sorted by name.
@@ -127,6 +168,15 @@ type DiscoveryServiceHandler interface {
 	// wakes the reconcilers that read it; a reconciler whose output another
 	// reads starts a cascade. Empty when the server runs no reconcilers.
 	GetDependencyGraph(context.Context, *connect.Request[v1alpha1.GetDependencyGraphRequest]) (*connect.Response[v1alpha1.GetDependencyGraphResponse], error)
+	// ListNamespaces returns the namespaces that hold resources, each with
+	// how many resources of each type it holds: of one type, or of every
+	// type the caller may list. REST: /apis/cup.dev/v1alpha1/namespaces.
+	ListNamespaces(context.Context, *connect.Request[v1alpha1.ListNamespacesRequest]) (*connect.Response[v1alpha1.ListNamespacesResponse], error)
+	// CheckAccess says who the server takes the caller for and, for each
+	// check, whether the caller may do it. User interfaces ask it before
+	// they show an action, rather than guess the policy. Without a policy
+	// every check is allowed. REST: POST /apis/cup.dev/v1alpha1/accessreviews.
+	CheckAccess(context.Context, *connect.Request[v1alpha1.CheckAccessRequest]) (*connect.Response[v1alpha1.CheckAccessResponse], error)
 }
 
 // NewDiscoveryServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -157,6 +207,20 @@ func NewDiscoveryServiceHandler(svc DiscoveryServiceHandler, opts ...connect.Han
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	discoveryServiceListNamespacesHandler := connect.NewUnaryHandler(
+		DiscoveryServiceListNamespacesProcedure,
+		svc.ListNamespaces,
+		connect.WithSchema(discoveryServiceMethods.ByName("ListNamespaces")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	discoveryServiceCheckAccessHandler := connect.NewUnaryHandler(
+		DiscoveryServiceCheckAccessProcedure,
+		svc.CheckAccess,
+		connect.WithSchema(discoveryServiceMethods.ByName("CheckAccess")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/cup.v1alpha1.DiscoveryService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case DiscoveryServiceListDefinitionsProcedure:
@@ -165,6 +229,10 @@ func NewDiscoveryServiceHandler(svc DiscoveryServiceHandler, opts ...connect.Han
 			discoveryServiceGetDefinitionHandler.ServeHTTP(w, r)
 		case DiscoveryServiceGetDependencyGraphProcedure:
 			discoveryServiceGetDependencyGraphHandler.ServeHTTP(w, r)
+		case DiscoveryServiceListNamespacesProcedure:
+			discoveryServiceListNamespacesHandler.ServeHTTP(w, r)
+		case DiscoveryServiceCheckAccessProcedure:
+			discoveryServiceCheckAccessHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -184,4 +252,12 @@ func (UnimplementedDiscoveryServiceHandler) GetDefinition(context.Context, *conn
 
 func (UnimplementedDiscoveryServiceHandler) GetDependencyGraph(context.Context, *connect.Request[v1alpha1.GetDependencyGraphRequest]) (*connect.Response[v1alpha1.GetDependencyGraphResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("cup.v1alpha1.DiscoveryService.GetDependencyGraph is not implemented"))
+}
+
+func (UnimplementedDiscoveryServiceHandler) ListNamespaces(context.Context, *connect.Request[v1alpha1.ListNamespacesRequest]) (*connect.Response[v1alpha1.ListNamespacesResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("cup.v1alpha1.DiscoveryService.ListNamespaces is not implemented"))
+}
+
+func (UnimplementedDiscoveryServiceHandler) CheckAccess(context.Context, *connect.Request[v1alpha1.CheckAccessRequest]) (*connect.Response[v1alpha1.CheckAccessResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("cup.v1alpha1.DiscoveryService.CheckAccess is not implemented"))
 }

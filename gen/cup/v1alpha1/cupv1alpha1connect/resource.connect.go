@@ -56,7 +56,8 @@ const (
 type ResourceServiceClient interface {
 	// Get returns one resource.
 	Get(context.Context, *connect.Request[v1alpha1.GetRequest]) (*connect.Response[v1alpha1.GetResponse], error)
-	// List returns the resources of one type in one namespace, sorted by name.
+	// List returns the resources of one type in one namespace, sorted by name,
+	// or in every namespace, sorted by namespace and name.
 	List(context.Context, *connect.Request[v1alpha1.ListRequest]) (*connect.Response[v1alpha1.ListResponse], error)
 	// Put creates or replaces a resource.
 	Put(context.Context, *connect.Request[v1alpha1.PutRequest]) (*connect.Response[v1alpha1.PutResponse], error)
@@ -214,7 +215,8 @@ func (c *resourceServiceClient) Render(ctx context.Context, req *connect.Request
 type ResourceServiceHandler interface {
 	// Get returns one resource.
 	Get(context.Context, *connect.Request[v1alpha1.GetRequest]) (*connect.Response[v1alpha1.GetResponse], error)
-	// List returns the resources of one type in one namespace, sorted by name.
+	// List returns the resources of one type in one namespace, sorted by name,
+	// or in every namespace, sorted by namespace and name.
 	List(context.Context, *connect.Request[v1alpha1.ListRequest]) (*connect.Response[v1alpha1.ListResponse], error)
 	// Put creates or replaces a resource.
 	Put(context.Context, *connect.Request[v1alpha1.PutRequest]) (*connect.Response[v1alpha1.PutResponse], error)

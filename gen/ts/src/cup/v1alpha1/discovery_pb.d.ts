@@ -295,6 +295,243 @@ export declare type DependencyEdge = Message<"cup.v1alpha1.DependencyEdge"> & {
 export declare const DependencyEdgeSchema: GenMessage<DependencyEdge>;
 
 /**
+ * ListNamespacesRequest names a type, or none for every type.
+ *
+ * @generated from message cup.v1alpha1.ListNamespacesRequest
+ */
+export declare type ListNamespacesRequest = Message<"cup.v1alpha1.ListNamespacesRequest"> & {
+  /**
+   * The type to count: group, version and plural together, or all three
+   * empty for every type.
+   *
+   * @generated from field: string group = 1;
+   */
+  group: string;
+
+  /**
+   * @generated from field: string version = 2;
+   */
+  version: string;
+
+  /**
+   * @generated from field: string plural = 3;
+   */
+  plural: string;
+
+  /**
+   * Branch, tag or commit to read; empty for the configured branch.
+   *
+   * @generated from field: string revision = 4;
+   */
+  revision: string;
+};
+
+/**
+ * Describes the message cup.v1alpha1.ListNamespacesRequest.
+ * Use `create(ListNamespacesRequestSchema)` to create a new message.
+ */
+export declare const ListNamespacesRequestSchema: GenMessage<ListNamespacesRequest>;
+
+/**
+ * ListNamespacesResponse holds the namespaces, sorted by name.
+ *
+ * @generated from message cup.v1alpha1.ListNamespacesResponse
+ */
+export declare type ListNamespacesResponse = Message<"cup.v1alpha1.ListNamespacesResponse"> & {
+  /**
+   * @generated from field: repeated cup.v1alpha1.Namespace namespaces = 1;
+   */
+  namespaces: Namespace[];
+
+  /**
+   * The commit the counts were taken at.
+   *
+   * @generated from field: string commit = 2;
+   */
+  commit: string;
+};
+
+/**
+ * Describes the message cup.v1alpha1.ListNamespacesResponse.
+ * Use `create(ListNamespacesResponseSchema)` to create a new message.
+ */
+export declare const ListNamespacesResponseSchema: GenMessage<ListNamespacesResponse>;
+
+/**
+ * Namespace is a namespace that holds resources.
+ *
+ * @generated from message cup.v1alpha1.Namespace
+ */
+export declare type Namespace = Message<"cup.v1alpha1.Namespace"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * How many resources of each type it holds, sorted by group, then
+   * plural; types it holds none of are left out.
+   *
+   * @generated from field: repeated cup.v1alpha1.TypeCount types = 2;
+   */
+  types: TypeCount[];
+};
+
+/**
+ * Describes the message cup.v1alpha1.Namespace.
+ * Use `create(NamespaceSchema)` to create a new message.
+ */
+export declare const NamespaceSchema: GenMessage<Namespace>;
+
+/**
+ * TypeCount is how many resources of one type a namespace holds.
+ *
+ * @generated from message cup.v1alpha1.TypeCount
+ */
+export declare type TypeCount = Message<"cup.v1alpha1.TypeCount"> & {
+  /**
+   * @generated from field: string group = 1;
+   */
+  group: string;
+
+  /**
+   * @generated from field: string version = 2;
+   */
+  version: string;
+
+  /**
+   * @generated from field: string plural = 3;
+   */
+  plural: string;
+
+  /**
+   * @generated from field: string kind = 4;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: int32 count = 5;
+   */
+  count: number;
+};
+
+/**
+ * Describes the message cup.v1alpha1.TypeCount.
+ * Use `create(TypeCountSchema)` to create a new message.
+ */
+export declare const TypeCountSchema: GenMessage<TypeCount>;
+
+/**
+ * CheckAccessRequest lists what the caller would like to do.
+ *
+ * @generated from message cup.v1alpha1.CheckAccessRequest
+ */
+export declare type CheckAccessRequest = Message<"cup.v1alpha1.CheckAccessRequest"> & {
+  /**
+   * @generated from field: repeated cup.v1alpha1.AccessCheck checks = 1;
+   */
+  checks: AccessCheck[];
+};
+
+/**
+ * Describes the message cup.v1alpha1.CheckAccessRequest.
+ * Use `create(CheckAccessRequestSchema)` to create a new message.
+ */
+export declare const CheckAccessRequestSchema: GenMessage<CheckAccessRequest>;
+
+/**
+ * AccessCheck is one action: a verb on a type, in a namespace, by name.
+ *
+ * @generated from message cup.v1alpha1.AccessCheck
+ */
+export declare type AccessCheck = Message<"cup.v1alpha1.AccessCheck"> & {
+  /**
+   * get, list, watch, put or delete.
+   *
+   * @generated from field: string verb = 1;
+   */
+  verb: string;
+
+  /**
+   * @generated from field: string group = 2;
+   */
+  group: string;
+
+  /**
+   * @generated from field: string plural = 3;
+   */
+  plural: string;
+
+  /**
+   * Empty for every namespace (what cluster-wide bindings grant).
+   *
+   * @generated from field: string namespace = 4;
+   */
+  namespace: string;
+
+  /**
+   * Empty for any name.
+   *
+   * @generated from field: string name = 5;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message cup.v1alpha1.AccessCheck.
+ * Use `create(AccessCheckSchema)` to create a new message.
+ */
+export declare const AccessCheckSchema: GenMessage<AccessCheck>;
+
+/**
+ * CheckAccessResponse answers each check, in the order asked.
+ *
+ * @generated from message cup.v1alpha1.CheckAccessResponse
+ */
+export declare type CheckAccessResponse = Message<"cup.v1alpha1.CheckAccessResponse"> & {
+  /**
+   * The caller as the server knows it; empty without authentication.
+   *
+   * @generated from field: string user = 1;
+   */
+  user: string;
+
+  /**
+   * @generated from field: repeated string groups = 2;
+   */
+  groups: string[];
+
+  /**
+   * How the caller was authenticated: token, oidc or certificate; empty
+   * without authentication.
+   *
+   * @generated from field: string method = 3;
+   */
+  method: string;
+
+  /**
+   * Whether the server enforces a policy. Without one, every check is
+   * allowed.
+   *
+   * @generated from field: bool policy = 4;
+   */
+  policy: boolean;
+
+  /**
+   * One answer per check, in order.
+   *
+   * @generated from field: repeated bool allowed = 5;
+   */
+  allowed: boolean[];
+};
+
+/**
+ * Describes the message cup.v1alpha1.CheckAccessResponse.
+ * Use `create(CheckAccessResponseSchema)` to create a new message.
+ */
+export declare const CheckAccessResponseSchema: GenMessage<CheckAccessResponse>;
+
+/**
  * EdgeKind is how a reconciler relates to a type.
  *
  * @generated from enum cup.v1alpha1.EdgeKind
@@ -379,6 +616,31 @@ export declare const DiscoveryService: GenService<{
     methodKind: "unary";
     input: typeof GetDependencyGraphRequestSchema;
     output: typeof GetDependencyGraphResponseSchema;
+  },
+  /**
+   * ListNamespaces returns the namespaces that hold resources, each with
+   * how many resources of each type it holds: of one type, or of every
+   * type the caller may list. REST: /apis/cup.dev/v1alpha1/namespaces.
+   *
+   * @generated from rpc cup.v1alpha1.DiscoveryService.ListNamespaces
+   */
+  listNamespaces: {
+    methodKind: "unary";
+    input: typeof ListNamespacesRequestSchema;
+    output: typeof ListNamespacesResponseSchema;
+  },
+  /**
+   * CheckAccess says who the server takes the caller for and, for each
+   * check, whether the caller may do it. User interfaces ask it before
+   * they show an action, rather than guess the policy. Without a policy
+   * every check is allowed. REST: POST /apis/cup.dev/v1alpha1/accessreviews.
+   *
+   * @generated from rpc cup.v1alpha1.DiscoveryService.CheckAccess
+   */
+  checkAccess: {
+    methodKind: "unary";
+    input: typeof CheckAccessRequestSchema;
+    output: typeof CheckAccessResponseSchema;
   },
 }>;
 

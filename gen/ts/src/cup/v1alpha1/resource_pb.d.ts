@@ -306,7 +306,7 @@ export declare type Condition = Message<"cup.v1alpha1.Condition"> & {
 export declare const ConditionSchema: GenMessage<Condition>;
 
 /**
- * ListRequest names the resources of one type in one namespace.
+ * ListRequest names the resources of one type in one namespace, or in all.
  *
  * @generated from message cup.v1alpha1.ListRequest
  */
@@ -327,6 +327,11 @@ export declare type ListRequest = Message<"cup.v1alpha1.ListRequest"> & {
   plural: string;
 
   /**
+   * The namespace to list; empty lists every namespace that holds
+   * resources of the type, sorted by namespace, then name (REST:
+   * /apis/{group}/{version}/{plural}). With a policy, namespaces the caller
+   * may not list are left out.
+   *
    * @generated from field: string namespace = 4;
    */
   namespace: string;
@@ -1505,7 +1510,8 @@ export declare const ResourceService: GenService<{
     output: typeof GetResponseSchema;
   },
   /**
-   * List returns the resources of one type in one namespace, sorted by name.
+   * List returns the resources of one type in one namespace, sorted by name,
+   * or in every namespace, sorted by namespace and name.
    *
    * @generated from rpc cup.v1alpha1.ResourceService.List
    */
