@@ -122,6 +122,7 @@ type Server struct {
 	hub       *watchHub
 	// recs is the reconciler runtime, once SetReconcilers sets it.
 	recs atomic.Pointer[reconcilers]
+	ui   *uiRoute // nil without WithUI
 }
 
 // New returns a Server for src serving types. It fails when two types share a
@@ -202,6 +203,9 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 	if s.obs, err = newObserver(&cfg, s.memo); err != nil {
 		return nil, err
 	}
+	if s.ui, err = newUIRoute(&cfg); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -220,10 +224,11 @@ const compressMinBytes = 1 << 10
 // Handler returns the HTTP handler serving every protocol on one port:
 // Connect, gRPC and gRPC-Web for every service, gRPC reflection, the REST
 // form under /apis, gRPC health checking, an index at GET /, the build at
-// GET /version, and /healthz and /readyz. Serve it with HTTP/1.1 and h2c
-// enabled (see NewHTTPServer). With WithAuthorization, everything but
-// /healthz, /readyz, /version and health checks needs credentials. With
-// WithCORS, it answers browsers on the origins named.
+// GET /version, /healthz and /readyz, and with WithUI a web app at /ui/.
+// Serve it with HTTP/1.1 and h2c enabled (see NewHTTPServer). With
+// WithAuthorization, everything but /healthz, /readyz, /version, health
+// checks and the web app needs credentials. With WithCORS, it answers
+// browsers on the origins named.
 func (s *Server) Handler() http.Handler {
 	api := http.NewServeMux()
 	opts := []connect.HandlerOption{
@@ -257,7 +262,11 @@ func (s *Server) Handler() http.Handler {
 	routePublic(mux, health{s})
 	// The chain's first steps (chain.go); the rest run per call, in
 	// interceptor and rest.
-	mux.Handle("/", s.withTimeout(s.authenticate(s.bodies.wrap(s.recoverREST(api)))))
+	authenticated := s.withTimeout(s.authenticate(s.bodies.wrap(s.recoverREST(api))))
+	mux.Handle("/", authenticated)
+	if s.ui != nil {
+		s.ui.route(mux, authenticated)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))

@@ -33,6 +33,7 @@ type surfaceConfig struct {
 	corsOrigins []string
 	repository  string
 	branch      string
+	ui          UI // ui.go
 }
 
 // WithCORS lets web pages from origins call the server from a browser:
@@ -205,6 +206,9 @@ func (s *Server) indexOf() index {
 			{Rel: "docs", Href: DocsURL},
 		},
 	}
+	if s.ui != nil && s.ui.built {
+		ix.Links = append(ix.Links, indexLink{Rel: "ui", Href: UIPath})
+	}
 	for _, d := range s.defs {
 		for _, v := range d.GetVersions() {
 			ix.Types = append(ix.Types, indexType{
@@ -217,7 +221,8 @@ func (s *Server) indexOf() index {
 }
 
 // index answers GET /: JSON when the caller accepts application/json and
-// not text/html, a small HTML page otherwise.
+// not text/html, a small HTML page otherwise (browsers go to a built UI
+// before they get here: see uiRoute.route).
 func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 	ix := s.indexOf()
 	w.Header().Set("Vary", "Accept")
@@ -268,8 +273,9 @@ var indexPage = template.Must(template.New("index").Parse(`<!doctype html>
 // and gRPC health checks NOT_SERVING, GET /version the build, and every
 // other request 503 Service Unavailable (Unavailable in the Connect,
 // gRPC and gRPC-Web protocols) with Retry-After. Every answer closes its
-// connection. Of opts, WithCORS
-// applies; it fails when WithCORS names an origin it cannot use.
+// connection. Of opts, WithCORS and WithUI apply (the UI's app is served,
+// and its calls get Unavailable until the Server serves); it fails when
+// WithCORS names an origin it cannot use.
 func NewStartingHandler(opts ...Option) (http.Handler, error) {
 	var cfg config
 	for _, o := range opts {
@@ -290,6 +296,9 @@ func NewStartingHandler(opts ...Option) (http.Handler, error) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = fmt.Fprintf(w, "not ready: %s\n", msg)
 	})
+	if cfg.surface.ui != nil {
+		mux.Handle(UIPath, cfg.surface.ui)
+	}
 	ew := connect.NewErrorWriter()
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "1")

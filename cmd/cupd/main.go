@@ -35,6 +35,7 @@ import (
 	"github.com/cup-dev/cup/server"
 	"github.com/cup-dev/cup/source"
 	gitsource "github.com/cup-dev/cup/source/git"
+	"github.com/cup-dev/cup/web"
 )
 
 func main() {
@@ -75,6 +76,7 @@ type serveFlags struct {
 	maxHeaderBytes  int
 	allowedHosts    []string
 	corsOrigins     []string
+	ui              bool
 	maxWatches      int
 	watchBuffer     int
 	bookmarkEvery   time.Duration
@@ -162,6 +164,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.IntVar(&f.maxWatches, "max-watches", server.DefaultMaxWatches, "most watches open at once; more are refused with RESOURCE_EXHAUSTED (HTTP 429) (0: the default)")
 	fl.IntVar(&f.watchBuffer, "watch-buffer", server.DefaultWatchBuffer, "events a live watch may have waiting to be sent; a watcher further behind is closed with RESOURCE_EXHAUSTED and the revision to resume from (0: the default)")
 	fl.DurationVar(&f.bookmarkEvery, "watch-bookmark-interval", server.DefaultWatchBookmarkInterval, "how often a watch that allows bookmarks gets one with the current head (0: the default)")
+	fl.BoolVar(&f.ui, "ui", true, "serve the web UI at /ui/, where GET / sends browsers (built into cupd by make ui or make build; a cupd built without it says so at /ui/); false serves none")
 	fl.BoolVar(&f.reconcile, "reconcile", true, "run the reconcilers of the configuration; false serves their status and dependency graph without writing outputs (a replica that only reads)")
 	fl.DurationVar(&f.watchPoll, "watch-poll-interval", server.DefaultWatchPollInterval, "how often the served branch's head is read while watches are open, to see commits made outside cupd; writes through cupd are seen at once (0: the default)")
 	fl.StringVar(&f.debugAddress, "debug-address", "", "host:port for /debug/pprof (off when empty; never expose it publicly)")
@@ -315,6 +318,19 @@ func originalFlagError(_ *cobra.Command, err error) error {
 	return err
 }
 
+// logUI says where the web UI is served (url), or, when this cupd was
+// built without it, how to build it. A nil ui (--ui=false) says nothing.
+func logUI(ui server.UI, url string, logger *slog.Logger, stdout io.Writer) {
+	switch {
+	case ui == nil:
+	case ui.Built():
+		logger.Info("serving the web UI", "address", url)
+		fmt.Fprintf(stdout, "web UI: %s\n", url)
+	default:
+		logger.Warn("the web UI was not built into this cupd: " + url + " answers 503; run make ui (or make build) and build cupd again")
+	}
+}
+
 // unbounded turns a flag's 0 ("no bound", "never") into the -1 of
 // app.Options and the server's options, whose 0 keeps the default.
 func unbounded[T int | int64 | time.Duration](v T) T {
@@ -428,7 +444,11 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("--address: %w", err)
 	}
-	starting, err := server.NewStartingHandler(server.WithCORS(f.corsOrigins))
+	var ui server.UI // nil: none
+	if f.ui {
+		ui = web.NewHandler(web.Dist())
+	}
+	starting, err := server.NewStartingHandler(server.WithCORS(f.corsOrigins), server.WithUI(ui))
 	if err != nil {
 		_ = ln.Close()
 		return fmt.Errorf("--cors-allowed-origins: %w", err)
@@ -476,6 +496,7 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 		MaxConnections:               unbounded(maxConns),
 		AllowedHosts:                 hosts,
 		CORSAllowedOrigins:           f.corsOrigins,
+		UI:                           ui,
 		MaxWatches:                   f.maxWatches,
 		WatchBuffer:                  f.watchBuffer,
 		WatchBookmarkInterval:        f.bookmarkEvery,
@@ -539,6 +560,7 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 		}
 		fmt.Fprintf(stdout, "try:\n  %s %s/apis\n  %s %s%s\n", curl, url, curl, url, ex)
 	}
+	logUI(ui, url+server.UIPath, logger, stdout)
 
 	if f.debugAddress != "" {
 		dln, err := net.Listen("tcp", f.debugAddress)

@@ -20,6 +20,7 @@ import (
 	"github.com/cup-dev/cup/internal/gittest"
 	"github.com/cup-dev/cup/internal/servertest"
 	"github.com/cup-dev/cup/internal/testlog"
+	"github.com/cup-dev/cup/web"
 )
 
 // h2cClient speaks HTTP/2 without TLS, as gRPC clients do.
@@ -83,10 +84,7 @@ func testHealthIndexVersion(t *testing.T, url string) {
 	if rels["apis"] != "/apis" || rels["version"] != "/version" || !strings.HasPrefix(rels["docs"], "https://") {
 		t.Errorf("GET / links = %v, want apis, version and docs", rels)
 	}
-	code, body = do(t, "GET", url+"/", "", "Accept", "text/html,application/xhtml+xml,*/*;q=0.8")
-	if code != 200 || !strings.Contains(body, "<!doctype html>") || !strings.Contains(body, `href="/apis"`) || !strings.Contains(body, "/namespaces/default/flags") {
-		t.Errorf("GET / as HTML = %d\n%s", code, body)
-	}
+	testBrowserIndex(t, url, rels["ui"])
 	if code, body := do(t, "GET", url+"/no/such/page", ""); code != http.StatusNotFound {
 		t.Errorf("GET /no/such/page = %d %s, want 404 as before", code, body)
 	}
@@ -105,6 +103,50 @@ func testHealthIndexVersion(t *testing.T, url string) {
 	cmd.SetArgs([]string{"--version"})
 	if err := cmd.ExecuteContext(t.Context()); err != nil || !strings.HasPrefix(stdout.String(), "cupd version "+v.Version+" ("+runtime.Version()) {
 		t.Errorf("cupd --version = %v %q, want the version /version gives", err, stdout)
+	}
+}
+
+// testBrowserIndex checks what a browser gets at GET / and /ui/: with the
+// web UI built into this binary (make ui), a redirect to it, which the
+// JSON index links to (uiLink); without, the HTML index, and at /ui/ how to
+// build the UI.
+func testBrowserIndex(t *testing.T, url, uiLink string) {
+	const accept = "text/html,application/xhtml+xml,*/*;q=0.8"
+	req, err := http.NewRequestWithContext(t.Context(), "GET", url+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", accept)
+	res, err := http.DefaultTransport.RoundTrip(req) // no redirects followed
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	ui := web.NewHandler(web.Dist()).Built()
+	if !ui {
+		code, body := do(t, "GET", url+"/", "", "Accept", accept)
+		if code != 200 || !strings.Contains(body, "<!doctype html>") || !strings.Contains(body, `href="/apis"`) || !strings.Contains(body, "/namespaces/default/flags") {
+			t.Errorf("GET / as HTML without a UI = %d\n%s", code, body)
+		}
+		if code, body := do(t, "GET", url+"/ui/", ""); code != http.StatusServiceUnavailable || body != web.NotBuiltMessage {
+			t.Errorf("GET /ui/ without a UI = %d %q, want 503 and how to build it", code, body)
+		}
+		if uiLink != "" {
+			t.Errorf("the index links to a UI that is not built: %q", uiLink)
+		}
+		return
+	}
+	if res.StatusCode != http.StatusFound || res.Header.Get("Location") != "/ui/" {
+		t.Errorf("GET / as HTML = %d to %q, want 302 to the UI", res.StatusCode, res.Header.Get("Location"))
+	}
+	if uiLink != "/ui/" {
+		t.Errorf("the index links to the UI at %q, want /ui/", uiLink)
+	}
+	for _, path := range []string{"/ui/", "/ui/apis/flags.cup.dev/v1alpha1/namespaces/default/flags"} {
+		r := servertest.Do(t, "GET", url+path, "", "Accept", accept)
+		if r.Status != 200 || !strings.Contains(r.Body, `<div id="app">`) || r.Header.Get("Content-Security-Policy") != web.ContentSecurityPolicy {
+			t.Errorf("GET %s = %d %v\n%s\nwant the app with its Content-Security-Policy", path, r.Status, r.Header, r.Body)
+		}
 	}
 }
 

@@ -154,7 +154,8 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		server.WithWatchPollInterval(opts.WatchPollInterval),
 	)
 	sopts = append(sopts, server.WithMetrics(reg),
-		server.WithCORS(opts.CORSAllowedOrigins), server.WithRepository(gitsource.Redact(a.repo), a.branch))
+		server.WithCORS(opts.CORSAllowedOrigins), server.WithRepository(gitsource.Redact(a.repo), a.branch),
+		server.WithUI(opts.UI))
 	if a.proposals != nil {
 		sopts = append(sopts, server.WithProposals(proposalsAPI{a.proposals}))
 	}

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cup-dev/cup/controller/wasm"
+	"github.com/cup-dev/cup/server"
 )
 
 // Options configure Open.
@@ -73,6 +74,9 @@ type Options struct {
 	// CORSAllowedOrigins are the origins whose web pages may call the
 	// server from a browser (see server.WithCORS); nil allows none.
 	CORSAllowedOrigins []string
+	// UI is the web app served at /ui/ (see server.WithUI), such as
+	// web.NewHandler(web.Dist()); nil serves none.
+	UI server.UI
 	// SCM configures proposals; with a provider the write mode defaults to
 	// "proposal".
 	SCM SCM
