@@ -8,6 +8,8 @@ TOOLS := $(CURDIR)/.tools
 BUF := tools/node_modules/.bin/buf
 PROTOVALIDATE_VERSION := v1.2.2
 GO_TEST_FLAGS ?= -race -count=1 -timeout 20m
+# npm ci installs exactly a package-lock.json, quietly.
+NPM_CI := npm ci --no-audit --no-fund --loglevel=error
 # Go modules beside the main one: the WASM SDK and the example controllers and reconcilers.
 GO_MODULES := sdk/go examples/controllers/flagfile examples/reconcilers/flagbundle
 
@@ -21,7 +23,7 @@ tools: $(TOOLS)/.installed ## Install pinned code generators into .tools and too
 $(TOOLS)/.installed: go.mod go.sum tools/package.json tools/package-lock.json
 	mkdir -p $(TOOLS)/bin
 	GOBIN=$(TOOLS)/bin go install google.golang.org/protobuf/cmd/protoc-gen-go connectrpc.com/connect/cmd/protoc-gen-connect-go
-	cd tools && npm ci --no-audit --no-fund --loglevel=error
+	cd tools && $(NPM_CI)
 	rm -rf $(TOOLS)/protovalidate
 	dir=$$(go mod download -json github.com/bufbuild/protovalidate@$(PROTOVALIDATE_VERSION) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p'); \
 		cp -R "$$dir/proto/protovalidate" $(TOOLS)/protovalidate; chmod -R u+w $(TOOLS)/protovalidate
@@ -55,11 +57,35 @@ DEMO_WASM := examples/demo/.cup/flagfile.wasm
 DEMO_BUNDLE_WASM := examples/demo/.cup/flagbundle.wasm
 
 .PHONY: build
-build: examples ## Build cupd and cup into bin/; cupd embeds the demo's WASM module
+build: examples ui ## Build cupd and cup into bin/; cupd embeds the demo's WASM module and the web UI
 	cp bin/flagfile.wasm $(DEMO_WASM)
 	cp bin/flagbundle.wasm $(DEMO_BUNDLE_WASM)
 	go build -o bin/ ./cmd/... || { rm -f $(DEMO_WASM) $(DEMO_BUNDLE_WASM); exit 1; }
 	rm -f $(DEMO_WASM) $(DEMO_BUNDLE_WASM)
+
+# The web UI (web/), built by Vite into web/dist/app, which cupd embeds
+# (web/embed.go) and serves at /ui/. Build output, never committed; rebuilt
+# when its sources, its packages or the generated client (gen/ts) change.
+UI_INDEX := web/dist/app/index.html
+UI_SOURCES := $(shell find web/src web/public gen/ts -path gen/ts/node_modules -prune -o -type f -print 2>/dev/null) \
+	web/index.html web/package.json web/package-lock.json web/tsconfig.json web/vite.config.ts
+
+.PHONY: ui
+ui: $(UI_INDEX) ## Build the web UI into web/dist/app (npm ci, then vite), which cupd embeds
+
+# npm ci writes node_modules/.package-lock.json: packages are installed
+# again only when the lock file changes.
+web/node_modules/.package-lock.json: web/package.json web/package-lock.json
+	cd web && $(NPM_CI)
+	touch $@
+
+$(UI_INDEX): web/node_modules/.package-lock.json $(UI_SOURCES)
+	cd web && npm run build
+	touch $@
+
+.PHONY: run
+run: ui ## Run cupd on its embedded demo, with the web UI, at http://127.0.0.1:8181/ui/
+	go run ./cmd/cupd
 
 .PHONY: examples
 examples: ## Build the example WASM modules into bin/ (bin/flagfile.wasm, bin/flagbundle.wasm)
@@ -77,9 +103,9 @@ $(TESTFMT): $(wildcard internal/cmd/testfmt/*.go)
 	go build -o $@ ./internal/cmd/testfmt
 
 .PHONY: test
-test: ## Run every test: Go (race detector on), the SDK, the TypeScript client, a short soak, each fuzz target briefly
+test: ## Run every test: Go (race detector on), the SDK, the TypeScript client, the web UI in Chromium, a short soak, each fuzz target briefly
 	@start=$$(date +%s); \
-		$(MAKE) test-go test-sdk test-ts test-soak test-fuzz; \
+		$(MAKE) test-go test-sdk test-ts test-ui test-soak test-fuzz; \
 		printf '\nmake test: every phase passed in %ss\n' $$(( $$(date +%s) - start ))
 
 .PHONY: test-short
@@ -101,7 +127,19 @@ test-sdk: $(TESTFMT) ## Run the Go tests of the WASM SDK and the example control
 .PHONY: test-ts
 test-ts: ## Test the generated TypeScript package against a real cupd
 	$(call phase,TypeScript client against a real cupd: test/ts)
-	cd test/ts && npm ci --no-audit --no-fund --loglevel=error && node --preserve-symlinks --test
+	cd test/ts && $(NPM_CI) && node --preserve-symlinks --test
+
+# CHROMIUM is the browser the UI tests drive (test/ui/harness.js).
+CHROMIUM ?= /usr/bin/chromium
+
+.PHONY: test-ui
+test-ui: ui ## Test the web UI in a headless Chromium (CHROMIUM, default /usr/bin/chromium) against a real cupd
+	$(call phase,Web UI in headless Chromium against a real cupd: test/ui)
+	cd test/ui && $(NPM_CI) && CHROMIUM=$(CHROMIUM) node --preserve-symlinks --test
+
+.PHONY: ui-figures
+ui-figures: ui ## Measure the web UI in headless Chromium: its first load, and lists of 1,000 and 10,000 resources
+	cd test/ui && $(NPM_CI) && CHROMIUM=$(CHROMIUM) node --preserve-symlinks figures.js
 
 # The Gitea the end-to-end test runs against, built once into GITEA_CACHE.
 GITEA_VERSION ?= 1.26.0

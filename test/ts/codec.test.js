@@ -56,7 +56,7 @@ describe("generated package @cup-dev/api", () => {
     assert.equal(DiscoveryService.typeName, "cup.v1alpha1.DiscoveryService");
     assert.deepEqual(
       DiscoveryService.methods.map((m) => m.localName),
-      ["listDefinitions", "getDefinition", "getDependencyGraph"],
+      ["listDefinitions", "getDefinition", "getDependencyGraph", "listNamespaces", "checkAccess"],
     );
     assert.equal(ProposalService.typeName, "cup.v1alpha1.ProposalService");
     assert.deepEqual(

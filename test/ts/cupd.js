@@ -75,8 +75,9 @@ export async function startCupd(args = []) {
       new Promise((resolve) => {
         lines.on("line", (line) => {
           stdout.push(line);
-          const m = /http:\/\/127\.0\.0\.1:\d+/.exec(line);
-          if (m) resolve(m[0]);
+          // "cupd is serving REPOSITORY at URL": the repository may be a URL too.
+          const m = /^cupd is serving .* at (http:\/\/127\.0\.0\.1:\d+)$/.exec(line);
+          if (m) resolve(m[1]);
         });
       }),
       exit.then((how) => {
