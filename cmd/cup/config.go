@@ -273,5 +273,6 @@ the certificate authority. The first context made becomes the current one.`,
 		},
 	}
 	cmd.AddCommand(view, current, use, set)
+	refuseUnknownSubcommands(cmd)
 	return cmd
 }

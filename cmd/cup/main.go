@@ -33,20 +33,74 @@ func main() {
 
 // run executes the command line args and returns the process's exit code:
 // 0 on success, 1 after printing "error: <message>" to stderr, and a
-// "hint: ..." line when cup knows what to do about the error.
+// "hint: ..." line when cup knows what to do about the error. An
+// [exitError] sets another code, and prints nothing when it wraps no error.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr}
 	defer c.close()
 	cmd := c.newRootCommand()
 	cmd.SetArgs(args)
-	if err := cmd.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(stderr, "error: %s\n", errorMessage(err))
-		if h := c.hint(err); h != "" {
-			fmt.Fprintf(stderr, "hint: %s\n", h)
-		}
-		return 1
+	err := cmd.ExecuteContext(ctx)
+	if err == nil {
+		return 0
 	}
-	return 0
+	code := 1
+	if ee, ok := errors.AsType[*exitError](err); ok {
+		code = ee.code
+		if ee.err == nil {
+			return code
+		}
+	}
+	fmt.Fprintf(stderr, "error: %s\n", errorMessage(err))
+	if h := c.hint(err); h != "" {
+		fmt.Fprintf(stderr, "hint: %s\n", h)
+	}
+	return code
+}
+
+// exitError makes cup exit with code instead of 1: after printing err as
+// any error is printed, or silently when err is nil (as cup diff reports
+// differences).
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// refuseUnknownSubcommands makes cmd, a command with subcommands, fail on
+// an argument that names none of them, listing the ones it has, where
+// cobra would print cmd's help and exit 0. Without arguments, a cmd that
+// does nothing itself still prints its help.
+func refuseUnknownSubcommands(cmd *cobra.Command) {
+	cmd.SuggestionsMinimumDistance = 2 // cobra's default, which SuggestionsFor does not apply
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			fmt.Fprintf(&b, "; did you mean %s?", strings.Join(s, " or "))
+		}
+		b.WriteString("\nits commands are:")
+		for _, sub := range cmd.Commands() {
+			if sub.IsAvailableCommand() {
+				fmt.Fprintf(&b, "\n  %-16s %s", sub.Name(), sub.Short)
+			}
+		}
+		return errors.New(b.String())
+	}
+	if cmd.Run == nil && cmd.RunE == nil {
+		cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	}
 }
 
 // errorMessage is what the user sees of err: a Connect error's message
@@ -148,6 +202,7 @@ or against --certificate-authority alone when it is given.`,
 		c.newConfigCommand(),
 		c.newVersionCommand(),
 	)
+	refuseUnknownSubcommands(root)
 	return root
 }
 

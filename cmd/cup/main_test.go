@@ -156,3 +156,32 @@ func golden(t *testing.T, name, got string) {
 		t.Errorf("output differs from %s (go test -update rewrites it)\ngot:\n%s\nwant:\n%s", p, got, want)
 	}
 }
+
+// TestUnknownSubcommand: a command with subcommands refuses an argument
+// that names none of them, listing the ones it has, where cobra would print
+// help and exit 0; without arguments it prints its help.
+func TestUnknownSubcommand(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args      []string
+		want, sub string
+	}{
+		{[]string{"config", "get-contexts"}, `unknown command "get-contexts" for "cup config"`, "use-context"},
+		{[]string{"proposals", "nope"}, `unknown command "nope" for "cup proposals"`, "get"},
+		{[]string{"nope"}, `unknown command "nope" for "cup"`, "apply"},
+		{[]string{"confg"}, `unknown command "confg" for "cup"; did you mean config?`, "config"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			t.Parallel()
+			fails(t, "", tc.want, tc.args...)
+			if r := cup(t, "", "", tc.args...); !strings.Contains(r.stderr, "\nits commands are:\n") || !strings.Contains(r.stderr, "\n  "+tc.sub+" ") {
+				t.Errorf("stderr %q lists no %s", r.stderr, tc.sub)
+			}
+		})
+	}
+	for _, args := range [][]string{nil, {"config"}} {
+		if got := ok(t, "", args...); !strings.Contains(got, "Available Commands:") {
+			t.Errorf("cup %s printed %q, want its help", strings.Join(args, " "), got)
+		}
+	}
+}

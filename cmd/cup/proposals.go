@@ -19,7 +19,6 @@ func (c *cli) newProposalsCommand() *cobra.Command {
 		Short:   "List the proposals (pull or merge requests) cupd opened",
 		Long: `List the proposals cupd opened, newest first: ID, STATE, BRANCH and URL.
 Needs a cupd with an SCM configured (--scm).`,
-		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			conn, err := c.connect()
 			if err != nil {
@@ -84,6 +83,7 @@ Needs a cupd with an SCM configured (--scm).`,
 	}
 	get.Flags().StringVarP(&getOutput, "output", "o", "yaml", "json or yaml")
 	cmd.AddCommand(get)
+	refuseUnknownSubcommands(cmd)
 	return cmd
 }
 

@@ -238,36 +238,65 @@ func (c *cli) newDiffCommand() *cobra.Command {
 		Short: "Show what applying files would change, as unified diffs",
 		Long: `Show what cup apply -f would change in the repository: the server's unified
 diff of each file a write would change (a dry run; nothing is written).
-Prints nothing when nothing would change; the exit code is 0 either way.`,
-		Args: cobra.NoArgs,
+Prints nothing when nothing would change.
+
+As kubectl diff, exits 0 when nothing would change, 1 when something would,
+and 2 on an error.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			return diffError(cobra.NoArgs(cmd, args))
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			tgs, err := c.targets(ctx, files)
+			differs, err := c.diff(cmd.Context(), files, proposal)
 			if err != nil {
-				return err
+				return diffError(err)
 			}
-			w := writeFlags{proposal: proposal}
-			cs, err := c.changeSet(ctx, &w)
-			if err != nil {
-				return err
-			}
-			for _, tg := range tgs {
-				res, err := c.put(ctx, tg, &w, cs, "", true, "")
-				if err != nil {
-					return &resourceError{resource: tg.t.qualified() + "/" + tg.r.GetMetadata().GetName(), err: err}
-				}
-				for _, ch := range res.GetResult().GetChanges() {
-					d := ch.GetDiff()
-					if d != "" && d[len(d)-1] != '\n' {
-						d += "\n"
-					}
-					fmt.Fprint(c.stdout, d)
-				}
+			if differs {
+				return &exitError{code: 1}
 			}
 			return nil
 		},
 	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return diffError(err) })
 	cmd.Flags().StringSliceVarP(&files, "filename", "f", nil, "a file, a directory or - for stdin (repeatable)")
 	cmd.Flags().StringVar(&proposal, "proposal", "", "compare with the change set of the proposal with this id")
 	return cmd
+}
+
+// diff prints the diffs of applying files and says whether any file would
+// change.
+func (c *cli) diff(ctx context.Context, files []string, proposal string) (bool, error) {
+	tgs, err := c.targets(ctx, files)
+	if err != nil {
+		return false, err
+	}
+	w := writeFlags{proposal: proposal}
+	cs, err := c.changeSet(ctx, &w)
+	if err != nil {
+		return false, err
+	}
+	differs := false
+	for _, tg := range tgs {
+		res, err := c.put(ctx, tg, &w, cs, "", true, "")
+		if err != nil {
+			return false, &resourceError{resource: tg.t.qualified() + "/" + tg.r.GetMetadata().GetName(), err: err}
+		}
+		for _, ch := range res.GetResult().GetChanges() {
+			differs = true
+			d := ch.GetDiff()
+			if d != "" && d[len(d)-1] != '\n' {
+				d += "\n"
+			}
+			fmt.Fprint(c.stdout, d)
+		}
+	}
+	return differs, nil
+}
+
+// diffError makes an error of cup diff exit 2, since 1 says that
+// something would change.
+func diffError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: 2, err: err}
 }

@@ -142,7 +142,11 @@ func TestDiff(t *testing.T) {
 	url := newServer(t)
 	changed := strings.Replace(twoFlags, "rollout: 50", "rollout: 75", 1)
 	file := writeFile(t, t.TempDir(), "flags.yaml", changed)
-	got := ok(t, url, "diff", "-f", file)
+	r := cup(t, url, "", "diff", "-f", file)
+	if r.code != 1 || r.stderr != "" {
+		t.Fatalf("diff with differences: exit %d, stderr %q; want 1 and nothing", r.code, r.stderr)
+	}
+	got := r.stdout
 	for _, want := range []string{"flags/default/beta-banner.yaml", "+  rollout: 10", "-  rollout: 50", "+  rollout: 75"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("diff lacks %q:\n%s", want, got)
@@ -155,6 +159,22 @@ func TestDiff(t *testing.T) {
 	same := writeFile(t, t.TempDir(), "same.yaml", strings.SplitN(twoFlags, "---\n", 2)[1])
 	if got := ok(t, url, "diff", "-f", same); got != "" {
 		t.Fatalf("no change printed %q", got)
+	}
+	// Errors exit 2, as kubectl diff's do, since 1 says something differs.
+	for _, tc := range []struct {
+		name, want string
+		args       []string
+	}{
+		{"missing file", "nope.yaml", []string{"diff", "-f", filepath.Join(t.TempDir(), "nope.yaml")}},
+		{"argument", `unknown command "flags"`, []string{"diff", "flags", "-f", same}},
+		{"unknown flag", "unknown flag: --nope", []string{"diff", "--nope"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := cup(t, url, "", tc.args...)
+			if r.code != 2 || !strings.HasPrefix(r.stderr, "error: ") || !strings.Contains(r.stderr, tc.want) {
+				t.Fatalf("exit %d, stderr %q; want 2 and error: ...%s...", r.code, r.stderr, tc.want)
+			}
+		})
 	}
 }
 
@@ -210,16 +230,17 @@ func TestWriteHints(t *testing.T) {
 		name     string
 		args     []string
 		resource string
+		code     int
 	}{
-		{"apply", []string{"apply", "-f", file}, "flags.flags.cup.dev/beta-banner"},
-		{"diff", []string{"diff", "-f", file}, "flags.flags.cup.dev/beta-banner"},
-		{"delete", []string{"delete", "flags", "dark-mode"}, "flags.flags.cup.dev/dark-mode"},
+		{"apply", []string{"apply", "-f", file}, "flags.flags.cup.dev/beta-banner", 1},
+		{"diff", []string{"diff", "-f", file}, "flags.flags.cup.dev/beta-banner", 2}, // 1 says something differs
+		{"delete", []string{"delete", "flags", "dark-mode"}, "flags.flags.cup.dev/dark-mode", 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			r := cup(t, url, "", tt.args...)
 			want := "error: " + tt.resource + ": " + noCredentials + "\n" + hint
-			if r.code != 1 || r.stdout != "" || r.stderr != want {
+			if r.code != tt.code || r.stdout != "" || r.stderr != want {
 				t.Errorf("exit %d, stdout %q\nstderr: %q\nwant:   %q", r.code, r.stdout, r.stderr, want)
 			}
 		})
