@@ -24,9 +24,10 @@ func (c *cli) newGetCommand() *cobra.Command {
 		wf                         watchFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "get TYPE [NAME...] | TYPE/NAME...",
+		Use:   "get TYPE [NAME...] | TYPE/NAME... | namespaces",
 		Short: "Print resources",
-		Long: `Print one resource, several, or every resource of a type in the namespace.
+		Long: `Print one resource, several, or every resource of a type in the namespace
+(in every namespace with --all-namespaces, -A).
 
 TYPE is a plural, singular, kind or short name (case-insensitive), or
 plural.group where several types share a name (see cup api-resources).
@@ -46,7 +47,14 @@ observedRevision and lastTransitionTime, derived by the server at the
 commit read (never committed; cup apply ignores it).
 
 Listing pages through the whole result, --limit resources per request.
---all-namespaces is not supported: the API lists one namespace at a time.
+With -A, the list is of every namespace, sorted by namespace, then name;
+the table has a NAMESPACE column first. A resource cannot be retrieved by
+name across all namespaces.
+
+cup get namespaces (ns, namespace) lists the namespaces that hold
+resources: NAME and RESOURCES (how many, of every type), or with -o json
+or yaml each namespace's count per type. Namespaces are not a resource
+type: they are the folders that hold resources.
 
 A list leaves out files that hold nothing readable by the name their path
 gives (they do not decode, name another resource, or have a name the API
@@ -69,6 +77,8 @@ the server closes for falling behind is resumed where it was cut.`,
   cup get fl new-checkout -o yaml
   cup get flag/new-checkout flag/dark-mode -n staging
   cup get flags -l 'team in (payments,web)' -o wide
+  cup get flags -A
+  cup get namespaces
   cup get flags --problems
   cup get flags -w
   cup get flag new-checkout -w -o json --output-watch-events`,
@@ -78,19 +88,30 @@ the server closes for falling behind is resumed where it was cut.`,
 			default:
 				return fmt.Errorf("-o: %q is not one of table, wide, json, yaml, name", output)
 			}
-			if allNamespaces {
-				return errors.New("--all-namespaces is not supported: the API lists one namespace at a time; name one with -n")
+			if isNamespaces(args[0]) {
+				if selector != "" || problems || wf.requested() {
+					return errors.New("namespaces: -l, --problems and --watch are for resources")
+				}
+				return c.getNamespaces(cmd.Context(), args[1:], revision, output)
+			}
+			if allNamespaces && (len(args) > 1 || strings.Contains(args[0], "/")) {
+				return errors.New("a resource cannot be retrieved by name across all namespaces")
 			}
 			if problems && (len(args) > 1 || strings.Contains(args[0], "/") || selector != "") {
 				return errors.New("--problems lists the problems of a whole type: give TYPE alone, without names or -l")
 			}
 			ctx := cmd.Context()
 			if wf.requested() {
-				return c.watch(ctx, &wf, watchQuery{args: args, selector: selector, revision: revision, output: output, problems: problems})
+				return c.watch(ctx, &wf, watchQuery{args: args, selector: selector, revision: revision, output: output,
+					problems: problems, allNamespaces: allNamespaces})
 			}
 			conn, err := c.connect()
 			if err != nil {
 				return err
+			}
+			namespace := conn.namespace // of a list; "" for every namespace
+			if allNamespaces {
+				namespace = ""
 			}
 			type item struct {
 				t typeRef
@@ -142,7 +163,7 @@ the server closes for falling behind is resumed where it was cut.`,
 					break
 				}
 				req := &cupv1alpha1.ListRequest{
-					Group: t.group(), Version: t.version, Plural: t.plural(), Namespace: conn.namespace,
+					Group: t.group(), Version: t.version, Plural: t.plural(), Namespace: namespace,
 					Revision: revision, LabelSelector: selector, PageSize: limit, Problems: problems,
 				}
 				if problems {
@@ -157,8 +178,12 @@ the server closes for falling behind is resumed where it was cut.`,
 						fmt.Fprintf(c.stderr, "Warning: %s\n", warningText(w))
 					}
 					if n := res.Msg.GetMoreWarnings(); n > 0 {
-						fmt.Fprintf(c.stderr, "Warning: %d more files left out of the list; see them all with: cup get %s --problems -n %s\n",
-							n, args[0], conn.namespace)
+						scope := "-n " + namespace
+						if namespace == "" {
+							scope = "-A"
+						}
+						fmt.Fprintf(c.stderr, "Warning: %d more files left out of the list; see them all with: cup get %s --problems %s\n",
+							n, args[0], scope)
 					}
 					for _, r := range res.Msg.GetItems() {
 						items = append(items, item{t, r, nil})
@@ -169,7 +194,7 @@ the server closes for falling behind is resumed where it was cut.`,
 					req.PageToken = res.Msg.GetNextPageToken()
 				}
 				if len(items) == 0 && (output == "table" || output == "wide") {
-					_, err := fmt.Fprintf(c.stderr, "No resources found in namespace %s.\n", conn.namespace)
+					_, err := fmt.Fprintln(c.stderr, noResources(namespace))
 					return err
 				}
 			}
@@ -198,11 +223,7 @@ the server closes for falling behind is resumed where it was cut.`,
 				return encode(c.stdout, map[string]any{"apiVersion": "v1", "kind": "List", "items": list}, output)
 			}
 			tw := tabwriter.NewWriter(c.stdout, 0, 8, 3, ' ', 0)
-			if output == "wide" {
-				fmt.Fprintln(tw, "NAME\tRESOURCE VERSION\tNAMESPACE\tLABELS")
-			} else {
-				fmt.Fprintln(tw, "NAME\tRESOURCE VERSION")
-			}
+			fmt.Fprintln(tw, strings.Join(resourceColumns(output, allNamespaces), "\t"))
 			mixed := false // several types: NAME is plural.group/name
 			for _, it := range items {
 				mixed = mixed || it.t.def != items[0].t.def
@@ -213,11 +234,7 @@ the server closes for falling behind is resumed where it was cut.`,
 				if mixed {
 					name = it.t.qualified() + "/" + name
 				}
-				if output == "wide" {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, short(md.GetResourceVersion()), md.GetNamespace(), formatLabels(md.GetLabels()))
-				} else {
-					fmt.Fprintf(tw, "%s\t%s\n", name, short(md.GetResourceVersion()))
-				}
+				fmt.Fprintln(tw, strings.Join(resourceRow(md, name, output, allNamespaces), "\t"))
 			}
 			return tw.Flush()
 		},
@@ -225,7 +242,7 @@ the server closes for falling behind is resumed where it was cut.`,
 	f := cmd.Flags()
 	f.StringVarP(&selector, "selector", "l", "", "a Kubernetes label selector (team=payments, 'tier in (web,api)', !beta)")
 	f.StringVar(&revision, "revision", "", "read at a branch, tag or commit (default: the server's branch)")
-	f.BoolVarP(&allNamespaces, "all-namespaces", "A", false, "not supported by the API: fails with an explanation")
+	f.BoolVarP(&allNamespaces, "all-namespaces", "A", false, "list the resources of every namespace, with a NAMESPACE column")
 	f.StringVarP(&output, "output", "o", "table", "table, wide, json, yaml or name")
 	f.Int32Var(&limit, "limit", 0, "resources per request when listing (0: the server's default); every page is printed")
 	f.BoolVar(&problems, "problems", false, "print every file the list leaves out (PATH and REASON) instead of the resources")
@@ -304,7 +321,11 @@ func (c *cli) printProblems(ctx context.Context, rs cupv1alpha1connect.ResourceS
 	}
 	ws := res.Msg.GetWarnings()
 	if len(ws) == 0 {
-		_, err := fmt.Fprintf(c.stderr, "No problems found in namespace %s.\n", req.GetNamespace())
+		msg := "No problems found."
+		if ns := req.GetNamespace(); ns != "" {
+			msg = "No problems found in namespace " + ns + "."
+		}
+		_, err := fmt.Fprintln(c.stderr, msg)
 		return err
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 8, 3, ' ', 0)

@@ -6,6 +6,16 @@ import (
 	"testing"
 )
 
+// flagsAllNamespaces is the demo's flags in every namespace, as cup get
+// flags -A prints them.
+const flagsAllNamespaces = "NAMESPACE    NAME           RESOURCE VERSION\n" +
+	"default      dark-mode      7ca4267\n" +
+	"default      new-checkout   c4ff311\n" +
+	"default      search-v2      95daf1f\n" +
+	"production   new-checkout   81b0c5c\n" +
+	"staging      dark-mode      24eeff0\n" +
+	"staging      new-checkout   aeaa9fe\n"
+
 func TestGet(t *testing.T) {
 	t.Parallel()
 	url := newServer(t)
@@ -82,6 +92,58 @@ func TestGet(t *testing.T) {
 			t.Fatalf("got %q", got)
 		}
 	})
+	t.Run("all namespaces", func(t *testing.T) {
+		t.Parallel()
+		want := flagsAllNamespaces
+		if got := ok(t, url, "get", "flags", "-A"); got != want {
+			t.Errorf("-A:\n%s\nwant:\n%s", got, want)
+		}
+		// Paged, the same; -n is overridden.
+		if got := ok(t, url, "get", "flags", "--all-namespaces", "--limit", "2", "-n", "staging"); got != want {
+			t.Errorf("-A --limit 2:\n%s\nwant:\n%s", got, want)
+		}
+		wide := ok(t, url, "get", "flags", "-A", "-o", "wide")
+		if first, _, _ := strings.Cut(wide, "\n"); first != "NAMESPACE    NAME           RESOURCE VERSION   LABELS" ||
+			!strings.Contains(wide, "\nproduction   new-checkout   81b0c5c            team=payments\n") {
+			t.Errorf("-A -o wide:\n%s", wide)
+		}
+	})
+	t.Run("all namespaces with a selector", func(t *testing.T) {
+		t.Parallel()
+		want := ""
+		for l := range strings.Lines(flagsAllNamespaces) {
+			if strings.HasPrefix(l, "NAMESPACE") || strings.Contains(l, "new-checkout") { // team=payments
+				want += l
+			}
+		}
+		if got := ok(t, url, "get", "flags", "-A", "-l", "team=payments"); got != want {
+			t.Errorf("got:\n%s\nwant:\n%s", got, want)
+		}
+		r := cup(t, url, "", "get", "flags", "-A", "-l", "team=nobody")
+		if r.code != 0 || r.stdout != "" || r.stderr != "No resources found.\n" {
+			t.Errorf("no match: %+v", r)
+		}
+	})
+	t.Run("all namespaces as json", func(t *testing.T) {
+		t.Parallel()
+		var list struct {
+			Kind  string
+			Items []struct {
+				Metadata struct{ Namespace, Name string }
+			}
+		}
+		if err := json.Unmarshal([]byte(ok(t, url, "get", "flags", "-A", "-o", "json")), &list); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, it := range list.Items {
+			got = append(got, it.Metadata.Namespace+"/"+it.Metadata.Name)
+		}
+		want := "default/dark-mode default/new-checkout default/search-v2 production/new-checkout staging/dark-mode staging/new-checkout"
+		if list.Kind != "List" || strings.Join(got, " ") != want {
+			t.Fatalf("%s: %v", list.Kind, got)
+		}
+	})
 	t.Run("grpc", func(t *testing.T) {
 		t.Parallel()
 		if got := ok(t, url, "--protocol", "grpc", "get", "services", "api", "-o", "name"); got != "services.apps.cup.dev/api\n" {
@@ -104,8 +166,10 @@ func TestGet(t *testing.T) {
 		t.Parallel()
 		fails(t, url, `the server has no resource type "widgets"`, "get", "widgets")
 		fails(t, url, "not found", "get", "flags", "nope")
-		fails(t, url, "--all-namespaces is not supported", "get", "flags", "-A")
 		fails(t, url, `-o: "xml"`, "get", "flags", "-o", "xml")
+		fails(t, url, "a resource cannot be retrieved by name across all namespaces", "get", "flags", "dark-mode", "-A")
+		fails(t, url, "a resource cannot be retrieved by name across all namespaces", "get", "flag/dark-mode", "-A")
+		fails(t, url, "a resource cannot be retrieved by name across all namespaces", "get", "flags", "dark-mode", "-A", "-w")
 		fails(t, url, "revision", "get", "flags", "--revision", "no-such-branch")
 		fails(t, url, "--protocol", "--protocol", "http3", "get", "flags")
 	})

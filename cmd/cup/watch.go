@@ -50,7 +50,7 @@ func (w *watchFlags) requested() bool { return w.watch || w.watchOnly || w.event
 type watchQuery struct {
 	args                       []string
 	selector, revision, output string
-	problems                   bool
+	problems, allNamespaces    bool
 }
 
 // watch runs cup get -w: it prints the resources of q (unless
@@ -88,16 +88,20 @@ func (c *cli) watch(ctx context.Context, wf *watchFlags, q watchQuery) error {
 	if err != nil {
 		return err
 	}
-	rev, err := c.watchRevision(ctx, t, conn.namespace, q.revision)
+	namespace := conn.namespace // "" watches every namespace
+	if q.allNamespaces {
+		namespace = ""
+	}
+	rev, err := c.watchRevision(ctx, t, namespace, q.revision)
 	if err != nil {
 		return err
 	}
 	initial := !wf.watchOnly
 	req := &cupv1alpha1.WatchRequest{
-		Group: t.group(), Version: t.version, Plural: t.plural(), Namespace: conn.namespace,
+		Group: t.group(), Version: t.version, Plural: t.plural(), Namespace: namespace,
 		LabelSelector: q.selector, Revision: rev, SendInitialEvents: &initial, AllowBookmarks: true,
 	}
-	p := &watchPrinter{c: c, t: t, namespace: conn.namespace, name: name, output: q.output, events: wf.events,
+	p := &watchPrinter{c: c, t: t, namespace: namespace, name: name, output: q.output, events: wf.events,
 		table: &rowPrinter{w: c.stdout}, initialDone: !initial}
 	idle := 0
 	for {
@@ -197,7 +201,7 @@ func (c *cli) watchRevision(ctx context.Context, t typeRef, namespace, revision 
 type watchPrinter struct {
 	c         *cli
 	t         typeRef
-	namespace string
+	namespace string // "" for every namespace
 	name      string // only this resource's events, when set
 	output    string
 	events    bool
@@ -229,7 +233,7 @@ func (p *watchPrinter) event(ctx context.Context, ev *cupv1alpha1.WatchResponse)
 			}
 		}
 		if len(evs) == 0 && p.name == "" && (p.output == "table" || p.output == "wide") {
-			_, err := fmt.Fprintf(p.c.stderr, "No resources found in namespace %s.\n", p.namespace)
+			_, err := fmt.Fprintln(p.c.stderr, noResources(p.namespace))
 			return err
 		}
 		return p.print(evs...)
@@ -313,21 +317,13 @@ func (p *watchPrinter) row(ev *cupv1alpha1.WatchResponse) []string {
 		if p.events {
 			row = append(row, "EVENT")
 		}
-		row = append(row, "NAME", "RESOURCE VERSION")
-		if p.output == "wide" {
-			row = append(row, "NAMESPACE", "LABELS")
-		}
-		return row
+		return append(row, resourceColumns(p.output, p.namespace == "")...)
 	}
 	md := ev.GetResource().GetMetadata()
 	if p.events {
 		row = append(row, eventType(ev.GetType()))
 	}
-	row = append(row, md.GetName(), short(md.GetResourceVersion()))
-	if p.output == "wide" {
-		row = append(row, md.GetNamespace(), formatLabels(md.GetLabels()))
-	}
-	return row
+	return append(row, resourceRow(md, md.GetName(), p.output, p.namespace == "")...)
 }
 
 // watchEvent is an event as -o json or yaml prints it with

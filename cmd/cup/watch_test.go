@@ -144,6 +144,12 @@ func TestGetWatch(t *testing.T) {
 				"MODIFIED   dark-mode   11a49dd            default     <none>\n",
 		},
 		{
+			name: "all namespaces: a NAMESPACE column first", args: []string{"get", "flags", "-w", "-A"}, initial: 7,
+			want: flagsAllNamespaces +
+				"default      search-v2      95daf1f\n" +
+				"default      dark-mode      11a49dd\n",
+		},
+		{
 			name: "json events, one a line", args: []string{"get", "flags", "-w", "-o", "json", "--output-watch-events"}, initial: 3,
 			summary: jsonEvents,
 			want:    "ADDED dark-mode\nADDED new-checkout\nADDED search-v2\nDELETED search-v2\nMODIFIED dark-mode\n",
