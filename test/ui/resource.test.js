@@ -503,6 +503,9 @@ describe("in proposal mode (fake GitHub)", () => {
       const select = page.locator(tid("change-set"));
       await select.waitFor();
       await select.selectOption(branch);
+      // The form holds the change set's version once it is read (the edit above, rollout 80).
+      await page.locator(tid("on-branch")).waitFor();
+      await eventually(async () => assert.equal(await page.locator(tid("field-spec.rollout")).inputValue(), "80"), { what: "the change set's version in the form" });
       await page.locator(tid("field-spec.description")).fill("Search backed by the new index, proposed.");
       await page.locator(tid("dry-run")).click();
       await page.locator(tid("save")).click();

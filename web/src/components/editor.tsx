@@ -6,7 +6,7 @@
 import type { ResourceDefinition } from "@cup-dev/api/cup/v1alpha1/discovery_pb.js";
 import { ProposalState, type Proposal } from "@cup-dev/api/cup/v1alpha1/proposal_pb.js";
 import { WriteOutcome, type HistoryEntry, type Resource, type WriteResult } from "@cup-dev/api/cup/v1alpha1/resource_pb.js";
-import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
 
 import { Code, errorCode, proposals as proposalClient, resources, violations } from "../api";
 import { schemaOf, type TypeRef } from "../store";
@@ -86,6 +86,8 @@ export function Editor(p: Props) {
   const [conflict, setConflict] = useState<Conflict>();
   const [yours, setYours] = useState("");
   const [busy, setBusy] = useState(false);
+  // Reading a change set's version: the form waits for it, so no edit is typed into a version about to be replaced.
+  const [switching, setSwitching] = useState(false);
   const [message, setMessage] = useState("");
   const changeSet = onBranch?.branch ?? "";
   const [open, setOpen] = useState<Proposal[]>([]);
@@ -95,7 +97,8 @@ export function Editor(p: Props) {
   // A new version read (a reload, a write): edit it, unless the user asked to keep their edits.
   const loadedKey = `${changeSet}\n${baseRV}\n${src?.commit ?? ""}`;
   const lastKey = useRef(loadedKey);
-  useEffect(() => {
+  // Before paint, so no input lands in the version being replaced.
+  useLayoutEffect(() => {
     if (lastKey.current === loadedKey) return;
     lastKey.current = loadedKey;
     setConflict(undefined);
@@ -270,6 +273,7 @@ export function Editor(p: Props) {
       return;
     }
     setBusy(true);
+    setSwitching(true);
     try {
       const r = await resources.get({ ...target, revision: branch });
       setOnBranch({ branch, loaded: { resource: r.resource!, commit: r.commit, proposals: r.proposals } });
@@ -279,6 +283,7 @@ export function Editor(p: Props) {
       else setGeneral(err);
     } finally {
       setBusy(false);
+      setSwitching(false);
     }
   }
 
@@ -301,14 +306,14 @@ export function Editor(p: Props) {
         <div class="rv-form">
           <h2 class="rv-h">Form</h2>
           {specSchema ? (
-            <SchemaForm schema={specSchema} root={root} value={doc.spec} at={["spec"]} label="spec" edit={edit} errors={errors} readOnly={readOnly} />
+            <SchemaForm schema={specSchema} root={root} value={doc.spec} at={["spec"]} label="spec" edit={edit} errors={errors} readOnly={readOnly || switching} />
           ) : (
             <p class="notice">This type has no schema: edit its spec in the YAML.</p>
           )}
           <fieldset class="sf-object rv-meta-edit" data-testid="field-metadata.labels" aria-invalid={errors.has("metadata.labels") ? "true" : undefined}>
             <legend>Labels</legend>
             {errors.has("metadata.labels") && <span class="field-error">{errors.get("metadata.labels")!.join("; ")}</span>}
-            <KeyValues id="labels" testid="labels" name="labels" value={doc.metadata.labels} readOnly={readOnly} onChange={(m) => setMeta("labels", m)} />
+            <KeyValues id="labels" testid="labels" name="labels" value={doc.metadata.labels} readOnly={readOnly || switching} onChange={(m) => setMeta("labels", m)} />
           </fieldset>
           <fieldset class="sf-object rv-meta-edit" data-testid="field-metadata.annotations" aria-invalid={errors.has("metadata.annotations") ? "true" : undefined}>
             <legend>Annotations</legend>
@@ -319,14 +324,14 @@ export function Editor(p: Props) {
               name="annotations"
               multiline
               value={doc.metadata.annotations}
-              readOnly={readOnly}
+              readOnly={readOnly || switching}
               onChange={(m) => setMeta("annotations", m)}
             />
           </fieldset>
         </div>
         <div class="rv-yamlcol">
           <h2 class="rv-h">YAML</h2>
-          <YamlEditor id="rv-yaml" label="The whole resource" text={yamlText} error={yamlError} readOnly={readOnly} onText={onYaml} />
+          <YamlEditor id="rv-yaml" label="The whole resource" text={yamlText} error={yamlError} readOnly={readOnly || switching} onText={onYaml} />
           {yamlError && <p class="help">The form shows the last YAML that parsed; fix the YAML to go on.</p>}
         </div>
       </form>
