@@ -45,7 +45,7 @@ func TestReflection(t *testing.T) {
 			}
 		}
 	}
-	if !slices.Equal(methods, []string{"Get", "List", "Put", "Delete", "Watch", "History", "GetStatus", "Render"}) {
+	if !slices.Equal(methods, []string{"Get", "List", "Put", "Delete", "Apply", "Patch", "Watch", "History", "GetStatus", "Render"}) {
 		t.Fatalf("ResourceService methods = %v", methods)
 	}
 }

@@ -237,9 +237,12 @@ type DefinitionVersion struct {
 	// The JSON Schema resources of this version are validated against.
 	Schema *structpb.Struct `protobuf:"bytes,2,opt,name=schema,proto3" json:"schema,omitempty"`
 	// Whether the schema describes the whole resource ("resource") or its spec ("spec").
-	SchemaTarget  string `protobuf:"bytes,3,opt,name=schema_target,json=schemaTarget,proto3" json:"schema_target,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SchemaTarget string `protobuf:"bytes,3,opt,name=schema_target,json=schemaTarget,proto3" json:"schema_target,omitempty"`
+	// Columns that cup get shows besides NAME and AGE, as a
+	// CustomResourceDefinition's additionalPrinterColumns.
+	AdditionalPrinterColumns []*PrinterColumn `protobuf:"bytes,4,rep,name=additional_printer_columns,json=additionalPrinterColumns,proto3" json:"additional_printer_columns,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
 }
 
 func (x *DefinitionVersion) Reset() {
@@ -293,6 +296,104 @@ func (x *DefinitionVersion) GetSchemaTarget() string {
 	return ""
 }
 
+func (x *DefinitionVersion) GetAdditionalPrinterColumns() []*PrinterColumn {
+	if x != nil {
+		return x.AdditionalPrinterColumns
+	}
+	return nil
+}
+
+// PrinterColumn is a column of cup get's table.
+type PrinterColumn struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The column's heading, e.g. "Enabled".
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The value's type: integer, number, string, boolean or date.
+	Type string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	// A JSONPath into the resource, e.g. ".spec.enabled".
+	JsonPath string `protobuf:"bytes,3,opt,name=json_path,json=jsonPath,proto3" json:"json_path,omitempty"`
+	// Shown by cup explain.
+	Description string `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	// 0 shows the column always; higher only with -o wide.
+	Priority int32 `protobuf:"varint,5,opt,name=priority,proto3" json:"priority,omitempty"`
+	// An optional format hint, as OpenAPI's.
+	Format        string `protobuf:"bytes,6,opt,name=format,proto3" json:"format,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PrinterColumn) Reset() {
+	*x = PrinterColumn{}
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PrinterColumn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PrinterColumn) ProtoMessage() {}
+
+func (x *PrinterColumn) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PrinterColumn.ProtoReflect.Descriptor instead.
+func (*PrinterColumn) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *PrinterColumn) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PrinterColumn) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *PrinterColumn) GetJsonPath() string {
+	if x != nil {
+		return x.JsonPath
+	}
+	return ""
+}
+
+func (x *PrinterColumn) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *PrinterColumn) GetPriority() int32 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
+}
+
+func (x *PrinterColumn) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
 // ListDefinitionsRequest asks for every definition.
 type ListDefinitionsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -302,7 +403,7 @@ type ListDefinitionsRequest struct {
 
 func (x *ListDefinitionsRequest) Reset() {
 	*x = ListDefinitionsRequest{}
-	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[3]
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -314,7 +415,7 @@ func (x *ListDefinitionsRequest) String() string {
 func (*ListDefinitionsRequest) ProtoMessage() {}
 
 func (x *ListDefinitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[3]
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -327,7 +428,7 @@ func (x *ListDefinitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDefinitionsRequest.ProtoReflect.Descriptor instead.
 func (*ListDefinitionsRequest) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{3}
+	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{4}
 }
 
 // ListDefinitionsResponse holds every definition.
@@ -340,7 +441,7 @@ type ListDefinitionsResponse struct {
 
 func (x *ListDefinitionsResponse) Reset() {
 	*x = ListDefinitionsResponse{}
-	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[4]
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -352,7 +453,7 @@ func (x *ListDefinitionsResponse) String() string {
 func (*ListDefinitionsResponse) ProtoMessage() {}
 
 func (x *ListDefinitionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[4]
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -365,7 +466,7 @@ func (x *ListDefinitionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDefinitionsResponse.ProtoReflect.Descriptor instead.
 func (*ListDefinitionsResponse) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{4}
+	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ListDefinitionsResponse) GetDefinitions() []*ResourceDefinition {
@@ -387,7 +488,7 @@ type GetDefinitionRequest struct {
 
 func (x *GetDefinitionRequest) Reset() {
 	*x = GetDefinitionRequest{}
-	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[5]
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -399,7 +500,7 @@ func (x *GetDefinitionRequest) String() string {
 func (*GetDefinitionRequest) ProtoMessage() {}
 
 func (x *GetDefinitionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[5]
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -412,7 +513,7 @@ func (x *GetDefinitionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDefinitionRequest.ProtoReflect.Descriptor instead.
 func (*GetDefinitionRequest) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{5}
+	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GetDefinitionRequest) GetGroup() string {
@@ -439,7 +540,7 @@ type GetDefinitionResponse struct {
 
 func (x *GetDefinitionResponse) Reset() {
 	*x = GetDefinitionResponse{}
-	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[6]
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -451,7 +552,7 @@ func (x *GetDefinitionResponse) String() string {
 func (*GetDefinitionResponse) ProtoMessage() {}
 
 func (x *GetDefinitionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[6]
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -464,7 +565,7 @@ func (x *GetDefinitionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDefinitionResponse.ProtoReflect.Descriptor instead.
 func (*GetDefinitionResponse) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{6}
+	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetDefinitionResponse) GetDefinition() *ResourceDefinition {
@@ -483,7 +584,7 @@ type GetDependencyGraphRequest struct {
 
 func (x *GetDependencyGraphRequest) Reset() {
 	*x = GetDependencyGraphRequest{}
-	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[7]
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -495,7 +596,7 @@ func (x *GetDependencyGraphRequest) String() string {
 func (*GetDependencyGraphRequest) ProtoMessage() {}
 
 func (x *GetDependencyGraphRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[7]
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -508,7 +609,7 @@ func (x *GetDependencyGraphRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDependencyGraphRequest.ProtoReflect.Descriptor instead.
 func (*GetDependencyGraphRequest) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{7}
+	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{8}
 }
 
 // GetDependencyGraphResponse holds the graph's edges.
@@ -525,7 +626,7 @@ type GetDependencyGraphResponse struct {
 
 func (x *GetDependencyGraphResponse) Reset() {
 	*x = GetDependencyGraphResponse{}
-	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[8]
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -537,7 +638,7 @@ func (x *GetDependencyGraphResponse) String() string {
 func (*GetDependencyGraphResponse) ProtoMessage() {}
 
 func (x *GetDependencyGraphResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[8]
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -550,7 +651,7 @@ func (x *GetDependencyGraphResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDependencyGraphResponse.ProtoReflect.Descriptor instead.
 func (*GetDependencyGraphResponse) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{8}
+	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetDependencyGraphResponse) GetEdges() []*DependencyEdge {
@@ -582,7 +683,7 @@ type DependencyEdge struct {
 
 func (x *DependencyEdge) Reset() {
 	*x = DependencyEdge{}
-	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[9]
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -594,7 +695,7 @@ func (x *DependencyEdge) String() string {
 func (*DependencyEdge) ProtoMessage() {}
 
 func (x *DependencyEdge) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[9]
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -607,7 +708,7 @@ func (x *DependencyEdge) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DependencyEdge.ProtoReflect.Descriptor instead.
 func (*DependencyEdge) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{9}
+	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DependencyEdge) GetReconciler() string {
@@ -675,7 +776,7 @@ type ListNamespacesRequest struct {
 
 func (x *ListNamespacesRequest) Reset() {
 	*x = ListNamespacesRequest{}
-	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[10]
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -687,7 +788,7 @@ func (x *ListNamespacesRequest) String() string {
 func (*ListNamespacesRequest) ProtoMessage() {}
 
 func (x *ListNamespacesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[10]
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -700,7 +801,7 @@ func (x *ListNamespacesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNamespacesRequest.ProtoReflect.Descriptor instead.
 func (*ListNamespacesRequest) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{10}
+	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListNamespacesRequest) GetGroup() string {
@@ -743,7 +844,7 @@ type ListNamespacesResponse struct {
 
 func (x *ListNamespacesResponse) Reset() {
 	*x = ListNamespacesResponse{}
-	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[11]
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -755,7 +856,7 @@ func (x *ListNamespacesResponse) String() string {
 func (*ListNamespacesResponse) ProtoMessage() {}
 
 func (x *ListNamespacesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[11]
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -768,7 +869,7 @@ func (x *ListNamespacesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNamespacesResponse.ProtoReflect.Descriptor instead.
 func (*ListNamespacesResponse) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{11}
+	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListNamespacesResponse) GetNamespaces() []*Namespace {
@@ -798,7 +899,7 @@ type Namespace struct {
 
 func (x *Namespace) Reset() {
 	*x = Namespace{}
-	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[12]
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -810,7 +911,7 @@ func (x *Namespace) String() string {
 func (*Namespace) ProtoMessage() {}
 
 func (x *Namespace) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[12]
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -823,7 +924,7 @@ func (x *Namespace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Namespace.ProtoReflect.Descriptor instead.
 func (*Namespace) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{12}
+	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Namespace) GetName() string {
@@ -854,7 +955,7 @@ type TypeCount struct {
 
 func (x *TypeCount) Reset() {
 	*x = TypeCount{}
-	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[13]
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -866,7 +967,7 @@ func (x *TypeCount) String() string {
 func (*TypeCount) ProtoMessage() {}
 
 func (x *TypeCount) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[13]
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -879,7 +980,7 @@ func (x *TypeCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TypeCount.ProtoReflect.Descriptor instead.
 func (*TypeCount) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{13}
+	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TypeCount) GetGroup() string {
@@ -927,7 +1028,7 @@ type CheckAccessRequest struct {
 
 func (x *CheckAccessRequest) Reset() {
 	*x = CheckAccessRequest{}
-	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[14]
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -939,7 +1040,7 @@ func (x *CheckAccessRequest) String() string {
 func (*CheckAccessRequest) ProtoMessage() {}
 
 func (x *CheckAccessRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[14]
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -952,7 +1053,7 @@ func (x *CheckAccessRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckAccessRequest.ProtoReflect.Descriptor instead.
 func (*CheckAccessRequest) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{14}
+	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CheckAccessRequest) GetChecks() []*AccessCheck {
@@ -979,7 +1080,7 @@ type AccessCheck struct {
 
 func (x *AccessCheck) Reset() {
 	*x = AccessCheck{}
-	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[15]
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -991,7 +1092,7 @@ func (x *AccessCheck) String() string {
 func (*AccessCheck) ProtoMessage() {}
 
 func (x *AccessCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[15]
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1004,7 +1105,7 @@ func (x *AccessCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccessCheck.ProtoReflect.Descriptor instead.
 func (*AccessCheck) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{15}
+	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *AccessCheck) GetVerb() string {
@@ -1062,7 +1163,7 @@ type CheckAccessResponse struct {
 
 func (x *CheckAccessResponse) Reset() {
 	*x = CheckAccessResponse{}
-	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[16]
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1074,7 +1175,7 @@ func (x *CheckAccessResponse) String() string {
 func (*CheckAccessResponse) ProtoMessage() {}
 
 func (x *CheckAccessResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[16]
+	mi := &file_cup_v1alpha1_discovery_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1087,7 +1188,7 @@ func (x *CheckAccessResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckAccessResponse.ProtoReflect.Descriptor instead.
 func (*CheckAccessResponse) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{16}
+	return file_cup_v1alpha1_discovery_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CheckAccessResponse) GetUser() string {
@@ -1140,11 +1241,19 @@ const file_cup_v1alpha1_discovery_proto_rawDesc = "" +
 	"\bsingular\x18\x02 \x01(\tR\bsingular\x12\x16\n" +
 	"\x06plural\x18\x03 \x01(\tR\x06plural\x12\x1f\n" +
 	"\vshort_names\x18\x04 \x03(\tR\n" +
-	"shortNames\"}\n" +
+	"shortNames\"\xd8\x01\n" +
 	"\x11DefinitionVersion\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12/\n" +
 	"\x06schema\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x06schema\x12#\n" +
-	"\rschema_target\x18\x03 \x01(\tR\fschemaTarget\"\x18\n" +
+	"\rschema_target\x18\x03 \x01(\tR\fschemaTarget\x12Y\n" +
+	"\x1aadditional_printer_columns\x18\x04 \x03(\v2\x1b.cup.v1alpha1.PrinterColumnR\x18additionalPrinterColumns\"\xaa\x01\n" +
+	"\rPrinterColumn\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x1b\n" +
+	"\tjson_path\x18\x03 \x01(\tR\bjsonPath\x12 \n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\x12\x1a\n" +
+	"\bpriority\x18\x05 \x01(\x05R\bpriority\x12\x16\n" +
+	"\x06format\x18\x06 \x01(\tR\x06format\"\x18\n" +
 	"\x16ListDefinitionsRequest\"]\n" +
 	"\x17ListDefinitionsResponse\x12B\n" +
 	"\vdefinitions\x18\x01 \x03(\v2 .cup.v1alpha1.ResourceDefinitionR\vdefinitions\"\xc4\x01\n" +
@@ -1230,54 +1339,56 @@ func file_cup_v1alpha1_discovery_proto_rawDescGZIP() []byte {
 }
 
 var file_cup_v1alpha1_discovery_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_cup_v1alpha1_discovery_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_cup_v1alpha1_discovery_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_cup_v1alpha1_discovery_proto_goTypes = []any{
 	(EdgeKind)(0),                      // 0: cup.v1alpha1.EdgeKind
 	(*ResourceDefinition)(nil),         // 1: cup.v1alpha1.ResourceDefinition
 	(*Names)(nil),                      // 2: cup.v1alpha1.Names
 	(*DefinitionVersion)(nil),          // 3: cup.v1alpha1.DefinitionVersion
-	(*ListDefinitionsRequest)(nil),     // 4: cup.v1alpha1.ListDefinitionsRequest
-	(*ListDefinitionsResponse)(nil),    // 5: cup.v1alpha1.ListDefinitionsResponse
-	(*GetDefinitionRequest)(nil),       // 6: cup.v1alpha1.GetDefinitionRequest
-	(*GetDefinitionResponse)(nil),      // 7: cup.v1alpha1.GetDefinitionResponse
-	(*GetDependencyGraphRequest)(nil),  // 8: cup.v1alpha1.GetDependencyGraphRequest
-	(*GetDependencyGraphResponse)(nil), // 9: cup.v1alpha1.GetDependencyGraphResponse
-	(*DependencyEdge)(nil),             // 10: cup.v1alpha1.DependencyEdge
-	(*ListNamespacesRequest)(nil),      // 11: cup.v1alpha1.ListNamespacesRequest
-	(*ListNamespacesResponse)(nil),     // 12: cup.v1alpha1.ListNamespacesResponse
-	(*Namespace)(nil),                  // 13: cup.v1alpha1.Namespace
-	(*TypeCount)(nil),                  // 14: cup.v1alpha1.TypeCount
-	(*CheckAccessRequest)(nil),         // 15: cup.v1alpha1.CheckAccessRequest
-	(*AccessCheck)(nil),                // 16: cup.v1alpha1.AccessCheck
-	(*CheckAccessResponse)(nil),        // 17: cup.v1alpha1.CheckAccessResponse
-	(*structpb.Struct)(nil),            // 18: google.protobuf.Struct
+	(*PrinterColumn)(nil),              // 4: cup.v1alpha1.PrinterColumn
+	(*ListDefinitionsRequest)(nil),     // 5: cup.v1alpha1.ListDefinitionsRequest
+	(*ListDefinitionsResponse)(nil),    // 6: cup.v1alpha1.ListDefinitionsResponse
+	(*GetDefinitionRequest)(nil),       // 7: cup.v1alpha1.GetDefinitionRequest
+	(*GetDefinitionResponse)(nil),      // 8: cup.v1alpha1.GetDefinitionResponse
+	(*GetDependencyGraphRequest)(nil),  // 9: cup.v1alpha1.GetDependencyGraphRequest
+	(*GetDependencyGraphResponse)(nil), // 10: cup.v1alpha1.GetDependencyGraphResponse
+	(*DependencyEdge)(nil),             // 11: cup.v1alpha1.DependencyEdge
+	(*ListNamespacesRequest)(nil),      // 12: cup.v1alpha1.ListNamespacesRequest
+	(*ListNamespacesResponse)(nil),     // 13: cup.v1alpha1.ListNamespacesResponse
+	(*Namespace)(nil),                  // 14: cup.v1alpha1.Namespace
+	(*TypeCount)(nil),                  // 15: cup.v1alpha1.TypeCount
+	(*CheckAccessRequest)(nil),         // 16: cup.v1alpha1.CheckAccessRequest
+	(*AccessCheck)(nil),                // 17: cup.v1alpha1.AccessCheck
+	(*CheckAccessResponse)(nil),        // 18: cup.v1alpha1.CheckAccessResponse
+	(*structpb.Struct)(nil),            // 19: google.protobuf.Struct
 }
 var file_cup_v1alpha1_discovery_proto_depIdxs = []int32{
 	2,  // 0: cup.v1alpha1.ResourceDefinition.names:type_name -> cup.v1alpha1.Names
 	3,  // 1: cup.v1alpha1.ResourceDefinition.versions:type_name -> cup.v1alpha1.DefinitionVersion
-	18, // 2: cup.v1alpha1.DefinitionVersion.schema:type_name -> google.protobuf.Struct
-	1,  // 3: cup.v1alpha1.ListDefinitionsResponse.definitions:type_name -> cup.v1alpha1.ResourceDefinition
-	1,  // 4: cup.v1alpha1.GetDefinitionResponse.definition:type_name -> cup.v1alpha1.ResourceDefinition
-	10, // 5: cup.v1alpha1.GetDependencyGraphResponse.edges:type_name -> cup.v1alpha1.DependencyEdge
-	0,  // 6: cup.v1alpha1.DependencyEdge.edge_kind:type_name -> cup.v1alpha1.EdgeKind
-	13, // 7: cup.v1alpha1.ListNamespacesResponse.namespaces:type_name -> cup.v1alpha1.Namespace
-	14, // 8: cup.v1alpha1.Namespace.types:type_name -> cup.v1alpha1.TypeCount
-	16, // 9: cup.v1alpha1.CheckAccessRequest.checks:type_name -> cup.v1alpha1.AccessCheck
-	4,  // 10: cup.v1alpha1.DiscoveryService.ListDefinitions:input_type -> cup.v1alpha1.ListDefinitionsRequest
-	6,  // 11: cup.v1alpha1.DiscoveryService.GetDefinition:input_type -> cup.v1alpha1.GetDefinitionRequest
-	8,  // 12: cup.v1alpha1.DiscoveryService.GetDependencyGraph:input_type -> cup.v1alpha1.GetDependencyGraphRequest
-	11, // 13: cup.v1alpha1.DiscoveryService.ListNamespaces:input_type -> cup.v1alpha1.ListNamespacesRequest
-	15, // 14: cup.v1alpha1.DiscoveryService.CheckAccess:input_type -> cup.v1alpha1.CheckAccessRequest
-	5,  // 15: cup.v1alpha1.DiscoveryService.ListDefinitions:output_type -> cup.v1alpha1.ListDefinitionsResponse
-	7,  // 16: cup.v1alpha1.DiscoveryService.GetDefinition:output_type -> cup.v1alpha1.GetDefinitionResponse
-	9,  // 17: cup.v1alpha1.DiscoveryService.GetDependencyGraph:output_type -> cup.v1alpha1.GetDependencyGraphResponse
-	12, // 18: cup.v1alpha1.DiscoveryService.ListNamespaces:output_type -> cup.v1alpha1.ListNamespacesResponse
-	17, // 19: cup.v1alpha1.DiscoveryService.CheckAccess:output_type -> cup.v1alpha1.CheckAccessResponse
-	15, // [15:20] is the sub-list for method output_type
-	10, // [10:15] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	19, // 2: cup.v1alpha1.DefinitionVersion.schema:type_name -> google.protobuf.Struct
+	4,  // 3: cup.v1alpha1.DefinitionVersion.additional_printer_columns:type_name -> cup.v1alpha1.PrinterColumn
+	1,  // 4: cup.v1alpha1.ListDefinitionsResponse.definitions:type_name -> cup.v1alpha1.ResourceDefinition
+	1,  // 5: cup.v1alpha1.GetDefinitionResponse.definition:type_name -> cup.v1alpha1.ResourceDefinition
+	11, // 6: cup.v1alpha1.GetDependencyGraphResponse.edges:type_name -> cup.v1alpha1.DependencyEdge
+	0,  // 7: cup.v1alpha1.DependencyEdge.edge_kind:type_name -> cup.v1alpha1.EdgeKind
+	14, // 8: cup.v1alpha1.ListNamespacesResponse.namespaces:type_name -> cup.v1alpha1.Namespace
+	15, // 9: cup.v1alpha1.Namespace.types:type_name -> cup.v1alpha1.TypeCount
+	17, // 10: cup.v1alpha1.CheckAccessRequest.checks:type_name -> cup.v1alpha1.AccessCheck
+	5,  // 11: cup.v1alpha1.DiscoveryService.ListDefinitions:input_type -> cup.v1alpha1.ListDefinitionsRequest
+	7,  // 12: cup.v1alpha1.DiscoveryService.GetDefinition:input_type -> cup.v1alpha1.GetDefinitionRequest
+	9,  // 13: cup.v1alpha1.DiscoveryService.GetDependencyGraph:input_type -> cup.v1alpha1.GetDependencyGraphRequest
+	12, // 14: cup.v1alpha1.DiscoveryService.ListNamespaces:input_type -> cup.v1alpha1.ListNamespacesRequest
+	16, // 15: cup.v1alpha1.DiscoveryService.CheckAccess:input_type -> cup.v1alpha1.CheckAccessRequest
+	6,  // 16: cup.v1alpha1.DiscoveryService.ListDefinitions:output_type -> cup.v1alpha1.ListDefinitionsResponse
+	8,  // 17: cup.v1alpha1.DiscoveryService.GetDefinition:output_type -> cup.v1alpha1.GetDefinitionResponse
+	10, // 18: cup.v1alpha1.DiscoveryService.GetDependencyGraph:output_type -> cup.v1alpha1.GetDependencyGraphResponse
+	13, // 19: cup.v1alpha1.DiscoveryService.ListNamespaces:output_type -> cup.v1alpha1.ListNamespacesResponse
+	18, // 20: cup.v1alpha1.DiscoveryService.CheckAccess:output_type -> cup.v1alpha1.CheckAccessResponse
+	16, // [16:21] is the sub-list for method output_type
+	11, // [11:16] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_cup_v1alpha1_discovery_proto_init() }
@@ -1291,7 +1402,7 @@ func file_cup_v1alpha1_discovery_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cup_v1alpha1_discovery_proto_rawDesc), len(file_cup_v1alpha1_discovery_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -23,6 +23,58 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// PatchType says how a patch is read.
+type PatchType int32
+
+const (
+	PatchType_PATCH_TYPE_UNSPECIFIED PatchType = 0
+	// A JSON merge patch (RFC 7396), Content-Type application/merge-patch+json.
+	PatchType_PATCH_TYPE_MERGE PatchType = 1
+	// A JSON patch (RFC 6902), Content-Type application/json-patch+json.
+	PatchType_PATCH_TYPE_JSON PatchType = 2
+)
+
+// Enum value maps for PatchType.
+var (
+	PatchType_name = map[int32]string{
+		0: "PATCH_TYPE_UNSPECIFIED",
+		1: "PATCH_TYPE_MERGE",
+		2: "PATCH_TYPE_JSON",
+	}
+	PatchType_value = map[string]int32{
+		"PATCH_TYPE_UNSPECIFIED": 0,
+		"PATCH_TYPE_MERGE":       1,
+		"PATCH_TYPE_JSON":        2,
+	}
+)
+
+func (x PatchType) Enum() *PatchType {
+	p := new(PatchType)
+	*p = x
+	return p
+}
+
+func (x PatchType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (PatchType) Descriptor() protoreflect.EnumDescriptor {
+	return file_cup_v1alpha1_resource_proto_enumTypes[0].Descriptor()
+}
+
+func (PatchType) Type() protoreflect.EnumType {
+	return &file_cup_v1alpha1_resource_proto_enumTypes[0]
+}
+
+func (x PatchType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use PatchType.Descriptor instead.
+func (PatchType) EnumDescriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{0}
+}
+
 // WriteOutcome says what a write did.
 type WriteOutcome int32
 
@@ -63,11 +115,11 @@ func (x WriteOutcome) String() string {
 }
 
 func (WriteOutcome) Descriptor() protoreflect.EnumDescriptor {
-	return file_cup_v1alpha1_resource_proto_enumTypes[0].Descriptor()
+	return file_cup_v1alpha1_resource_proto_enumTypes[1].Descriptor()
 }
 
 func (WriteOutcome) Type() protoreflect.EnumType {
-	return &file_cup_v1alpha1_resource_proto_enumTypes[0]
+	return &file_cup_v1alpha1_resource_proto_enumTypes[1]
 }
 
 func (x WriteOutcome) Number() protoreflect.EnumNumber {
@@ -76,7 +128,7 @@ func (x WriteOutcome) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WriteOutcome.Descriptor instead.
 func (WriteOutcome) EnumDescriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{0}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{1}
 }
 
 // FileOperation says what happened to a file.
@@ -116,11 +168,11 @@ func (x FileOperation) String() string {
 }
 
 func (FileOperation) Descriptor() protoreflect.EnumDescriptor {
-	return file_cup_v1alpha1_resource_proto_enumTypes[1].Descriptor()
+	return file_cup_v1alpha1_resource_proto_enumTypes[2].Descriptor()
 }
 
 func (FileOperation) Type() protoreflect.EnumType {
-	return &file_cup_v1alpha1_resource_proto_enumTypes[1]
+	return &file_cup_v1alpha1_resource_proto_enumTypes[2]
 }
 
 func (x FileOperation) Number() protoreflect.EnumNumber {
@@ -129,7 +181,7 @@ func (x FileOperation) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FileOperation.Descriptor instead.
 func (FileOperation) EnumDescriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{1}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{2}
 }
 
 // WatchEventType says what happened to a resource.
@@ -177,11 +229,11 @@ func (x WatchEventType) String() string {
 }
 
 func (WatchEventType) Descriptor() protoreflect.EnumDescriptor {
-	return file_cup_v1alpha1_resource_proto_enumTypes[2].Descriptor()
+	return file_cup_v1alpha1_resource_proto_enumTypes[3].Descriptor()
 }
 
 func (WatchEventType) Type() protoreflect.EnumType {
-	return &file_cup_v1alpha1_resource_proto_enumTypes[2]
+	return &file_cup_v1alpha1_resource_proto_enumTypes[3]
 }
 
 func (x WatchEventType) Number() protoreflect.EnumNumber {
@@ -190,7 +242,7 @@ func (x WatchEventType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WatchEventType.Descriptor instead.
 func (WatchEventType) EnumDescriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{2}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{3}
 }
 
 // ChangeType says what a commit did to a resource.
@@ -230,11 +282,11 @@ func (x ChangeType) String() string {
 }
 
 func (ChangeType) Descriptor() protoreflect.EnumDescriptor {
-	return file_cup_v1alpha1_resource_proto_enumTypes[3].Descriptor()
+	return file_cup_v1alpha1_resource_proto_enumTypes[4].Descriptor()
 }
 
 func (ChangeType) Type() protoreflect.EnumType {
-	return &file_cup_v1alpha1_resource_proto_enumTypes[3]
+	return &file_cup_v1alpha1_resource_proto_enumTypes[4]
 }
 
 func (x ChangeType) Number() protoreflect.EnumNumber {
@@ -243,7 +295,7 @@ func (x ChangeType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ChangeType.Descriptor instead.
 func (ChangeType) EnumDescriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{3}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{4}
 }
 
 // Resource is an API resource. Its JSON form is the form users keep in files:
@@ -766,7 +818,11 @@ type ListRequest struct {
 	// List the namespace's problems instead of its resources: the response
 	// has no items and one page, and warnings holds every file the listing
 	// leaves out.
-	Problems      bool `protobuf:"varint,9,opt,name=problems,proto3" json:"problems,omitempty"`
+	Problems bool `protobuf:"varint,9,opt,name=problems,proto3" json:"problems,omitempty"`
+	// A Kubernetes field selector on metadata.name and metadata.namespace:
+	// "metadata.name=a,metadata.namespace!=b" ("=", "==" or "!="). Any other
+	// field is INVALID_ARGUMENT.
+	FieldSelector string `protobuf:"bytes,10,opt,name=field_selector,json=fieldSelector,proto3" json:"field_selector,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -862,6 +918,13 @@ func (x *ListRequest) GetProblems() bool {
 		return x.Problems
 	}
 	return false
+}
+
+func (x *ListRequest) GetFieldSelector() string {
+	if x != nil {
+		return x.FieldSelector
+	}
+	return ""
 }
 
 // ListResponse holds one page of resources.
@@ -1039,8 +1102,10 @@ type PutRequest struct {
 	// different request fails with FAILED_PRECONDITION. Printable ASCII
 	// without spaces, at most 128 characters; ignored on dry runs.
 	IdempotencyKey string `protobuf:"bytes,12,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Create only: fail with ALREADY_EXISTS when the resource exists.
+	Create        bool `protobuf:"varint,13,opt,name=create,proto3" json:"create,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PutRequest) Reset() {
@@ -1155,6 +1220,13 @@ func (x *PutRequest) GetIdempotencyKey() string {
 		return x.IdempotencyKey
 	}
 	return ""
+}
+
+func (x *PutRequest) GetCreate() bool {
+	if x != nil {
+		return x.Create
+	}
+	return false
 }
 
 // PutResponse says what the write did.
@@ -1396,6 +1468,698 @@ func (x *DeleteResponse) GetResult() *WriteResult {
 	return nil
 }
 
+// ApplyRequest is a batch of writes that becomes one commit.
+type ApplyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The writes, in order; at most one per resource.
+	Items []*ApplyItem `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	// Compute what the write would change without writing anything.
+	DryRun bool `protobuf:"varint,2,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	// The commit message; a message naming the resource when empty.
+	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	// The branch to write to; empty for the configured branch.
+	Revision string `protobuf:"bytes,4,opt,name=revision,proto3" json:"revision,omitempty"`
+	// Add this write to a change set, as PutRequest.change_set does.
+	ChangeSet string `protobuf:"bytes,5,opt,name=change_set,json=changeSet,proto3" json:"change_set,omitempty"`
+	// Makes the write safe to retry, as PutRequest.idempotency_key does.
+	IdempotencyKey string `protobuf:"bytes,6,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ApplyRequest) Reset() {
+	*x = ApplyRequest{}
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyRequest) ProtoMessage() {}
+
+func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
+func (*ApplyRequest) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ApplyRequest) GetItems() []*ApplyItem {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *ApplyRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+func (x *ApplyRequest) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *ApplyRequest) GetRevision() string {
+	if x != nil {
+		return x.Revision
+	}
+	return ""
+}
+
+func (x *ApplyRequest) GetChangeSet() string {
+	if x != nil {
+		return x.ChangeSet
+	}
+	return ""
+}
+
+func (x *ApplyRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+// ApplyItem is one write of a batch.
+type ApplyItem struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Operation:
+	//
+	//	*ApplyItem_Put
+	//	*ApplyItem_Delete
+	Operation     isApplyItem_Operation `protobuf_oneof:"operation"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyItem) Reset() {
+	*x = ApplyItem{}
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyItem) ProtoMessage() {}
+
+func (x *ApplyItem) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyItem.ProtoReflect.Descriptor instead.
+func (*ApplyItem) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ApplyItem) GetOperation() isApplyItem_Operation {
+	if x != nil {
+		return x.Operation
+	}
+	return nil
+}
+
+func (x *ApplyItem) GetPut() *ApplyPut {
+	if x != nil {
+		if x, ok := x.Operation.(*ApplyItem_Put); ok {
+			return x.Put
+		}
+	}
+	return nil
+}
+
+func (x *ApplyItem) GetDelete() *ApplyDelete {
+	if x != nil {
+		if x, ok := x.Operation.(*ApplyItem_Delete); ok {
+			return x.Delete
+		}
+	}
+	return nil
+}
+
+type isApplyItem_Operation interface {
+	isApplyItem_Operation()
+}
+
+type ApplyItem_Put struct {
+	Put *ApplyPut `protobuf:"bytes,1,opt,name=put,proto3,oneof"`
+}
+
+type ApplyItem_Delete struct {
+	Delete *ApplyDelete `protobuf:"bytes,2,opt,name=delete,proto3,oneof"`
+}
+
+func (*ApplyItem_Put) isApplyItem_Operation() {}
+
+func (*ApplyItem_Delete) isApplyItem_Operation() {}
+
+// ApplyPut creates or replaces a resource, as PutRequest does.
+type ApplyPut struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Group     string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	Version   string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	Plural    string                 `protobuf:"bytes,3,opt,name=plural,proto3" json:"plural,omitempty"`
+	Namespace string                 `protobuf:"bytes,4,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Name      string                 `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
+	// The resource to store; see PutRequest.resource.
+	Resource *Resource `protobuf:"bytes,6,opt,name=resource,proto3" json:"resource,omitempty"`
+	// When set, the batch is written only if the stored resource has this
+	// resourceVersion; otherwise it fails with ABORTED.
+	ResourceVersion string `protobuf:"bytes,7,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
+	// Create only: the batch fails with ALREADY_EXISTS when the resource exists.
+	Create        bool `protobuf:"varint,8,opt,name=create,proto3" json:"create,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyPut) Reset() {
+	*x = ApplyPut{}
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyPut) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyPut) ProtoMessage() {}
+
+func (x *ApplyPut) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyPut.ProtoReflect.Descriptor instead.
+func (*ApplyPut) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ApplyPut) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *ApplyPut) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *ApplyPut) GetPlural() string {
+	if x != nil {
+		return x.Plural
+	}
+	return ""
+}
+
+func (x *ApplyPut) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *ApplyPut) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ApplyPut) GetResource() *Resource {
+	if x != nil {
+		return x.Resource
+	}
+	return nil
+}
+
+func (x *ApplyPut) GetResourceVersion() string {
+	if x != nil {
+		return x.ResourceVersion
+	}
+	return ""
+}
+
+func (x *ApplyPut) GetCreate() bool {
+	if x != nil {
+		return x.Create
+	}
+	return false
+}
+
+// ApplyDelete removes a resource, as DeleteRequest does.
+type ApplyDelete struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Group     string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	Version   string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	Plural    string                 `protobuf:"bytes,3,opt,name=plural,proto3" json:"plural,omitempty"`
+	Namespace string                 `protobuf:"bytes,4,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Name      string                 `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
+	// When set, the batch is written only if the stored resource has this
+	// resourceVersion; otherwise it fails with ABORTED.
+	ResourceVersion string `protobuf:"bytes,6,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
+	// A resource that is not there is reported unchanged instead of failing
+	// the batch with NOT_FOUND.
+	IgnoreNotFound bool `protobuf:"varint,7,opt,name=ignore_not_found,json=ignoreNotFound,proto3" json:"ignore_not_found,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ApplyDelete) Reset() {
+	*x = ApplyDelete{}
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyDelete) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyDelete) ProtoMessage() {}
+
+func (x *ApplyDelete) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyDelete.ProtoReflect.Descriptor instead.
+func (*ApplyDelete) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ApplyDelete) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *ApplyDelete) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *ApplyDelete) GetPlural() string {
+	if x != nil {
+		return x.Plural
+	}
+	return ""
+}
+
+func (x *ApplyDelete) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *ApplyDelete) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ApplyDelete) GetResourceVersion() string {
+	if x != nil {
+		return x.ResourceVersion
+	}
+	return ""
+}
+
+func (x *ApplyDelete) GetIgnoreNotFound() bool {
+	if x != nil {
+		return x.IgnoreNotFound
+	}
+	return false
+}
+
+// ApplyResponse says what the batch did.
+type ApplyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The commit (or dry run) of the whole batch.
+	Result *WriteResult `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	// One per request item, in the same order.
+	Items         []*ApplyItemResult `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyResponse) Reset() {
+	*x = ApplyResponse{}
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyResponse) ProtoMessage() {}
+
+func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
+func (*ApplyResponse) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ApplyResponse) GetResult() *WriteResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *ApplyResponse) GetItems() []*ApplyItemResult {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+// ApplyItemResult says what one item of a batch did.
+type ApplyItemResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// UNCHANGED when the item changed nothing, else the batch's outcome.
+	Outcome WriteOutcome `protobuf:"varint,1,opt,name=outcome,proto3,enum=cup.v1alpha1.WriteOutcome" json:"outcome,omitempty"`
+	// For a put, the resource as stored (or as it would be), with its new
+	// resource_version.
+	Resource      *Resource `protobuf:"bytes,2,opt,name=resource,proto3" json:"resource,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyItemResult) Reset() {
+	*x = ApplyItemResult{}
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyItemResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyItemResult) ProtoMessage() {}
+
+func (x *ApplyItemResult) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyItemResult.ProtoReflect.Descriptor instead.
+func (*ApplyItemResult) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ApplyItemResult) GetOutcome() WriteOutcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return WriteOutcome_WRITE_OUTCOME_UNSPECIFIED
+}
+
+func (x *ApplyItemResult) GetResource() *Resource {
+	if x != nil {
+		return x.Resource
+	}
+	return nil
+}
+
+// PatchRequest changes part of a resource.
+type PatchRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Group     string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	Version   string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	Plural    string                 `protobuf:"bytes,3,opt,name=plural,proto3" json:"plural,omitempty"`
+	Namespace string                 `protobuf:"bytes,4,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Name      string                 `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
+	Type      PatchType              `protobuf:"varint,6,opt,name=type,proto3,enum=cup.v1alpha1.PatchType" json:"type,omitempty"`
+	// The patch, as JSON text. It applies to the resource's JSON form
+	// ({"apiVersion", "kind", "metadata", "spec"}); apiVersion, kind,
+	// metadata.namespace and metadata.name must not change.
+	Patch string `protobuf:"bytes,7,opt,name=patch,proto3" json:"patch,omitempty"`
+	// When set, the write happens only if the stored resource has this
+	// resourceVersion; otherwise it fails with ABORTED.
+	ResourceVersion string `protobuf:"bytes,8,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
+	// Compute what the write would change without writing anything.
+	DryRun bool `protobuf:"varint,9,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	// The commit message; a message naming the resource when empty.
+	Message string `protobuf:"bytes,10,opt,name=message,proto3" json:"message,omitempty"`
+	// The branch to write to; empty for the configured branch.
+	Revision string `protobuf:"bytes,11,opt,name=revision,proto3" json:"revision,omitempty"`
+	// Add this write to a change set, as PutRequest.change_set does.
+	ChangeSet string `protobuf:"bytes,12,opt,name=change_set,json=changeSet,proto3" json:"change_set,omitempty"`
+	// Makes the write safe to retry, as PutRequest.idempotency_key does.
+	IdempotencyKey string `protobuf:"bytes,13,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *PatchRequest) Reset() {
+	*x = PatchRequest{}
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PatchRequest) ProtoMessage() {}
+
+func (x *PatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PatchRequest.ProtoReflect.Descriptor instead.
+func (*PatchRequest) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *PatchRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *PatchRequest) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *PatchRequest) GetPlural() string {
+	if x != nil {
+		return x.Plural
+	}
+	return ""
+}
+
+func (x *PatchRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *PatchRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PatchRequest) GetType() PatchType {
+	if x != nil {
+		return x.Type
+	}
+	return PatchType_PATCH_TYPE_UNSPECIFIED
+}
+
+func (x *PatchRequest) GetPatch() string {
+	if x != nil {
+		return x.Patch
+	}
+	return ""
+}
+
+func (x *PatchRequest) GetResourceVersion() string {
+	if x != nil {
+		return x.ResourceVersion
+	}
+	return ""
+}
+
+func (x *PatchRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+func (x *PatchRequest) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *PatchRequest) GetRevision() string {
+	if x != nil {
+		return x.Revision
+	}
+	return ""
+}
+
+func (x *PatchRequest) GetChangeSet() string {
+	if x != nil {
+		return x.ChangeSet
+	}
+	return ""
+}
+
+func (x *PatchRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+// PatchResponse says what the patch did.
+type PatchResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Result *WriteResult           `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	// The resource as stored, with its new resource_version.
+	Resource      *Resource `protobuf:"bytes,2,opt,name=resource,proto3" json:"resource,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PatchResponse) Reset() {
+	*x = PatchResponse{}
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PatchResponse) ProtoMessage() {}
+
+func (x *PatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PatchResponse.ProtoReflect.Descriptor instead.
+func (*PatchResponse) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *PatchResponse) GetResult() *WriteResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *PatchResponse) GetResource() *Resource {
+	if x != nil {
+		return x.Resource
+	}
+	return nil
+}
+
 // WriteResult says what a write did.
 type WriteResult struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -1421,7 +2185,7 @@ type WriteResult struct {
 
 func (x *WriteResult) Reset() {
 	*x = WriteResult{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[13]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1433,7 +2197,7 @@ func (x *WriteResult) String() string {
 func (*WriteResult) ProtoMessage() {}
 
 func (x *WriteResult) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[13]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1446,7 +2210,7 @@ func (x *WriteResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteResult.ProtoReflect.Descriptor instead.
 func (*WriteResult) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{13}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *WriteResult) GetOutcome() WriteOutcome {
@@ -1512,7 +2276,7 @@ type FileChange struct {
 
 func (x *FileChange) Reset() {
 	*x = FileChange{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[14]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1524,7 +2288,7 @@ func (x *FileChange) String() string {
 func (*FileChange) ProtoMessage() {}
 
 func (x *FileChange) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[14]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1537,7 +2301,7 @@ func (x *FileChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileChange.ProtoReflect.Descriptor instead.
 func (*FileChange) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{14}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *FileChange) GetPath() string {
@@ -1586,13 +2350,17 @@ type WatchRequest struct {
 	// --watch-bookmark-interval) while nothing else is sent, so that an idle
 	// watcher can resume from a recent commit.
 	AllowBookmarks bool `protobuf:"varint,8,opt,name=allow_bookmarks,json=allowBookmarks,proto3" json:"allow_bookmarks,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// A Kubernetes field selector on metadata.name and metadata.namespace:
+	// "metadata.name=a,metadata.namespace!=b" ("=", "==" or "!="). Any other
+	// field is INVALID_ARGUMENT.
+	FieldSelector string `protobuf:"bytes,9,opt,name=field_selector,json=fieldSelector,proto3" json:"field_selector,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[15]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1604,7 +2372,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[15]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1617,7 +2385,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{15}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *WatchRequest) GetGroup() string {
@@ -1676,6 +2444,13 @@ func (x *WatchRequest) GetAllowBookmarks() bool {
 	return false
 }
 
+func (x *WatchRequest) GetFieldSelector() string {
+	if x != nil {
+		return x.FieldSelector
+	}
+	return ""
+}
+
 // WatchResponse is one event: a change, or a bookmark.
 type WatchResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1701,7 +2476,7 @@ type WatchResponse struct {
 
 func (x *WatchResponse) Reset() {
 	*x = WatchResponse{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[16]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1713,7 +2488,7 @@ func (x *WatchResponse) String() string {
 func (*WatchResponse) ProtoMessage() {}
 
 func (x *WatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[16]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1726,7 +2501,7 @@ func (x *WatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchResponse.ProtoReflect.Descriptor instead.
 func (*WatchResponse) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{16}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *WatchResponse) GetType() WatchEventType {
@@ -1788,7 +2563,7 @@ type HistoryRequest struct {
 
 func (x *HistoryRequest) Reset() {
 	*x = HistoryRequest{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[17]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1800,7 +2575,7 @@ func (x *HistoryRequest) String() string {
 func (*HistoryRequest) ProtoMessage() {}
 
 func (x *HistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[17]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1813,7 +2588,7 @@ func (x *HistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryRequest.ProtoReflect.Descriptor instead.
 func (*HistoryRequest) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{17}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *HistoryRequest) GetGroup() string {
@@ -1893,7 +2668,7 @@ type HistoryResponse struct {
 
 func (x *HistoryResponse) Reset() {
 	*x = HistoryResponse{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[18]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1905,7 +2680,7 @@ func (x *HistoryResponse) String() string {
 func (*HistoryResponse) ProtoMessage() {}
 
 func (x *HistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[18]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1918,7 +2693,7 @@ func (x *HistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryResponse.ProtoReflect.Descriptor instead.
 func (*HistoryResponse) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{18}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *HistoryResponse) GetEntries() []*HistoryEntry {
@@ -1971,7 +2746,7 @@ type HistoryEntry struct {
 
 func (x *HistoryEntry) Reset() {
 	*x = HistoryEntry{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[19]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1983,7 +2758,7 @@ func (x *HistoryEntry) String() string {
 func (*HistoryEntry) ProtoMessage() {}
 
 func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[19]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1996,7 +2771,7 @@ func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryEntry.ProtoReflect.Descriptor instead.
 func (*HistoryEntry) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{19}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *HistoryEntry) GetCommit() string {
@@ -2086,7 +2861,7 @@ type GetStatusRequest struct {
 
 func (x *GetStatusRequest) Reset() {
 	*x = GetStatusRequest{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[20]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2098,7 +2873,7 @@ func (x *GetStatusRequest) String() string {
 func (*GetStatusRequest) ProtoMessage() {}
 
 func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[20]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2111,7 +2886,7 @@ func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetStatusRequest) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{20}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetStatusRequest) GetGroup() string {
@@ -2170,7 +2945,7 @@ type GetStatusResponse struct {
 
 func (x *GetStatusResponse) Reset() {
 	*x = GetStatusResponse{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[21]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2182,7 +2957,7 @@ func (x *GetStatusResponse) String() string {
 func (*GetStatusResponse) ProtoMessage() {}
 
 func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[21]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2195,7 +2970,7 @@ func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetStatusResponse) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{21}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetStatusResponse) GetConditions() []*Condition {
@@ -2229,7 +3004,7 @@ type RenderRequest struct {
 
 func (x *RenderRequest) Reset() {
 	*x = RenderRequest{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[22]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2241,7 +3016,7 @@ func (x *RenderRequest) String() string {
 func (*RenderRequest) ProtoMessage() {}
 
 func (x *RenderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[22]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2254,7 +3029,7 @@ func (x *RenderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderRequest.ProtoReflect.Descriptor instead.
 func (*RenderRequest) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{22}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RenderRequest) GetGroup() string {
@@ -2313,7 +3088,7 @@ type RenderResponse struct {
 
 func (x *RenderResponse) Reset() {
 	*x = RenderResponse{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[23]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2325,7 +3100,7 @@ func (x *RenderResponse) String() string {
 func (*RenderResponse) ProtoMessage() {}
 
 func (x *RenderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[23]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2338,7 +3113,7 @@ func (x *RenderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderResponse.ProtoReflect.Descriptor instead.
 func (*RenderResponse) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{23}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RenderResponse) GetCommit() string {
@@ -2378,7 +3153,7 @@ type Rendering struct {
 
 func (x *Rendering) Reset() {
 	*x = Rendering{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[24]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2390,7 +3165,7 @@ func (x *Rendering) String() string {
 func (*Rendering) ProtoMessage() {}
 
 func (x *Rendering) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[24]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2403,7 +3178,7 @@ func (x *Rendering) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rendering.ProtoReflect.Descriptor instead.
 func (*Rendering) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{24}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Rendering) GetReconciler() string {
@@ -2464,7 +3239,7 @@ type RenderedChange struct {
 
 func (x *RenderedChange) Reset() {
 	*x = RenderedChange{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[25]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2476,7 +3251,7 @@ func (x *RenderedChange) String() string {
 func (*RenderedChange) ProtoMessage() {}
 
 func (x *RenderedChange) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[25]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2489,7 +3264,7 @@ func (x *RenderedChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderedChange.ProtoReflect.Descriptor instead.
 func (*RenderedChange) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{25}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RenderedChange) GetOperation() string {
@@ -2589,7 +3364,7 @@ const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x12+\n" +
 	"\x11observed_revision\x18\x06 \x01(\tR\x10observedRevision\x120\n" +
-	"\x14last_transition_time\x18\a \x01(\tR\x12lastTransitionTime\"\xee\x04\n" +
+	"\x14last_transition_time\x18\a \x01(\tR\x12lastTransitionTime\"\x9f\x05\n" +
 	"\vListRequest\x12c\n" +
 	"\x05group\x18\x01 \x01(\tBM\xbaHJrH\x10\x01\x18\xfd\x012A^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$R\x05group\x12D\n" +
 	"\aversion\x18\x02 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\aversion\x12B\n" +
@@ -2601,7 +3376,9 @@ const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"\tpage_size\x18\a \x01(\x05B\v\xbaH\b\x1a\x06\x18\xa0\x8d\x06(\x00R\bpageSize\x12'\n" +
 	"\n" +
 	"page_token\x18\b \x01(\tB\b\xbaH\x05r\x03\x18\x80\x10R\tpageToken\x12\x1a\n" +
-	"\bproblems\x18\t \x01(\bR\bproblems\"\xd8\x01\n" +
+	"\bproblems\x18\t \x01(\bR\bproblems\x12/\n" +
+	"\x0efield_selector\x18\n" +
+	" \x01(\tB\b\xbaH\x05r\x03\x18\x80 R\rfieldSelector\"\xd8\x01\n" +
 	"\fListResponse\x12,\n" +
 	"\x05items\x18\x01 \x03(\v2\x16.cup.v1alpha1.ResourceR\x05items\x12\x16\n" +
 	"\x06commit\x18\x02 \x01(\tR\x06commit\x12&\n" +
@@ -2610,7 +3387,7 @@ const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"\rmore_warnings\x18\x05 \x01(\x05R\fmoreWarnings\"9\n" +
 	"\vListWarning\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xb9\a\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xd1\a\n" +
 	"\n" +
 	"PutRequest\x12c\n" +
 	"\x05group\x18\x01 \x01(\tBM\xbaHJrH\x10\x01\x18\xfd\x012A^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$R\x05group\x12D\n" +
@@ -2629,7 +3406,8 @@ const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"change_set\x18\v \x01(\tBh\xbaHe\xba\x019\n" +
 	"\n" +
 	"change_set\x12\x15must not contain '..'\x1a\x14!this.contains('..')\xd8\x01\x01r$\x18\xff\x012\x1f^[A-Za-z0-9][A-Za-z0-9._/+@-]*$R\tchangeSet\x12D\n" +
-	"\x0fidempotency_key\x18\f \x01(\tB\x1b\xbaH\x18\xd8\x01\x01r\x13\x18\x80\x012\x0e^[\\x21-\\x7e]+$R\x0eidempotencyKey\"t\n" +
+	"\x0fidempotency_key\x18\f \x01(\tB\x1b\xbaH\x18\xd8\x01\x01r\x13\x18\x80\x012\x0e^[\\x21-\\x7e]+$R\x0eidempotencyKey\x12\x16\n" +
+	"\x06create\x18\r \x01(\bR\x06create\"t\n" +
 	"\vPutResponse\x121\n" +
 	"\x06result\x18\x01 \x01(\v2\x19.cup.v1alpha1.WriteResultR\x06result\x122\n" +
 	"\bresource\x18\x02 \x01(\v2\x16.cup.v1alpha1.ResourceR\bresource\"\x80\a\n" +
@@ -2651,7 +3429,68 @@ const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"change_set\x12\x15must not contain '..'\x1a\x14!this.contains('..')\xd8\x01\x01r$\x18\xff\x012\x1f^[A-Za-z0-9][A-Za-z0-9._/+@-]*$R\tchangeSet\x12D\n" +
 	"\x0fidempotency_key\x18\v \x01(\tB\x1b\xbaH\x18\xd8\x01\x01r\x13\x18\x80\x012\x0e^[\\x21-\\x7e]+$R\x0eidempotencyKey\"C\n" +
 	"\x0eDeleteResponse\x121\n" +
-	"\x06result\x18\x01 \x01(\v2\x19.cup.v1alpha1.WriteResultR\x06result\"\x98\x02\n" +
+	"\x06result\x18\x01 \x01(\v2\x19.cup.v1alpha1.WriteResultR\x06result\"\xdd\x03\n" +
+	"\fApplyRequest\x12:\n" +
+	"\x05items\x18\x01 \x03(\v2\x17.cup.v1alpha1.ApplyItemB\v\xbaH\b\x92\x01\x05\b\x01\x10\x90NR\x05items\x12\x17\n" +
+	"\adry_run\x18\x02 \x01(\bR\x06dryRun\x12#\n" +
+	"\amessage\x18\x03 \x01(\tB\t\xbaH\x06r\x04\x18\x80\x80\x04R\amessage\x12\x82\x01\n" +
+	"\brevision\x18\x04 \x01(\tBf\xbaHc\xba\x017\n" +
+	"\brevision\x12\x15must not contain '..'\x1a\x14!this.contains('..')\xd8\x01\x01r$\x18\xff\x012\x1f^[A-Za-z0-9][A-Za-z0-9._/+@-]*$R\brevision\x12\x87\x01\n" +
+	"\n" +
+	"change_set\x18\x05 \x01(\tBh\xbaHe\xba\x019\n" +
+	"\n" +
+	"change_set\x12\x15must not contain '..'\x1a\x14!this.contains('..')\xd8\x01\x01r$\x18\xff\x012\x1f^[A-Za-z0-9][A-Za-z0-9._/+@-]*$R\tchangeSet\x12D\n" +
+	"\x0fidempotency_key\x18\x06 \x01(\tB\x1b\xbaH\x18\xd8\x01\x01r\x13\x18\x80\x012\x0e^[\\x21-\\x7e]+$R\x0eidempotencyKey\"\x80\x01\n" +
+	"\tApplyItem\x12*\n" +
+	"\x03put\x18\x01 \x01(\v2\x16.cup.v1alpha1.ApplyPutH\x00R\x03put\x123\n" +
+	"\x06delete\x18\x02 \x01(\v2\x19.cup.v1alpha1.ApplyDeleteH\x00R\x06deleteB\x12\n" +
+	"\toperation\x12\x05\xbaH\x02\b\x01\"\xbc\x04\n" +
+	"\bApplyPut\x12c\n" +
+	"\x05group\x18\x01 \x01(\tBM\xbaHJrH\x10\x01\x18\xfd\x012A^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$R\x05group\x12D\n" +
+	"\aversion\x18\x02 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\aversion\x12B\n" +
+	"\x06plural\x18\x03 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\x06plural\x12H\n" +
+	"\tnamespace\x18\x04 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\tnamespace\x12a\n" +
+	"\x04name\x18\x05 \x01(\tBM\xbaHJrH\x10\x01\x18\xfd\x012A^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$R\x04name\x12:\n" +
+	"\bresource\x18\x06 \x01(\v2\x16.cup.v1alpha1.ResourceB\x06\xbaH\x03\xc8\x01\x01R\bresource\x12@\n" +
+	"\x10resource_version\x18\a \x01(\tB\x15\xbaH\x12r\x10\x18\x80\x012\v^[0-9a-f]*$R\x0fresourceVersion\x12\x16\n" +
+	"\x06create\x18\b \x01(\bR\x06create\"\x95\x04\n" +
+	"\vApplyDelete\x12c\n" +
+	"\x05group\x18\x01 \x01(\tBM\xbaHJrH\x10\x01\x18\xfd\x012A^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$R\x05group\x12D\n" +
+	"\aversion\x18\x02 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\aversion\x12B\n" +
+	"\x06plural\x18\x03 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\x06plural\x12H\n" +
+	"\tnamespace\x18\x04 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\tnamespace\x12a\n" +
+	"\x04name\x18\x05 \x01(\tBM\xbaHJrH\x10\x01\x18\xfd\x012A^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$R\x04name\x12@\n" +
+	"\x10resource_version\x18\x06 \x01(\tB\x15\xbaH\x12r\x10\x18\x80\x012\v^[0-9a-f]*$R\x0fresourceVersion\x12(\n" +
+	"\x10ignore_not_found\x18\a \x01(\bR\x0eignoreNotFound\"w\n" +
+	"\rApplyResponse\x121\n" +
+	"\x06result\x18\x01 \x01(\v2\x19.cup.v1alpha1.WriteResultR\x06result\x123\n" +
+	"\x05items\x18\x02 \x03(\v2\x1d.cup.v1alpha1.ApplyItemResultR\x05items\"{\n" +
+	"\x0fApplyItemResult\x124\n" +
+	"\aoutcome\x18\x01 \x01(\x0e2\x1a.cup.v1alpha1.WriteOutcomeR\aoutcome\x122\n" +
+	"\bresource\x18\x02 \x01(\v2\x16.cup.v1alpha1.ResourceR\bresource\"\xdb\a\n" +
+	"\fPatchRequest\x12c\n" +
+	"\x05group\x18\x01 \x01(\tBM\xbaHJrH\x10\x01\x18\xfd\x012A^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$R\x05group\x12D\n" +
+	"\aversion\x18\x02 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\aversion\x12B\n" +
+	"\x06plural\x18\x03 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\x06plural\x12H\n" +
+	"\tnamespace\x18\x04 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\tnamespace\x12a\n" +
+	"\x04name\x18\x05 \x01(\tBM\xbaHJrH\x10\x01\x18\xfd\x012A^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$R\x04name\x127\n" +
+	"\x04type\x18\x06 \x01(\x0e2\x17.cup.v1alpha1.PatchTypeB\n" +
+	"\xbaH\a\x82\x01\x04\x10\x01 \x00R\x04type\x12!\n" +
+	"\x05patch\x18\a \x01(\tB\v\xbaH\br\x06\x10\x01\x18\x80\x80@R\x05patch\x12@\n" +
+	"\x10resource_version\x18\b \x01(\tB\x15\xbaH\x12r\x10\x18\x80\x012\v^[0-9a-f]*$R\x0fresourceVersion\x12\x17\n" +
+	"\adry_run\x18\t \x01(\bR\x06dryRun\x12#\n" +
+	"\amessage\x18\n" +
+	" \x01(\tB\t\xbaH\x06r\x04\x18\x80\x80\x04R\amessage\x12\x82\x01\n" +
+	"\brevision\x18\v \x01(\tBf\xbaHc\xba\x017\n" +
+	"\brevision\x12\x15must not contain '..'\x1a\x14!this.contains('..')\xd8\x01\x01r$\x18\xff\x012\x1f^[A-Za-z0-9][A-Za-z0-9._/+@-]*$R\brevision\x12\x87\x01\n" +
+	"\n" +
+	"change_set\x18\f \x01(\tBh\xbaHe\xba\x019\n" +
+	"\n" +
+	"change_set\x12\x15must not contain '..'\x1a\x14!this.contains('..')\xd8\x01\x01r$\x18\xff\x012\x1f^[A-Za-z0-9][A-Za-z0-9._/+@-]*$R\tchangeSet\x12D\n" +
+	"\x0fidempotency_key\x18\r \x01(\tB\x1b\xbaH\x18\xd8\x01\x01r\x13\x18\x80\x012\x0e^[\\x21-\\x7e]+$R\x0eidempotencyKey\"v\n" +
+	"\rPatchResponse\x121\n" +
+	"\x06result\x18\x01 \x01(\v2\x19.cup.v1alpha1.WriteResultR\x06result\x122\n" +
+	"\bresource\x18\x02 \x01(\v2\x16.cup.v1alpha1.ResourceR\bresource\"\x98\x02\n" +
 	"\vWriteResult\x124\n" +
 	"\aoutcome\x18\x01 \x01(\x0e2\x1a.cup.v1alpha1.WriteOutcomeR\aoutcome\x12\x1f\n" +
 	"\vbase_commit\x18\x02 \x01(\tR\n" +
@@ -2665,7 +3504,7 @@ const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"FileChange\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x129\n" +
 	"\toperation\x18\x02 \x01(\x0e2\x1b.cup.v1alpha1.FileOperationR\toperation\x12\x12\n" +
-	"\x04diff\x18\x03 \x01(\tR\x04diff\"\xbe\x04\n" +
+	"\x04diff\x18\x03 \x01(\tR\x04diff\"\xef\x04\n" +
 	"\fWatchRequest\x12c\n" +
 	"\x05group\x18\x01 \x01(\tBM\xbaHJrH\x10\x01\x18\xfd\x012A^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$R\x05group\x12D\n" +
 	"\aversion\x18\x02 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\aversion\x12B\n" +
@@ -2674,7 +3513,8 @@ const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"\x0elabel_selector\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80 R\rlabelSelector\x12M\n" +
 	"\brevision\x18\x06 \x01(\tB1\xbaH.\xd8\x01\x01r)\x18@2%^[0-9a-f]{4,40}([.][1-9][0-9]{0,8})?$R\brevision\x123\n" +
 	"\x13send_initial_events\x18\a \x01(\bH\x00R\x11sendInitialEvents\x88\x01\x01\x12'\n" +
-	"\x0fallow_bookmarks\x18\b \x01(\bR\x0eallowBookmarksB\x16\n" +
+	"\x0fallow_bookmarks\x18\b \x01(\bR\x0eallowBookmarks\x12/\n" +
+	"\x0efield_selector\x18\t \x01(\tB\b\xbaH\x05r\x03\x18\x80 R\rfieldSelectorB\x16\n" +
 	"\x14_send_initial_events\"\xe4\x01\n" +
 	"\rWatchResponse\x120\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1c.cup.v1alpha1.WatchEventTypeR\x04type\x122\n" +
@@ -2756,7 +3596,11 @@ const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"\aversion\x18\x03 \x01(\tR\aversion\x12\x16\n" +
 	"\x06plural\x18\x04 \x01(\tR\x06plural\x12\x1c\n" +
 	"\tnamespace\x18\x05 \x01(\tR\tnamespace\x12\x12\n" +
-	"\x04name\x18\x06 \x01(\tR\x04name*\x82\x01\n" +
+	"\x04name\x18\x06 \x01(\tR\x04name*R\n" +
+	"\tPatchType\x12\x1a\n" +
+	"\x16PATCH_TYPE_UNSPECIFIED\x10\x00\x12\x14\n" +
+	"\x10PATCH_TYPE_MERGE\x10\x01\x12\x13\n" +
+	"\x0fPATCH_TYPE_JSON\x10\x02*\x82\x01\n" +
 	"\fWriteOutcome\x12\x1d\n" +
 	"\x19WRITE_OUTCOME_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17WRITE_OUTCOME_UNCHANGED\x10\x01\x12\x1b\n" +
@@ -2778,12 +3622,14 @@ const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"\x17CHANGE_TYPE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13CHANGE_TYPE_CREATED\x10\x01\x12\x18\n" +
 	"\x14CHANGE_TYPE_MODIFIED\x10\x02\x12\x17\n" +
-	"\x13CHANGE_TYPE_DELETED\x10\x032\xca\x04\n" +
+	"\x13CHANGE_TYPE_DELETED\x10\x032\xce\x05\n" +
 	"\x0fResourceService\x12?\n" +
 	"\x03Get\x12\x18.cup.v1alpha1.GetRequest\x1a\x19.cup.v1alpha1.GetResponse\"\x03\x90\x02\x01\x12B\n" +
 	"\x04List\x12\x19.cup.v1alpha1.ListRequest\x1a\x1a.cup.v1alpha1.ListResponse\"\x03\x90\x02\x01\x12:\n" +
 	"\x03Put\x12\x18.cup.v1alpha1.PutRequest\x1a\x19.cup.v1alpha1.PutResponse\x12C\n" +
-	"\x06Delete\x12\x1b.cup.v1alpha1.DeleteRequest\x1a\x1c.cup.v1alpha1.DeleteResponse\x12G\n" +
+	"\x06Delete\x12\x1b.cup.v1alpha1.DeleteRequest\x1a\x1c.cup.v1alpha1.DeleteResponse\x12@\n" +
+	"\x05Apply\x12\x1a.cup.v1alpha1.ApplyRequest\x1a\x1b.cup.v1alpha1.ApplyResponse\x12@\n" +
+	"\x05Patch\x12\x1a.cup.v1alpha1.PatchRequest\x1a\x1b.cup.v1alpha1.PatchResponse\x12G\n" +
 	"\x05Watch\x12\x1a.cup.v1alpha1.WatchRequest\x1a\x1b.cup.v1alpha1.WatchResponse\"\x03\x90\x02\x010\x01\x12K\n" +
 	"\aHistory\x12\x1c.cup.v1alpha1.HistoryRequest\x1a\x1d.cup.v1alpha1.HistoryResponse\"\x03\x90\x02\x01\x12Q\n" +
 	"\tGetStatus\x12\x1e.cup.v1alpha1.GetStatusRequest\x1a\x1f.cup.v1alpha1.GetStatusResponse\"\x03\x90\x02\x01\x12H\n" +
@@ -2802,94 +3648,118 @@ func file_cup_v1alpha1_resource_proto_rawDescGZIP() []byte {
 	return file_cup_v1alpha1_resource_proto_rawDescData
 }
 
-var file_cup_v1alpha1_resource_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_cup_v1alpha1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_cup_v1alpha1_resource_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_cup_v1alpha1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_cup_v1alpha1_resource_proto_goTypes = []any{
-	(WriteOutcome)(0),         // 0: cup.v1alpha1.WriteOutcome
-	(FileOperation)(0),        // 1: cup.v1alpha1.FileOperation
-	(WatchEventType)(0),       // 2: cup.v1alpha1.WatchEventType
-	(ChangeType)(0),           // 3: cup.v1alpha1.ChangeType
-	(*Resource)(nil),          // 4: cup.v1alpha1.Resource
-	(*ObjectMeta)(nil),        // 5: cup.v1alpha1.ObjectMeta
-	(*GetRequest)(nil),        // 6: cup.v1alpha1.GetRequest
-	(*GetResponse)(nil),       // 7: cup.v1alpha1.GetResponse
-	(*ResourceStatus)(nil),    // 8: cup.v1alpha1.ResourceStatus
-	(*Condition)(nil),         // 9: cup.v1alpha1.Condition
-	(*ListRequest)(nil),       // 10: cup.v1alpha1.ListRequest
-	(*ListResponse)(nil),      // 11: cup.v1alpha1.ListResponse
-	(*ListWarning)(nil),       // 12: cup.v1alpha1.ListWarning
-	(*PutRequest)(nil),        // 13: cup.v1alpha1.PutRequest
-	(*PutResponse)(nil),       // 14: cup.v1alpha1.PutResponse
-	(*DeleteRequest)(nil),     // 15: cup.v1alpha1.DeleteRequest
-	(*DeleteResponse)(nil),    // 16: cup.v1alpha1.DeleteResponse
-	(*WriteResult)(nil),       // 17: cup.v1alpha1.WriteResult
-	(*FileChange)(nil),        // 18: cup.v1alpha1.FileChange
-	(*WatchRequest)(nil),      // 19: cup.v1alpha1.WatchRequest
-	(*WatchResponse)(nil),     // 20: cup.v1alpha1.WatchResponse
-	(*HistoryRequest)(nil),    // 21: cup.v1alpha1.HistoryRequest
-	(*HistoryResponse)(nil),   // 22: cup.v1alpha1.HistoryResponse
-	(*HistoryEntry)(nil),      // 23: cup.v1alpha1.HistoryEntry
-	(*GetStatusRequest)(nil),  // 24: cup.v1alpha1.GetStatusRequest
-	(*GetStatusResponse)(nil), // 25: cup.v1alpha1.GetStatusResponse
-	(*RenderRequest)(nil),     // 26: cup.v1alpha1.RenderRequest
-	(*RenderResponse)(nil),    // 27: cup.v1alpha1.RenderResponse
-	(*Rendering)(nil),         // 28: cup.v1alpha1.Rendering
-	(*RenderedChange)(nil),    // 29: cup.v1alpha1.RenderedChange
-	nil,                       // 30: cup.v1alpha1.ObjectMeta.LabelsEntry
-	nil,                       // 31: cup.v1alpha1.ObjectMeta.AnnotationsEntry
-	(*structpb.Struct)(nil),   // 32: google.protobuf.Struct
-	(*Proposal)(nil),          // 33: cup.v1alpha1.Proposal
+	(PatchType)(0),            // 0: cup.v1alpha1.PatchType
+	(WriteOutcome)(0),         // 1: cup.v1alpha1.WriteOutcome
+	(FileOperation)(0),        // 2: cup.v1alpha1.FileOperation
+	(WatchEventType)(0),       // 3: cup.v1alpha1.WatchEventType
+	(ChangeType)(0),           // 4: cup.v1alpha1.ChangeType
+	(*Resource)(nil),          // 5: cup.v1alpha1.Resource
+	(*ObjectMeta)(nil),        // 6: cup.v1alpha1.ObjectMeta
+	(*GetRequest)(nil),        // 7: cup.v1alpha1.GetRequest
+	(*GetResponse)(nil),       // 8: cup.v1alpha1.GetResponse
+	(*ResourceStatus)(nil),    // 9: cup.v1alpha1.ResourceStatus
+	(*Condition)(nil),         // 10: cup.v1alpha1.Condition
+	(*ListRequest)(nil),       // 11: cup.v1alpha1.ListRequest
+	(*ListResponse)(nil),      // 12: cup.v1alpha1.ListResponse
+	(*ListWarning)(nil),       // 13: cup.v1alpha1.ListWarning
+	(*PutRequest)(nil),        // 14: cup.v1alpha1.PutRequest
+	(*PutResponse)(nil),       // 15: cup.v1alpha1.PutResponse
+	(*DeleteRequest)(nil),     // 16: cup.v1alpha1.DeleteRequest
+	(*DeleteResponse)(nil),    // 17: cup.v1alpha1.DeleteResponse
+	(*ApplyRequest)(nil),      // 18: cup.v1alpha1.ApplyRequest
+	(*ApplyItem)(nil),         // 19: cup.v1alpha1.ApplyItem
+	(*ApplyPut)(nil),          // 20: cup.v1alpha1.ApplyPut
+	(*ApplyDelete)(nil),       // 21: cup.v1alpha1.ApplyDelete
+	(*ApplyResponse)(nil),     // 22: cup.v1alpha1.ApplyResponse
+	(*ApplyItemResult)(nil),   // 23: cup.v1alpha1.ApplyItemResult
+	(*PatchRequest)(nil),      // 24: cup.v1alpha1.PatchRequest
+	(*PatchResponse)(nil),     // 25: cup.v1alpha1.PatchResponse
+	(*WriteResult)(nil),       // 26: cup.v1alpha1.WriteResult
+	(*FileChange)(nil),        // 27: cup.v1alpha1.FileChange
+	(*WatchRequest)(nil),      // 28: cup.v1alpha1.WatchRequest
+	(*WatchResponse)(nil),     // 29: cup.v1alpha1.WatchResponse
+	(*HistoryRequest)(nil),    // 30: cup.v1alpha1.HistoryRequest
+	(*HistoryResponse)(nil),   // 31: cup.v1alpha1.HistoryResponse
+	(*HistoryEntry)(nil),      // 32: cup.v1alpha1.HistoryEntry
+	(*GetStatusRequest)(nil),  // 33: cup.v1alpha1.GetStatusRequest
+	(*GetStatusResponse)(nil), // 34: cup.v1alpha1.GetStatusResponse
+	(*RenderRequest)(nil),     // 35: cup.v1alpha1.RenderRequest
+	(*RenderResponse)(nil),    // 36: cup.v1alpha1.RenderResponse
+	(*Rendering)(nil),         // 37: cup.v1alpha1.Rendering
+	(*RenderedChange)(nil),    // 38: cup.v1alpha1.RenderedChange
+	nil,                       // 39: cup.v1alpha1.ObjectMeta.LabelsEntry
+	nil,                       // 40: cup.v1alpha1.ObjectMeta.AnnotationsEntry
+	(*structpb.Struct)(nil),   // 41: google.protobuf.Struct
+	(*Proposal)(nil),          // 42: cup.v1alpha1.Proposal
 }
 var file_cup_v1alpha1_resource_proto_depIdxs = []int32{
-	5,  // 0: cup.v1alpha1.Resource.metadata:type_name -> cup.v1alpha1.ObjectMeta
-	32, // 1: cup.v1alpha1.Resource.spec:type_name -> google.protobuf.Struct
-	30, // 2: cup.v1alpha1.ObjectMeta.labels:type_name -> cup.v1alpha1.ObjectMeta.LabelsEntry
-	31, // 3: cup.v1alpha1.ObjectMeta.annotations:type_name -> cup.v1alpha1.ObjectMeta.AnnotationsEntry
-	4,  // 4: cup.v1alpha1.GetResponse.resource:type_name -> cup.v1alpha1.Resource
-	33, // 5: cup.v1alpha1.GetResponse.proposals:type_name -> cup.v1alpha1.Proposal
-	8,  // 6: cup.v1alpha1.GetResponse.status:type_name -> cup.v1alpha1.ResourceStatus
-	9,  // 7: cup.v1alpha1.ResourceStatus.conditions:type_name -> cup.v1alpha1.Condition
-	4,  // 8: cup.v1alpha1.ListResponse.items:type_name -> cup.v1alpha1.Resource
-	12, // 9: cup.v1alpha1.ListResponse.warnings:type_name -> cup.v1alpha1.ListWarning
-	4,  // 10: cup.v1alpha1.PutRequest.resource:type_name -> cup.v1alpha1.Resource
-	17, // 11: cup.v1alpha1.PutResponse.result:type_name -> cup.v1alpha1.WriteResult
-	4,  // 12: cup.v1alpha1.PutResponse.resource:type_name -> cup.v1alpha1.Resource
-	17, // 13: cup.v1alpha1.DeleteResponse.result:type_name -> cup.v1alpha1.WriteResult
-	0,  // 14: cup.v1alpha1.WriteResult.outcome:type_name -> cup.v1alpha1.WriteOutcome
-	18, // 15: cup.v1alpha1.WriteResult.changes:type_name -> cup.v1alpha1.FileChange
-	33, // 16: cup.v1alpha1.WriteResult.proposal:type_name -> cup.v1alpha1.Proposal
-	1,  // 17: cup.v1alpha1.FileChange.operation:type_name -> cup.v1alpha1.FileOperation
-	2,  // 18: cup.v1alpha1.WatchResponse.type:type_name -> cup.v1alpha1.WatchEventType
-	4,  // 19: cup.v1alpha1.WatchResponse.resource:type_name -> cup.v1alpha1.Resource
-	23, // 20: cup.v1alpha1.HistoryResponse.entries:type_name -> cup.v1alpha1.HistoryEntry
-	3,  // 21: cup.v1alpha1.HistoryEntry.change:type_name -> cup.v1alpha1.ChangeType
-	9,  // 22: cup.v1alpha1.GetStatusResponse.conditions:type_name -> cup.v1alpha1.Condition
-	28, // 23: cup.v1alpha1.RenderResponse.renderings:type_name -> cup.v1alpha1.Rendering
-	4,  // 24: cup.v1alpha1.Rendering.outputs:type_name -> cup.v1alpha1.Resource
-	4,  // 25: cup.v1alpha1.Rendering.primary:type_name -> cup.v1alpha1.Resource
-	29, // 26: cup.v1alpha1.Rendering.changes:type_name -> cup.v1alpha1.RenderedChange
-	9,  // 27: cup.v1alpha1.Rendering.conditions:type_name -> cup.v1alpha1.Condition
-	6,  // 28: cup.v1alpha1.ResourceService.Get:input_type -> cup.v1alpha1.GetRequest
-	10, // 29: cup.v1alpha1.ResourceService.List:input_type -> cup.v1alpha1.ListRequest
-	13, // 30: cup.v1alpha1.ResourceService.Put:input_type -> cup.v1alpha1.PutRequest
-	15, // 31: cup.v1alpha1.ResourceService.Delete:input_type -> cup.v1alpha1.DeleteRequest
-	19, // 32: cup.v1alpha1.ResourceService.Watch:input_type -> cup.v1alpha1.WatchRequest
-	21, // 33: cup.v1alpha1.ResourceService.History:input_type -> cup.v1alpha1.HistoryRequest
-	24, // 34: cup.v1alpha1.ResourceService.GetStatus:input_type -> cup.v1alpha1.GetStatusRequest
-	26, // 35: cup.v1alpha1.ResourceService.Render:input_type -> cup.v1alpha1.RenderRequest
-	7,  // 36: cup.v1alpha1.ResourceService.Get:output_type -> cup.v1alpha1.GetResponse
-	11, // 37: cup.v1alpha1.ResourceService.List:output_type -> cup.v1alpha1.ListResponse
-	14, // 38: cup.v1alpha1.ResourceService.Put:output_type -> cup.v1alpha1.PutResponse
-	16, // 39: cup.v1alpha1.ResourceService.Delete:output_type -> cup.v1alpha1.DeleteResponse
-	20, // 40: cup.v1alpha1.ResourceService.Watch:output_type -> cup.v1alpha1.WatchResponse
-	22, // 41: cup.v1alpha1.ResourceService.History:output_type -> cup.v1alpha1.HistoryResponse
-	25, // 42: cup.v1alpha1.ResourceService.GetStatus:output_type -> cup.v1alpha1.GetStatusResponse
-	27, // 43: cup.v1alpha1.ResourceService.Render:output_type -> cup.v1alpha1.RenderResponse
-	36, // [36:44] is the sub-list for method output_type
-	28, // [28:36] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	6,  // 0: cup.v1alpha1.Resource.metadata:type_name -> cup.v1alpha1.ObjectMeta
+	41, // 1: cup.v1alpha1.Resource.spec:type_name -> google.protobuf.Struct
+	39, // 2: cup.v1alpha1.ObjectMeta.labels:type_name -> cup.v1alpha1.ObjectMeta.LabelsEntry
+	40, // 3: cup.v1alpha1.ObjectMeta.annotations:type_name -> cup.v1alpha1.ObjectMeta.AnnotationsEntry
+	5,  // 4: cup.v1alpha1.GetResponse.resource:type_name -> cup.v1alpha1.Resource
+	42, // 5: cup.v1alpha1.GetResponse.proposals:type_name -> cup.v1alpha1.Proposal
+	9,  // 6: cup.v1alpha1.GetResponse.status:type_name -> cup.v1alpha1.ResourceStatus
+	10, // 7: cup.v1alpha1.ResourceStatus.conditions:type_name -> cup.v1alpha1.Condition
+	5,  // 8: cup.v1alpha1.ListResponse.items:type_name -> cup.v1alpha1.Resource
+	13, // 9: cup.v1alpha1.ListResponse.warnings:type_name -> cup.v1alpha1.ListWarning
+	5,  // 10: cup.v1alpha1.PutRequest.resource:type_name -> cup.v1alpha1.Resource
+	26, // 11: cup.v1alpha1.PutResponse.result:type_name -> cup.v1alpha1.WriteResult
+	5,  // 12: cup.v1alpha1.PutResponse.resource:type_name -> cup.v1alpha1.Resource
+	26, // 13: cup.v1alpha1.DeleteResponse.result:type_name -> cup.v1alpha1.WriteResult
+	19, // 14: cup.v1alpha1.ApplyRequest.items:type_name -> cup.v1alpha1.ApplyItem
+	20, // 15: cup.v1alpha1.ApplyItem.put:type_name -> cup.v1alpha1.ApplyPut
+	21, // 16: cup.v1alpha1.ApplyItem.delete:type_name -> cup.v1alpha1.ApplyDelete
+	5,  // 17: cup.v1alpha1.ApplyPut.resource:type_name -> cup.v1alpha1.Resource
+	26, // 18: cup.v1alpha1.ApplyResponse.result:type_name -> cup.v1alpha1.WriteResult
+	23, // 19: cup.v1alpha1.ApplyResponse.items:type_name -> cup.v1alpha1.ApplyItemResult
+	1,  // 20: cup.v1alpha1.ApplyItemResult.outcome:type_name -> cup.v1alpha1.WriteOutcome
+	5,  // 21: cup.v1alpha1.ApplyItemResult.resource:type_name -> cup.v1alpha1.Resource
+	0,  // 22: cup.v1alpha1.PatchRequest.type:type_name -> cup.v1alpha1.PatchType
+	26, // 23: cup.v1alpha1.PatchResponse.result:type_name -> cup.v1alpha1.WriteResult
+	5,  // 24: cup.v1alpha1.PatchResponse.resource:type_name -> cup.v1alpha1.Resource
+	1,  // 25: cup.v1alpha1.WriteResult.outcome:type_name -> cup.v1alpha1.WriteOutcome
+	27, // 26: cup.v1alpha1.WriteResult.changes:type_name -> cup.v1alpha1.FileChange
+	42, // 27: cup.v1alpha1.WriteResult.proposal:type_name -> cup.v1alpha1.Proposal
+	2,  // 28: cup.v1alpha1.FileChange.operation:type_name -> cup.v1alpha1.FileOperation
+	3,  // 29: cup.v1alpha1.WatchResponse.type:type_name -> cup.v1alpha1.WatchEventType
+	5,  // 30: cup.v1alpha1.WatchResponse.resource:type_name -> cup.v1alpha1.Resource
+	32, // 31: cup.v1alpha1.HistoryResponse.entries:type_name -> cup.v1alpha1.HistoryEntry
+	4,  // 32: cup.v1alpha1.HistoryEntry.change:type_name -> cup.v1alpha1.ChangeType
+	10, // 33: cup.v1alpha1.GetStatusResponse.conditions:type_name -> cup.v1alpha1.Condition
+	37, // 34: cup.v1alpha1.RenderResponse.renderings:type_name -> cup.v1alpha1.Rendering
+	5,  // 35: cup.v1alpha1.Rendering.outputs:type_name -> cup.v1alpha1.Resource
+	5,  // 36: cup.v1alpha1.Rendering.primary:type_name -> cup.v1alpha1.Resource
+	38, // 37: cup.v1alpha1.Rendering.changes:type_name -> cup.v1alpha1.RenderedChange
+	10, // 38: cup.v1alpha1.Rendering.conditions:type_name -> cup.v1alpha1.Condition
+	7,  // 39: cup.v1alpha1.ResourceService.Get:input_type -> cup.v1alpha1.GetRequest
+	11, // 40: cup.v1alpha1.ResourceService.List:input_type -> cup.v1alpha1.ListRequest
+	14, // 41: cup.v1alpha1.ResourceService.Put:input_type -> cup.v1alpha1.PutRequest
+	16, // 42: cup.v1alpha1.ResourceService.Delete:input_type -> cup.v1alpha1.DeleteRequest
+	18, // 43: cup.v1alpha1.ResourceService.Apply:input_type -> cup.v1alpha1.ApplyRequest
+	24, // 44: cup.v1alpha1.ResourceService.Patch:input_type -> cup.v1alpha1.PatchRequest
+	28, // 45: cup.v1alpha1.ResourceService.Watch:input_type -> cup.v1alpha1.WatchRequest
+	30, // 46: cup.v1alpha1.ResourceService.History:input_type -> cup.v1alpha1.HistoryRequest
+	33, // 47: cup.v1alpha1.ResourceService.GetStatus:input_type -> cup.v1alpha1.GetStatusRequest
+	35, // 48: cup.v1alpha1.ResourceService.Render:input_type -> cup.v1alpha1.RenderRequest
+	8,  // 49: cup.v1alpha1.ResourceService.Get:output_type -> cup.v1alpha1.GetResponse
+	12, // 50: cup.v1alpha1.ResourceService.List:output_type -> cup.v1alpha1.ListResponse
+	15, // 51: cup.v1alpha1.ResourceService.Put:output_type -> cup.v1alpha1.PutResponse
+	17, // 52: cup.v1alpha1.ResourceService.Delete:output_type -> cup.v1alpha1.DeleteResponse
+	22, // 53: cup.v1alpha1.ResourceService.Apply:output_type -> cup.v1alpha1.ApplyResponse
+	25, // 54: cup.v1alpha1.ResourceService.Patch:output_type -> cup.v1alpha1.PatchResponse
+	29, // 55: cup.v1alpha1.ResourceService.Watch:output_type -> cup.v1alpha1.WatchResponse
+	31, // 56: cup.v1alpha1.ResourceService.History:output_type -> cup.v1alpha1.HistoryResponse
+	34, // 57: cup.v1alpha1.ResourceService.GetStatus:output_type -> cup.v1alpha1.GetStatusResponse
+	36, // 58: cup.v1alpha1.ResourceService.Render:output_type -> cup.v1alpha1.RenderResponse
+	49, // [49:59] is the sub-list for method output_type
+	39, // [39:49] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_cup_v1alpha1_resource_proto_init() }
@@ -2898,14 +3768,18 @@ func file_cup_v1alpha1_resource_proto_init() {
 		return
 	}
 	file_cup_v1alpha1_proposal_proto_init()
-	file_cup_v1alpha1_resource_proto_msgTypes[15].OneofWrappers = []any{}
+	file_cup_v1alpha1_resource_proto_msgTypes[14].OneofWrappers = []any{
+		(*ApplyItem_Put)(nil),
+		(*ApplyItem_Delete)(nil),
+	}
+	file_cup_v1alpha1_resource_proto_msgTypes[23].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cup_v1alpha1_resource_proto_rawDesc), len(file_cup_v1alpha1_resource_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   28,
+			NumEnums:      5,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -41,6 +41,10 @@ const (
 	ResourceServicePutProcedure = "/cup.v1alpha1.ResourceService/Put"
 	// ResourceServiceDeleteProcedure is the fully-qualified name of the ResourceService's Delete RPC.
 	ResourceServiceDeleteProcedure = "/cup.v1alpha1.ResourceService/Delete"
+	// ResourceServiceApplyProcedure is the fully-qualified name of the ResourceService's Apply RPC.
+	ResourceServiceApplyProcedure = "/cup.v1alpha1.ResourceService/Apply"
+	// ResourceServicePatchProcedure is the fully-qualified name of the ResourceService's Patch RPC.
+	ResourceServicePatchProcedure = "/cup.v1alpha1.ResourceService/Patch"
 	// ResourceServiceWatchProcedure is the fully-qualified name of the ResourceService's Watch RPC.
 	ResourceServiceWatchProcedure = "/cup.v1alpha1.ResourceService/Watch"
 	// ResourceServiceHistoryProcedure is the fully-qualified name of the ResourceService's History RPC.
@@ -63,6 +67,16 @@ type ResourceServiceClient interface {
 	Put(context.Context, *connect.Request[v1alpha1.PutRequest]) (*connect.Response[v1alpha1.PutResponse], error)
 	// Delete removes a resource.
 	Delete(context.Context, *connect.Request[v1alpha1.DeleteRequest]) (*connect.Response[v1alpha1.DeleteResponse], error)
+	// Apply writes a batch of puts and deletes, of any types and namespaces,
+	// as one commit (or one proposal). Every item is validated and checked
+	// against its precondition first; if any fails, nothing is written and
+	// the error names the item (items[i]). Items that change nothing are
+	// reported unchanged; a batch that changes nothing writes nothing.
+	Apply(context.Context, *connect.Request[v1alpha1.ApplyRequest]) (*connect.Response[v1alpha1.ApplyResponse], error)
+	// Patch changes part of a resource: a JSON merge patch (RFC 7396) or a
+	// JSON patch (RFC 6902) applied to the resource's JSON form, then
+	// written as Put writes it (validation, preconditions, change sets).
+	Patch(context.Context, *connect.Request[v1alpha1.PatchRequest]) (*connect.Response[v1alpha1.PatchResponse], error)
 	// Watch streams the changes to the resources of one type, in one
 	// namespace or in all, commit by commit on the served branch. Without a
 	// revision it starts with the current state (ADDED events, then a
@@ -128,6 +142,18 @@ func NewResourceServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 			connect.WithSchema(resourceServiceMethods.ByName("Delete")),
 			connect.WithClientOptions(opts...),
 		),
+		apply: connect.NewClient[v1alpha1.ApplyRequest, v1alpha1.ApplyResponse](
+			httpClient,
+			baseURL+ResourceServiceApplyProcedure,
+			connect.WithSchema(resourceServiceMethods.ByName("Apply")),
+			connect.WithClientOptions(opts...),
+		),
+		patch: connect.NewClient[v1alpha1.PatchRequest, v1alpha1.PatchResponse](
+			httpClient,
+			baseURL+ResourceServicePatchProcedure,
+			connect.WithSchema(resourceServiceMethods.ByName("Patch")),
+			connect.WithClientOptions(opts...),
+		),
 		watch: connect.NewClient[v1alpha1.WatchRequest, v1alpha1.WatchResponse](
 			httpClient,
 			baseURL+ResourceServiceWatchProcedure,
@@ -165,6 +191,8 @@ type resourceServiceClient struct {
 	list      *connect.Client[v1alpha1.ListRequest, v1alpha1.ListResponse]
 	put       *connect.Client[v1alpha1.PutRequest, v1alpha1.PutResponse]
 	delete    *connect.Client[v1alpha1.DeleteRequest, v1alpha1.DeleteResponse]
+	apply     *connect.Client[v1alpha1.ApplyRequest, v1alpha1.ApplyResponse]
+	patch     *connect.Client[v1alpha1.PatchRequest, v1alpha1.PatchResponse]
 	watch     *connect.Client[v1alpha1.WatchRequest, v1alpha1.WatchResponse]
 	history   *connect.Client[v1alpha1.HistoryRequest, v1alpha1.HistoryResponse]
 	getStatus *connect.Client[v1alpha1.GetStatusRequest, v1alpha1.GetStatusResponse]
@@ -189,6 +217,16 @@ func (c *resourceServiceClient) Put(ctx context.Context, req *connect.Request[v1
 // Delete calls cup.v1alpha1.ResourceService.Delete.
 func (c *resourceServiceClient) Delete(ctx context.Context, req *connect.Request[v1alpha1.DeleteRequest]) (*connect.Response[v1alpha1.DeleteResponse], error) {
 	return c.delete.CallUnary(ctx, req)
+}
+
+// Apply calls cup.v1alpha1.ResourceService.Apply.
+func (c *resourceServiceClient) Apply(ctx context.Context, req *connect.Request[v1alpha1.ApplyRequest]) (*connect.Response[v1alpha1.ApplyResponse], error) {
+	return c.apply.CallUnary(ctx, req)
+}
+
+// Patch calls cup.v1alpha1.ResourceService.Patch.
+func (c *resourceServiceClient) Patch(ctx context.Context, req *connect.Request[v1alpha1.PatchRequest]) (*connect.Response[v1alpha1.PatchResponse], error) {
+	return c.patch.CallUnary(ctx, req)
 }
 
 // Watch calls cup.v1alpha1.ResourceService.Watch.
@@ -222,6 +260,16 @@ type ResourceServiceHandler interface {
 	Put(context.Context, *connect.Request[v1alpha1.PutRequest]) (*connect.Response[v1alpha1.PutResponse], error)
 	// Delete removes a resource.
 	Delete(context.Context, *connect.Request[v1alpha1.DeleteRequest]) (*connect.Response[v1alpha1.DeleteResponse], error)
+	// Apply writes a batch of puts and deletes, of any types and namespaces,
+	// as one commit (or one proposal). Every item is validated and checked
+	// against its precondition first; if any fails, nothing is written and
+	// the error names the item (items[i]). Items that change nothing are
+	// reported unchanged; a batch that changes nothing writes nothing.
+	Apply(context.Context, *connect.Request[v1alpha1.ApplyRequest]) (*connect.Response[v1alpha1.ApplyResponse], error)
+	// Patch changes part of a resource: a JSON merge patch (RFC 7396) or a
+	// JSON patch (RFC 6902) applied to the resource's JSON form, then
+	// written as Put writes it (validation, preconditions, change sets).
+	Patch(context.Context, *connect.Request[v1alpha1.PatchRequest]) (*connect.Response[v1alpha1.PatchResponse], error)
 	// Watch streams the changes to the resources of one type, in one
 	// namespace or in all, commit by commit on the served branch. Without a
 	// revision it starts with the current state (ADDED events, then a
@@ -283,6 +331,18 @@ func NewResourceServiceHandler(svc ResourceServiceHandler, opts ...connect.Handl
 		connect.WithSchema(resourceServiceMethods.ByName("Delete")),
 		connect.WithHandlerOptions(opts...),
 	)
+	resourceServiceApplyHandler := connect.NewUnaryHandler(
+		ResourceServiceApplyProcedure,
+		svc.Apply,
+		connect.WithSchema(resourceServiceMethods.ByName("Apply")),
+		connect.WithHandlerOptions(opts...),
+	)
+	resourceServicePatchHandler := connect.NewUnaryHandler(
+		ResourceServicePatchProcedure,
+		svc.Patch,
+		connect.WithSchema(resourceServiceMethods.ByName("Patch")),
+		connect.WithHandlerOptions(opts...),
+	)
 	resourceServiceWatchHandler := connect.NewServerStreamHandler(
 		ResourceServiceWatchProcedure,
 		svc.Watch,
@@ -321,6 +381,10 @@ func NewResourceServiceHandler(svc ResourceServiceHandler, opts ...connect.Handl
 			resourceServicePutHandler.ServeHTTP(w, r)
 		case ResourceServiceDeleteProcedure:
 			resourceServiceDeleteHandler.ServeHTTP(w, r)
+		case ResourceServiceApplyProcedure:
+			resourceServiceApplyHandler.ServeHTTP(w, r)
+		case ResourceServicePatchProcedure:
+			resourceServicePatchHandler.ServeHTTP(w, r)
 		case ResourceServiceWatchProcedure:
 			resourceServiceWatchHandler.ServeHTTP(w, r)
 		case ResourceServiceHistoryProcedure:
@@ -352,6 +416,14 @@ func (UnimplementedResourceServiceHandler) Put(context.Context, *connect.Request
 
 func (UnimplementedResourceServiceHandler) Delete(context.Context, *connect.Request[v1alpha1.DeleteRequest]) (*connect.Response[v1alpha1.DeleteResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("cup.v1alpha1.ResourceService.Delete is not implemented"))
+}
+
+func (UnimplementedResourceServiceHandler) Apply(context.Context, *connect.Request[v1alpha1.ApplyRequest]) (*connect.Response[v1alpha1.ApplyResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("cup.v1alpha1.ResourceService.Apply is not implemented"))
+}
+
+func (UnimplementedResourceServiceHandler) Patch(context.Context, *connect.Request[v1alpha1.PatchRequest]) (*connect.Response[v1alpha1.PatchResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("cup.v1alpha1.ResourceService.Patch is not implemented"))
 }
 
 func (UnimplementedResourceServiceHandler) Watch(context.Context, *connect.Request[v1alpha1.WatchRequest], *connect.ServerStream[v1alpha1.WatchResponse]) error {

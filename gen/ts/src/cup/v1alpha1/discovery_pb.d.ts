@@ -116,6 +116,14 @@ export declare type DefinitionVersion = Message<"cup.v1alpha1.DefinitionVersion"
    * @generated from field: string schema_target = 3;
    */
   schemaTarget: string;
+
+  /**
+   * Columns that cup get shows besides NAME and AGE, as a
+   * CustomResourceDefinition's additionalPrinterColumns.
+   *
+   * @generated from field: repeated cup.v1alpha1.PrinterColumn additional_printer_columns = 4;
+   */
+  additionalPrinterColumns: PrinterColumn[];
 };
 
 /**
@@ -123,6 +131,61 @@ export declare type DefinitionVersion = Message<"cup.v1alpha1.DefinitionVersion"
  * Use `create(DefinitionVersionSchema)` to create a new message.
  */
 export declare const DefinitionVersionSchema: GenMessage<DefinitionVersion>;
+
+/**
+ * PrinterColumn is a column of cup get's table.
+ *
+ * @generated from message cup.v1alpha1.PrinterColumn
+ */
+export declare type PrinterColumn = Message<"cup.v1alpha1.PrinterColumn"> & {
+  /**
+   * The column's heading, e.g. "Enabled".
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * The value's type: integer, number, string, boolean or date.
+   *
+   * @generated from field: string type = 2;
+   */
+  type: string;
+
+  /**
+   * A JSONPath into the resource, e.g. ".spec.enabled".
+   *
+   * @generated from field: string json_path = 3;
+   */
+  jsonPath: string;
+
+  /**
+   * Shown by cup explain.
+   *
+   * @generated from field: string description = 4;
+   */
+  description: string;
+
+  /**
+   * 0 shows the column always; higher only with -o wide.
+   *
+   * @generated from field: int32 priority = 5;
+   */
+  priority: number;
+
+  /**
+   * An optional format hint, as OpenAPI's.
+   *
+   * @generated from field: string format = 6;
+   */
+  format: string;
+};
+
+/**
+ * Describes the message cup.v1alpha1.PrinterColumn.
+ * Use `create(PrinterColumnSchema)` to create a new message.
+ */
+export declare const PrinterColumnSchema: GenMessage<PrinterColumn>;
 
 /**
  * ListDefinitionsRequest asks for every definition.

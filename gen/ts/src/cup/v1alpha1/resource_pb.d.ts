@@ -375,6 +375,15 @@ export declare type ListRequest = Message<"cup.v1alpha1.ListRequest"> & {
    * @generated from field: bool problems = 9;
    */
   problems: boolean;
+
+  /**
+   * A Kubernetes field selector on metadata.name and metadata.namespace:
+   * "metadata.name=a,metadata.namespace!=b" ("=", "==" or "!="). Any other
+   * field is INVALID_ARGUMENT.
+   *
+   * @generated from field: string field_selector = 10;
+   */
+  fieldSelector: string;
 };
 
 /**
@@ -552,6 +561,13 @@ export declare type PutRequest = Message<"cup.v1alpha1.PutRequest"> & {
    * @generated from field: string idempotency_key = 12;
    */
   idempotencyKey: string;
+
+  /**
+   * Create only: fail with ALREADY_EXISTS when the resource exists.
+   *
+   * @generated from field: bool create = 13;
+   */
+  create: boolean;
 };
 
 /**
@@ -691,6 +707,380 @@ export declare type DeleteResponse = Message<"cup.v1alpha1.DeleteResponse"> & {
  * Use `create(DeleteResponseSchema)` to create a new message.
  */
 export declare const DeleteResponseSchema: GenMessage<DeleteResponse>;
+
+/**
+ * ApplyRequest is a batch of writes that becomes one commit.
+ *
+ * @generated from message cup.v1alpha1.ApplyRequest
+ */
+export declare type ApplyRequest = Message<"cup.v1alpha1.ApplyRequest"> & {
+  /**
+   * The writes, in order; at most one per resource.
+   *
+   * @generated from field: repeated cup.v1alpha1.ApplyItem items = 1;
+   */
+  items: ApplyItem[];
+
+  /**
+   * Compute what the write would change without writing anything.
+   *
+   * @generated from field: bool dry_run = 2;
+   */
+  dryRun: boolean;
+
+  /**
+   * The commit message; a message naming the resource when empty.
+   *
+   * @generated from field: string message = 3;
+   */
+  message: string;
+
+  /**
+   * The branch to write to; empty for the configured branch.
+   *
+   * @generated from field: string revision = 4;
+   */
+  revision: string;
+
+  /**
+   * Add this write to a change set, as PutRequest.change_set does.
+   *
+   * @generated from field: string change_set = 5;
+   */
+  changeSet: string;
+
+  /**
+   * Makes the write safe to retry, as PutRequest.idempotency_key does.
+   *
+   * @generated from field: string idempotency_key = 6;
+   */
+  idempotencyKey: string;
+};
+
+/**
+ * Describes the message cup.v1alpha1.ApplyRequest.
+ * Use `create(ApplyRequestSchema)` to create a new message.
+ */
+export declare const ApplyRequestSchema: GenMessage<ApplyRequest>;
+
+/**
+ * ApplyItem is one write of a batch.
+ *
+ * @generated from message cup.v1alpha1.ApplyItem
+ */
+export declare type ApplyItem = Message<"cup.v1alpha1.ApplyItem"> & {
+  /**
+   * @generated from oneof cup.v1alpha1.ApplyItem.operation
+   */
+  operation: {
+    /**
+     * @generated from field: cup.v1alpha1.ApplyPut put = 1;
+     */
+    value: ApplyPut;
+    case: "put";
+  } | {
+    /**
+     * @generated from field: cup.v1alpha1.ApplyDelete delete = 2;
+     */
+    value: ApplyDelete;
+    case: "delete";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message cup.v1alpha1.ApplyItem.
+ * Use `create(ApplyItemSchema)` to create a new message.
+ */
+export declare const ApplyItemSchema: GenMessage<ApplyItem>;
+
+/**
+ * ApplyPut creates or replaces a resource, as PutRequest does.
+ *
+ * @generated from message cup.v1alpha1.ApplyPut
+ */
+export declare type ApplyPut = Message<"cup.v1alpha1.ApplyPut"> & {
+  /**
+   * @generated from field: string group = 1;
+   */
+  group: string;
+
+  /**
+   * @generated from field: string version = 2;
+   */
+  version: string;
+
+  /**
+   * @generated from field: string plural = 3;
+   */
+  plural: string;
+
+  /**
+   * @generated from field: string namespace = 4;
+   */
+  namespace: string;
+
+  /**
+   * @generated from field: string name = 5;
+   */
+  name: string;
+
+  /**
+   * The resource to store; see PutRequest.resource.
+   *
+   * @generated from field: cup.v1alpha1.Resource resource = 6;
+   */
+  resource?: Resource | undefined;
+
+  /**
+   * When set, the batch is written only if the stored resource has this
+   * resourceVersion; otherwise it fails with ABORTED.
+   *
+   * @generated from field: string resource_version = 7;
+   */
+  resourceVersion: string;
+
+  /**
+   * Create only: the batch fails with ALREADY_EXISTS when the resource exists.
+   *
+   * @generated from field: bool create = 8;
+   */
+  create: boolean;
+};
+
+/**
+ * Describes the message cup.v1alpha1.ApplyPut.
+ * Use `create(ApplyPutSchema)` to create a new message.
+ */
+export declare const ApplyPutSchema: GenMessage<ApplyPut>;
+
+/**
+ * ApplyDelete removes a resource, as DeleteRequest does.
+ *
+ * @generated from message cup.v1alpha1.ApplyDelete
+ */
+export declare type ApplyDelete = Message<"cup.v1alpha1.ApplyDelete"> & {
+  /**
+   * @generated from field: string group = 1;
+   */
+  group: string;
+
+  /**
+   * @generated from field: string version = 2;
+   */
+  version: string;
+
+  /**
+   * @generated from field: string plural = 3;
+   */
+  plural: string;
+
+  /**
+   * @generated from field: string namespace = 4;
+   */
+  namespace: string;
+
+  /**
+   * @generated from field: string name = 5;
+   */
+  name: string;
+
+  /**
+   * When set, the batch is written only if the stored resource has this
+   * resourceVersion; otherwise it fails with ABORTED.
+   *
+   * @generated from field: string resource_version = 6;
+   */
+  resourceVersion: string;
+
+  /**
+   * A resource that is not there is reported unchanged instead of failing
+   * the batch with NOT_FOUND.
+   *
+   * @generated from field: bool ignore_not_found = 7;
+   */
+  ignoreNotFound: boolean;
+};
+
+/**
+ * Describes the message cup.v1alpha1.ApplyDelete.
+ * Use `create(ApplyDeleteSchema)` to create a new message.
+ */
+export declare const ApplyDeleteSchema: GenMessage<ApplyDelete>;
+
+/**
+ * ApplyResponse says what the batch did.
+ *
+ * @generated from message cup.v1alpha1.ApplyResponse
+ */
+export declare type ApplyResponse = Message<"cup.v1alpha1.ApplyResponse"> & {
+  /**
+   * The commit (or dry run) of the whole batch.
+   *
+   * @generated from field: cup.v1alpha1.WriteResult result = 1;
+   */
+  result?: WriteResult | undefined;
+
+  /**
+   * One per request item, in the same order.
+   *
+   * @generated from field: repeated cup.v1alpha1.ApplyItemResult items = 2;
+   */
+  items: ApplyItemResult[];
+};
+
+/**
+ * Describes the message cup.v1alpha1.ApplyResponse.
+ * Use `create(ApplyResponseSchema)` to create a new message.
+ */
+export declare const ApplyResponseSchema: GenMessage<ApplyResponse>;
+
+/**
+ * ApplyItemResult says what one item of a batch did.
+ *
+ * @generated from message cup.v1alpha1.ApplyItemResult
+ */
+export declare type ApplyItemResult = Message<"cup.v1alpha1.ApplyItemResult"> & {
+  /**
+   * UNCHANGED when the item changed nothing, else the batch's outcome.
+   *
+   * @generated from field: cup.v1alpha1.WriteOutcome outcome = 1;
+   */
+  outcome: WriteOutcome;
+
+  /**
+   * For a put, the resource as stored (or as it would be), with its new
+   * resource_version.
+   *
+   * @generated from field: cup.v1alpha1.Resource resource = 2;
+   */
+  resource?: Resource | undefined;
+};
+
+/**
+ * Describes the message cup.v1alpha1.ApplyItemResult.
+ * Use `create(ApplyItemResultSchema)` to create a new message.
+ */
+export declare const ApplyItemResultSchema: GenMessage<ApplyItemResult>;
+
+/**
+ * PatchRequest changes part of a resource.
+ *
+ * @generated from message cup.v1alpha1.PatchRequest
+ */
+export declare type PatchRequest = Message<"cup.v1alpha1.PatchRequest"> & {
+  /**
+   * @generated from field: string group = 1;
+   */
+  group: string;
+
+  /**
+   * @generated from field: string version = 2;
+   */
+  version: string;
+
+  /**
+   * @generated from field: string plural = 3;
+   */
+  plural: string;
+
+  /**
+   * @generated from field: string namespace = 4;
+   */
+  namespace: string;
+
+  /**
+   * @generated from field: string name = 5;
+   */
+  name: string;
+
+  /**
+   * @generated from field: cup.v1alpha1.PatchType type = 6;
+   */
+  type: PatchType;
+
+  /**
+   * The patch, as JSON text. It applies to the resource's JSON form
+   * ({"apiVersion", "kind", "metadata", "spec"}); apiVersion, kind,
+   * metadata.namespace and metadata.name must not change.
+   *
+   * @generated from field: string patch = 7;
+   */
+  patch: string;
+
+  /**
+   * When set, the write happens only if the stored resource has this
+   * resourceVersion; otherwise it fails with ABORTED.
+   *
+   * @generated from field: string resource_version = 8;
+   */
+  resourceVersion: string;
+
+  /**
+   * Compute what the write would change without writing anything.
+   *
+   * @generated from field: bool dry_run = 9;
+   */
+  dryRun: boolean;
+
+  /**
+   * The commit message; a message naming the resource when empty.
+   *
+   * @generated from field: string message = 10;
+   */
+  message: string;
+
+  /**
+   * The branch to write to; empty for the configured branch.
+   *
+   * @generated from field: string revision = 11;
+   */
+  revision: string;
+
+  /**
+   * Add this write to a change set, as PutRequest.change_set does.
+   *
+   * @generated from field: string change_set = 12;
+   */
+  changeSet: string;
+
+  /**
+   * Makes the write safe to retry, as PutRequest.idempotency_key does.
+   *
+   * @generated from field: string idempotency_key = 13;
+   */
+  idempotencyKey: string;
+};
+
+/**
+ * Describes the message cup.v1alpha1.PatchRequest.
+ * Use `create(PatchRequestSchema)` to create a new message.
+ */
+export declare const PatchRequestSchema: GenMessage<PatchRequest>;
+
+/**
+ * PatchResponse says what the patch did.
+ *
+ * @generated from message cup.v1alpha1.PatchResponse
+ */
+export declare type PatchResponse = Message<"cup.v1alpha1.PatchResponse"> & {
+  /**
+   * @generated from field: cup.v1alpha1.WriteResult result = 1;
+   */
+  result?: WriteResult | undefined;
+
+  /**
+   * The resource as stored, with its new resource_version.
+   *
+   * @generated from field: cup.v1alpha1.Resource resource = 2;
+   */
+  resource?: Resource | undefined;
+};
+
+/**
+ * Describes the message cup.v1alpha1.PatchResponse.
+ * Use `create(PatchResponseSchema)` to create a new message.
+ */
+export declare const PatchResponseSchema: GenMessage<PatchResponse>;
 
 /**
  * WriteResult says what a write did.
@@ -851,6 +1241,15 @@ export declare type WatchRequest = Message<"cup.v1alpha1.WatchRequest"> & {
    * @generated from field: bool allow_bookmarks = 8;
    */
   allowBookmarks: boolean;
+
+  /**
+   * A Kubernetes field selector on metadata.name and metadata.namespace:
+   * "metadata.name=a,metadata.namespace!=b" ("=", "==" or "!="). Any other
+   * field is INVALID_ARGUMENT.
+   *
+   * @generated from field: string field_selector = 9;
+   */
+  fieldSelector: string;
 };
 
 /**
@@ -1342,6 +1741,37 @@ export declare type RenderedChange = Message<"cup.v1alpha1.RenderedChange"> & {
 export declare const RenderedChangeSchema: GenMessage<RenderedChange>;
 
 /**
+ * PatchType says how a patch is read.
+ *
+ * @generated from enum cup.v1alpha1.PatchType
+ */
+export enum PatchType {
+  /**
+   * @generated from enum value: PATCH_TYPE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * A JSON merge patch (RFC 7396), Content-Type application/merge-patch+json.
+   *
+   * @generated from enum value: PATCH_TYPE_MERGE = 1;
+   */
+  MERGE = 1,
+
+  /**
+   * A JSON patch (RFC 6902), Content-Type application/json-patch+json.
+   *
+   * @generated from enum value: PATCH_TYPE_JSON = 2;
+   */
+  JSON = 2,
+}
+
+/**
+ * Describes the enum cup.v1alpha1.PatchType.
+ */
+export declare const PatchTypeSchema: GenEnum<PatchType>;
+
+/**
  * WriteOutcome says what a write did.
  *
  * @generated from enum cup.v1alpha1.WriteOutcome
@@ -1539,6 +1969,32 @@ export declare const ResourceService: GenService<{
     methodKind: "unary";
     input: typeof DeleteRequestSchema;
     output: typeof DeleteResponseSchema;
+  },
+  /**
+   * Apply writes a batch of puts and deletes, of any types and namespaces,
+   * as one commit (or one proposal). Every item is validated and checked
+   * against its precondition first; if any fails, nothing is written and
+   * the error names the item (items[i]). Items that change nothing are
+   * reported unchanged; a batch that changes nothing writes nothing.
+   *
+   * @generated from rpc cup.v1alpha1.ResourceService.Apply
+   */
+  apply: {
+    methodKind: "unary";
+    input: typeof ApplyRequestSchema;
+    output: typeof ApplyResponseSchema;
+  },
+  /**
+   * Patch changes part of a resource: a JSON merge patch (RFC 7396) or a
+   * JSON patch (RFC 6902) applied to the resource's JSON form, then
+   * written as Put writes it (validation, preconditions, change sets).
+   *
+   * @generated from rpc cup.v1alpha1.ResourceService.Patch
+   */
+  patch: {
+    methodKind: "unary";
+    input: typeof PatchRequestSchema;
+    output: typeof PatchResponseSchema;
   },
   /**
    * Watch streams the changes to the resources of one type, in one
