@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
@@ -36,6 +37,37 @@ type configContext struct {
 	// InsecureSkipTLSVerify accepts any server certificate.
 	InsecureSkipTLSVerify bool   `json:"insecureSkipTLSVerify,omitempty"`
 	Protocol              string `json:"protocol,omitempty"`
+}
+
+// completeContexts completes the names of the configuration's contexts.
+func completeContexts(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	cfg, _, err := loadConfig()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	var names []string
+	for _, x := range cfg.Contexts {
+		names = append(names, x.Name)
+	}
+	return names, cobra.ShellCompDirectiveNoFileComp
+}
+
+// credentials says what the context authenticates with, never the secret.
+func (x *configContext) credentials() string {
+	var kinds []string
+	switch {
+	case x.Token != "":
+		kinds = append(kinds, "token")
+	case x.TokenFile != "":
+		kinds = append(kinds, "token-file")
+	}
+	if x.ClientCertificate != "" {
+		kinds = append(kinds, "client-certificate")
+	}
+	if len(kinds) == 0 {
+		return "none"
+	}
+	return strings.Join(kinds, ",")
 }
 
 func (c *config) find(name string) *configContext {
@@ -147,21 +179,58 @@ CUP_CONTEXT) override the context.`,
 			return err
 		},
 	}
+	var getOutput string
+	get := &cobra.Command{
+		Use:   "get-contexts [NAME...]",
+		Short: "List the contexts (-o name for their names only)",
+		Long: `List the contexts of the configuration file, or those named: the current
+one marked with *, each with its server, namespace and kind of credentials.
+A name that is not in the file fails.`,
+		ValidArgsFunction: completeContexts,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, _, err := loadConfig()
+			if err != nil {
+				return err
+			}
+			if getOutput != "" && getOutput != "name" {
+				return fmt.Errorf("--output %q: the contexts are printed as a table, or with -o name as names", getOutput)
+			}
+			shown := cfg.Contexts
+			if len(args) > 0 {
+				shown = nil
+				for _, name := range args {
+					x := cfg.find(name)
+					if x == nil {
+						return fmt.Errorf("context %q is not in the configuration (see cup config set-context)", name)
+					}
+					shown = append(shown, *x)
+				}
+			}
+			if getOutput == "name" {
+				for _, x := range shown {
+					if _, err := fmt.Fprintln(c.stdout, x.Name); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			rows := [][]string{{"CURRENT", "NAME", "SERVER", "NAMESPACE", "CREDENTIALS"}}
+			for _, x := range shown {
+				current := ""
+				if x.Name == cfg.CurrentContext {
+					current = "*"
+				}
+				rows = append(rows, []string{current, x.Name, x.Server, x.Namespace, x.credentials()})
+			}
+			return (&rowPrinter{w: c.stdout}).print(rows...)
+		},
+	}
+	get.Flags().StringVarP(&getOutput, "output", "o", "", "name: print the names only")
 	use := &cobra.Command{
 		Use:   "use-context NAME",
 		Short: "Make NAME the current context",
 		Args:  cobra.ExactArgs(1),
-		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-			cfg, _, err := loadConfig()
-			if err != nil {
-				return nil, cobra.ShellCompDirectiveError
-			}
-			var names []string
-			for _, x := range cfg.Contexts {
-				names = append(names, x.Name)
-			}
-			return names, cobra.ShellCompDirectiveNoFileComp
-		},
+		ValidArgsFunction: completeContexts,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, p, err := loadConfig()
 			if err != nil {
@@ -272,7 +341,7 @@ the certificate authority. The first context made becomes the current one.`,
 			return err
 		},
 	}
-	cmd.AddCommand(view, current, use, set)
+	cmd.AddCommand(view, current, get, use, set)
 	refuseUnknownSubcommands(cmd)
 	return cmd
 }

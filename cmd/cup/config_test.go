@@ -68,6 +68,19 @@ func TestConfig(t *testing.T) { // not parallel: it sets CUP_CONFIG
 		t.Fatalf("got %q", got)
 	}
 	ok(t, "", "get", "flags") // now over gRPC to the right server
+
+	// get-contexts: the current one marked, credentials named but never shown.
+	want := "CURRENT   NAME     SERVER" + strings.Repeat(" ", len(url)-6) + "   NAMESPACE    CREDENTIALS\n" +
+		"          demo     " + url + "   production   token\n" +
+		"*         broken   " + url + "                none\n"
+	if got := ok(t, "", "config", "get-contexts"); got != want {
+		t.Fatalf("get-contexts:\n%s\nwant:\n%s", got, want)
+	}
+	if got := ok(t, "", "config", "get-contexts", "-o", "name", "broken"); got != "broken\n" {
+		t.Fatalf("get-contexts -o name broken: %q", got)
+	}
+	fails(t, "", `context "nope" is not in the configuration`, "config", "get-contexts", "demo", "nope")
+	fails(t, "", `--output "yaml"`, "config", "get-contexts", "-o", "yaml")
 	fails(t, "", `context "nope" is not in the configuration`, "config", "use-context", "nope")
 	fails(t, "", `context "nope" is not in the configuration`, "--context", "nope", "get", "flags")
 	fails(t, "", "neither connect nor grpc", "config", "set-context", "x", "--protocol", "carrier-pigeon")
