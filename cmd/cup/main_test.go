@@ -166,7 +166,7 @@ func TestUnknownSubcommand(t *testing.T) {
 		args      []string
 		want, sub string
 	}{
-		{[]string{"config", "get-contexts"}, `unknown command "get-contexts" for "cup config"`, "use-context"},
+		{[]string{"config", "get-context"}, `unknown command "get-context" for "cup config"; did you mean get-contexts or set-context?`, "use-context"},
 		{[]string{"proposals", "nope"}, `unknown command "nope" for "cup proposals"`, "get"},
 		{[]string{"nope"}, `unknown command "nope" for "cup"`, "apply"},
 		{[]string{"confg"}, `unknown command "confg" for "cup"; did you mean config?`, "config"},
