@@ -36,6 +36,20 @@ generate: tools ## Generate Go and TypeScript code from proto/ into gen/
 	cp tools/gen-ts-package.json gen/ts/package.json
 	gofmt -l gen >/dev/null
 
+# gen/ts is an npm package (@cup-dev/api) that other projects install by
+# path: `npm install ../cup/gen/ts` links it, and Node.js resolves a linked
+# package's imports from where it lies, so its one dependency,
+# @bufbuild/protobuf, is installed beside it (devDependencies; the consumer's
+# own copy is its peer dependency). `npm pack gen/ts` needs none of this.
+GEN_TS_DEPS := gen/ts/node_modules/@bufbuild/protobuf/package.json
+
+.PHONY: ts-package
+ts-package: $(GEN_TS_DEPS) ## Make gen/ts installable by path from other projects (npm install ../cup/gen/ts)
+
+$(GEN_TS_DEPS): gen/ts/package.json
+	cd gen/ts && npm install --no-package-lock --no-audit --no-fund --loglevel=error
+	touch $@
+
 .PHONY: checkgenerate
 checkgenerate: generate ## Fail when `make generate` changes any file
 	@if [ -n "$$(git status --porcelain -- gen proto)" ]; then \
@@ -125,7 +139,7 @@ test-sdk: $(TESTFMT) ## Run the Go tests of the WASM SDK and the example control
 	for m in $(GO_MODULES); do go -C $$m test -json $(GO_TEST_FLAGS) ./... | $(TESTFMT); done
 
 .PHONY: test-ts
-test-ts: ## Test the generated TypeScript package against a real cupd
+test-ts: ts-package ## Test the generated TypeScript package against a real cupd, and installed by path and from npm pack
 	$(call phase,TypeScript client against a real cupd: test/ts)
 	cd test/ts && $(NPM_CI) && node --preserve-symlinks --test
 

@@ -227,9 +227,9 @@ A name that is not in the file fails.`,
 	}
 	get.Flags().StringVarP(&getOutput, "output", "o", "", "name: print the names only")
 	use := &cobra.Command{
-		Use:   "use-context NAME",
-		Short: "Make NAME the current context",
-		Args:  cobra.ExactArgs(1),
+		Use:               "use-context NAME",
+		Short:             "Make NAME the current context",
+		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeContexts,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, p, err := loadConfig()
