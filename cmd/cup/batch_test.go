@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"regexp"
 	"strings"
@@ -240,5 +241,19 @@ func TestDeleteFiles(t *testing.T) {
 	}
 	if log := s.log(t); log[1].ID != head {
 		t.Fatal("delete -f made more than one commit")
+	}
+}
+
+func TestApplyTooLargeForOneBatch(t *testing.T) {
+	t.Parallel()
+	url := serve(t, newHandler(t, func(o *app.Options) { o.MaxRequestBytes = 4 << 10 }))
+	var doc strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&doc, "---\napiVersion: flags.cup.dev/v1alpha1\nkind: Flag\nmetadata: {name: f%02d}\nspec: {enabled: true, description: %s}\n", i, strings.Repeat("x", 100))
+	}
+	file := writeFile(t, t.TempDir(), "many.yaml", doc.String())
+	fails(t, url, "a batch of 40 resources is too much for the server at once; pass --atomic=false to write them one by one, or split the files", "apply", "-f", file)
+	if got := ok(t, url, "apply", "-f", file, "--atomic=false"); strings.Count(got, " committed ") != 40 {
+		t.Fatalf("got %q", got)
 	}
 }

@@ -185,6 +185,9 @@ func (c *cli) applyBatch(ctx context.Context, items []batchItem, w *writeFlags, 
 				return &resourceError{resource: items[i].name(), err: err}
 			}
 		}
+		if connect.CodeOf(err) == connect.CodeResourceExhausted {
+			return fmt.Errorf("%s: a batch of %d resources is too much for the server at once; pass --atomic=false to write them one by one, or split the files", errorMessage(err), len(items))
+		}
 		return err
 	}
 	result := res.Msg.GetResult()
