@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -142,7 +143,8 @@ type call struct {
 
 // writeRecord is what the log tells of a write.
 type writeRecord struct {
-	verb                   string // "put" or "delete"
+	verb                   string // "put", "delete" or "apply"
+	items                  int    // for an apply, how many items it has
 	group, version, plural string
 	namespace, name        string
 	who, commit, outcome   string
@@ -210,10 +212,13 @@ func (s *Server) logCall(ctx context.Context, c *call, err error, code connect.C
 		if err != nil {
 			outcome = "failed"
 		}
+		what := slog.String("resource", fmt.Sprintf("%s/%s/%s %s/%s", w.group, w.version, w.plural, w.namespace, w.name))
+		if w.verb == "apply" {
+			what = slog.Int("items", w.items)
+		}
 		attrs := []slog.Attr{
 			slog.String("procedure", c.procedure), slog.String("form", c.form),
-			slog.String("verb", w.verb), slog.String("who", w.who),
-			slog.String("resource", fmt.Sprintf("%s/%s/%s %s/%s", w.group, w.version, w.plural, w.namespace, w.name)),
+			slog.String("verb", w.verb), slog.String("who", w.who), what,
 			slog.String("commit", w.commit), slog.String("outcome", outcome), slog.Bool("replayed", w.replayed),
 			slog.String("code", codeName(code)), slog.Duration("duration", time.Since(c.start)),
 		}
@@ -272,6 +277,17 @@ func recordWrite(ctx context.Context, w *writeTarget) *writeRecord {
 	if c.write.who == "" {
 		c.write.who = "anonymous"
 	}
+	return c.write
+}
+
+// recordApply tells the call in ctx, if any, about a batch of n items
+// with the options opts.
+func recordApply(ctx context.Context, opts *writeTarget, n int) *writeRecord {
+	c := callFrom(ctx)
+	if c == nil {
+		return nil
+	}
+	c.write = &writeRecord{verb: "apply", items: n, who: cmp.Or(opts.requester, "anonymous")}
 	return c.write
 }
 

@@ -25,10 +25,10 @@ func (s *Server) checkResource(t *Type, at ref, in *putInput) (*controller.Resou
 			vs = append(vs, FieldViolation{Field: field, Description: fmt.Sprintf("%q does not match the request's %s %q", got, what, want)})
 		}
 	}
-	mismatch("resource.api_version", sent.APIVersion, apiVersion, "group/version")
-	mismatch("resource.kind", sent.Kind, t.Kind, "kind")
-	mismatch("resource.metadata.namespace", sent.Metadata.Namespace, at.namespace, "namespace")
-	mismatch("resource.metadata.name", sent.Metadata.Name, at.name, "name")
+	mismatch(in.at("api_version"), sent.APIVersion, apiVersion, "group/version")
+	mismatch(in.at("kind"), sent.Kind, t.Kind, "kind")
+	mismatch(in.at("metadata.namespace"), sent.Metadata.Namespace, at.namespace, "namespace")
+	mismatch(in.at("metadata.name"), sent.Metadata.Name, at.name, "name")
 	if len(vs) > 0 {
 		return nil, invalidArgument(vs...)
 	}
@@ -42,7 +42,7 @@ func (s *Server) checkResource(t *Type, at ref, in *putInput) (*controller.Resou
 			Annotations: sent.Metadata.Annotations,
 		},
 	}
-	specField := cmp.Or(in.specField, "resource.spec")
+	specField := cmp.Or(in.specField, in.at("spec"))
 	if sent.Spec != nil {
 		if in.specSorted {
 			r.Spec = sent.Spec
@@ -58,7 +58,7 @@ func (s *Server) checkResource(t *Type, at ref, in *putInput) (*controller.Resou
 	// spec makes many times larger than the request: bound it before
 	// anything encodes it.
 	if n := fileSize(r); n > s.cfg.maxResource {
-		return nil, fieldError("resource", "stored as a file it would take %d bytes with indentation, more than the limit of %d (cupd --max-resource-bytes): nest less deeply or split the resource", n, s.cfg.maxResource)
+		return nil, fieldError(cmp.Or(in.field, "resource"), "stored as a file it would take %d bytes with indentation, more than the limit of %d (cupd --max-resource-bytes): nest less deeply or split the resource", n, s.cfg.maxResource)
 	}
 	// A spec sent as JSON is stored with its keys sorted, as one sent as a
 	// Struct is, so that the same content makes the same file and
@@ -84,7 +84,7 @@ func (s *Server) checkResource(t *Type, at ref, in *putInput) (*controller.Resou
 	}
 	if v := t.Validate(resourceDoc(r, spec)); len(v) > 0 {
 		for i := range v {
-			v[i].Field = strings.TrimSuffix("resource."+v[i].Field, ".")
+			v[i].Field = strings.TrimSuffix(in.at(v[i].Field), ".")
 			v[i].Description = "schema violation: " + v[i].Description
 		}
 		return nil, invalidArgument(v...)

@@ -74,7 +74,7 @@ func (h *resourceService) Put(ctx context.Context, req *connect.Request[cupv1alp
 	}
 	res, stored, err := h.s.put(ctx, ref{m.Group, m.Version, m.Plural, m.Namespace, m.Name}, in, writeOptions{
 		revision: m.Revision, message: m.Message, precondition: m.ResourceVersion,
-		changeSet: m.ChangeSet, idempotencyKey: m.IdempotencyKey, dryRun: m.DryRun,
+		changeSet: m.ChangeSet, idempotencyKey: m.IdempotencyKey, dryRun: m.DryRun, create: m.Create,
 	})
 	if err != nil {
 		return nil, err
@@ -102,6 +102,12 @@ func (h *resourceService) Delete(ctx context.Context, req *connect.Request[cupv1
 // spec comes as a google.protobuf.Struct, encoded here as compact JSON
 // with sorted keys, or as the JSON in spec_json, never both.
 func (s *Server) putInput(in *cupv1alpha1.Resource) (*putInput, error) {
+	return s.putInputAt(in, "resource")
+}
+
+// putInputAt is putInput for a resource sent in the request's field
+// named field.
+func (s *Server) putInputAt(in *cupv1alpha1.Resource, field string) (*putInput, error) {
 	md := in.GetMetadata()
 	p := &putInput{resource: controller.Resource{
 		APIVersion: in.GetApiVersion(), Kind: in.GetKind(),
@@ -110,30 +116,31 @@ func (s *Server) putInput(in *cupv1alpha1.Resource) (*putInput, error) {
 			Labels: md.GetLabels(), Annotations: md.GetAnnotations(),
 			ResourceVersion: md.GetResourceVersion(),
 		},
-	}, specField: "resource.spec"}
+	}, field: field}
+	p.specField = p.at("spec")
 	switch j := in.GetSpecJson(); {
 	case j != "":
 		if in.GetSpec() != nil {
-			return nil, fieldError("resource.spec_json", "send the spec in spec or in spec_json, not both")
+			return nil, fieldError(p.at("spec_json"), "send the spec in spec or in spec_json, not both")
 		}
 		// The resource is depth 1, its spec 2.
 		if document.CheckDepth([]byte(j), s.cfg.maxDepth-1) != nil {
-			return nil, s.depthError("resource.spec_json")
+			return nil, s.depthError(p.at("spec_json"))
 		}
-		p.resource.Spec, p.specField = json.RawMessage(j), "resource.spec_json"
+		p.resource.Spec, p.specField = json.RawMessage(j), p.at("spec_json")
 	case in.GetSpec() != nil:
 		// The resource is depth 1, its spec 2.
 		if d := structDepth(in.GetSpec(), 2, s.cfg.maxDepth); d > s.cfg.maxDepth {
-			return nil, s.depthError("resource.spec")
+			return nil, s.depthError(p.at("spec"))
 		}
 		b, err := protojson.Marshal(in.GetSpec())
 		if err != nil {
-			return nil, fieldError("resource.spec", "%v", err)
+			return nil, fieldError(p.at("spec"), "%v", err)
 		}
 		// protojson varies its spacing at random.
 		var compact bytes.Buffer
 		if err := json.Compact(&compact, b); err != nil {
-			return nil, fieldError("resource.spec", "%v", err)
+			return nil, fieldError(p.at("spec"), "%v", err)
 		}
 		p.resource.Spec, p.specSorted = compact.Bytes(), true
 	}

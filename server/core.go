@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -52,6 +53,8 @@ type writeOptions struct {
 	changeSet      string
 	idempotencyKey string
 	dryRun         bool
+	// create makes a put fail with AlreadyExists when the resource exists.
+	create bool
 }
 
 // putInput is a resource as a caller sent it to be put.
@@ -59,12 +62,20 @@ type putInput struct {
 	// resource is what the caller sent; its Spec is JSON, and its
 	// Metadata.ResourceVersion, when set, a precondition.
 	resource controller.Resource
+	// field names the resource in errors: "resource" unless set (in a
+	// batch, "items[3].put.resource").
+	field string
 	// specField names the spec in errors: "resource.spec", or
 	// "resource.spec_json" for a spec sent in that field.
 	specField string
 	// specSorted tells a spec that is compact with its keys sorted (one
 	// from a google.protobuf.Struct) from one to be put in that form.
 	specSorted bool
+}
+
+// at names the field path of the resource, e.g. "resource.spec".
+func (p *putInput) at(path string) string {
+	return cmp.Or(p.field, "resource") + "." + path
 }
 
 // notFound is the error for a resource that is not there.
@@ -227,17 +238,15 @@ func (s *Server) put(ctx context.Context, at ref, in *putInput, o writeOptions) 
 	if err != nil {
 		return nil, nil, err
 	}
-	pre := o.precondition
-	if bodyPre := in.resource.Metadata.ResourceVersion; bodyPre != "" {
-		if pre != "" && pre != bodyPre {
-			return nil, nil, fieldError("resource.metadata.resource_version",
-				"%q disagrees with the request's resource_version %q: send one of them", bodyPre, pre)
-		}
-		pre = bodyPre
+	if o.precondition, err = putPrecondition(o.precondition, "resource_version", in, o.create); err != nil {
+		return nil, nil, err
 	}
-	o.precondition = pre
-	w := newWriteTarget(ctx, t, at, o, "Put")
-	w.resourceForWrite = r
+	verb := "Put"
+	if o.create {
+		verb = "Create"
+	}
+	w := newWriteTarget(ctx, t, at, o, verb)
+	w.resourceForWrite, w.create = r, o.create
 	result, err := s.write(ctx, w)
 	if err != nil {
 		return nil, nil, err
@@ -250,6 +259,24 @@ func (s *Server) put(ctx context.Context, at ref, in *putInput, o writeOptions) 
 		return nil, nil, err
 	}
 	return result, stored, nil
+}
+
+// putPrecondition is the resourceVersion a put requires: pre, the
+// request's field named field, or the resource's
+// metadata.resourceVersion; both may be sent if they agree. A create
+// requires none: the resource must not exist.
+func putPrecondition(pre, field string, in *putInput, create bool) (string, error) {
+	if bodyPre := in.resource.Metadata.ResourceVersion; bodyPre != "" {
+		if pre != "" && pre != bodyPre {
+			return "", fieldError(in.at("metadata.resource_version"),
+				"%q disagrees with the request's %s %q: send one of them", bodyPre, field, pre)
+		}
+		pre = bodyPre
+	}
+	if create && pre != "" {
+		return "", fieldError(field, "%q is a precondition on an existing resource, but create writes only a resource that does not exist: send one of them", pre)
+	}
+	return pre, nil
 }
 
 // del deletes the resource at names.

@@ -44,6 +44,7 @@ var codeFor = []struct {
 	{errWatchTooSlow, connect.CodeResourceExhausted, ""},
 	{errNoNamespaces, connect.CodeFailedPrecondition, ""},
 	{errPreconditionFailed, connect.CodeAborted, ""},
+	{errAlreadyExists, connect.CodeAlreadyExists, ""},
 	{controller.ErrInvalid, connect.CodeInvalidArgument, ""},
 	{controller.ErrMalformed, connect.CodeFailedPrecondition, ""},
 	{controller.ErrLimit, connect.CodeResourceExhausted, ""},
@@ -74,6 +75,10 @@ var codeFor = []struct {
 // errPreconditionFailed is the core's sentinel for a write whose
 // resourceVersion precondition does not hold.
 var errPreconditionFailed = errors.New("precondition failed")
+
+// errAlreadyExists is the core's sentinel for a create of a resource that
+// exists.
+var errAlreadyExists = errors.New("already exists")
 
 // sentinelError is an error of the core: msg is all the caller is told,
 // and the sentinel it wraps decides the code.

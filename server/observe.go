@@ -43,6 +43,7 @@ type observer struct {
 	inFlight   prometheus.Gauge
 	writes     *prometheus.CounterVec // outcome
 	writeQueue prometheus.Histogram
+	applyItems prometheus.Histogram
 	mu         sync.RWMutex
 	series     map[seriesKey]*callSeries
 	watch      watchMetrics
@@ -76,6 +77,8 @@ func (m *memoStats) miss() { m.misses.Add(1) }
 //   - cup_server_write_queue_seconds: how long a write waited before its
 //     change began (for a write slot, and for the source's lock on its
 //     target);
+//   - cup_server_apply_items: the items of each Apply batch (each batch
+//     counts once in cup_server_writes_total);
 //   - cup_server_watches: watches open; cup_server_watches_closed_total{reason}:
 //     watches ended, by why (client, slow, error);
 //   - cup_server_watch_events_sent_total{type}: events sent to watchers;
@@ -110,12 +113,17 @@ func newObserver(cfg *config, mem *memo) (*observer, error) {
 		}),
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cup_server_writes_total",
-			Help: "Puts and deletes, by outcome (committed, unchanged, dry_run), or by Connect code when they failed.",
+			Help: "Puts, deletes and Apply batches, by outcome (committed, unchanged, dry_run), or by Connect code when they failed.",
 		}, []string{"outcome"}),
 		writeQueue: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "cup_server_write_queue_seconds",
 			Help:    "Time a write waited before its change began: for a write slot and for the source's lock on its target.",
 			Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1, 5, 10, 30},
+		}),
+		applyItems: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "cup_server_apply_items",
+			Help:    "Items in each Apply batch asked for (valid or not).",
+			Buckets: []float64{1, 2, 5, 10, 50, 100, 500, 1000, 5000, 10000},
 		}),
 	}
 	if tp := cfg.tracerProvider; tp != nil {
@@ -127,7 +135,7 @@ func newObserver(cfg *config, mem *memo) (*observer, error) {
 		return o, nil
 	}
 	collectors := []prometheus.Collector{
-		o.started, o.handled, o.handling, o.inFlight, o.writes, o.writeQueue,
+		o.started, o.handled, o.handling, o.inFlight, o.writes, o.writeQueue, o.applyItems,
 		o.watch.open, o.watch.closed, o.watch.sent, o.watch.computed, o.watch.computedEvents,
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "cup_server_memo_hits_total",
@@ -306,14 +314,16 @@ var restProcedures = map[string]string{
 	"GET " + collectionPath: cupv1alpha1connect.ResourceServiceListProcedure,
 	"GET " + itemPath:       cupv1alpha1connect.ResourceServiceGetProcedure,
 	"PUT " + itemPath:       cupv1alpha1connect.ResourceServicePutProcedure,
-	"DELETE " + itemPath:    cupv1alpha1connect.ResourceServiceDeleteProcedure,
-	"GET " + proposalsPath:  cupv1alpha1connect.ProposalServiceListProposalsProcedure,
-	"GET " + proposalPath:   cupv1alpha1connect.ProposalServiceGetProposalProcedure,
-	"GET " + historyPath:    cupv1alpha1connect.ResourceServiceHistoryProcedure,
-	"GET " + statusPath:     cupv1alpha1connect.ResourceServiceGetStatusProcedure,
-	"GET " + renderPath:     cupv1alpha1connect.ResourceServiceRenderProcedure,
-	"GET " + graphPath:      cupv1alpha1connect.DiscoveryServiceGetDependencyGraphProcedure,
-	"GET " + namespacesPath: cupv1alpha1connect.DiscoveryServiceListNamespacesProcedure,
+	// A create is a put that refuses an existing resource.
+	"POST " + collectionPath: cupv1alpha1connect.ResourceServicePutProcedure,
+	"DELETE " + itemPath:     cupv1alpha1connect.ResourceServiceDeleteProcedure,
+	"GET " + proposalsPath:   cupv1alpha1connect.ProposalServiceListProposalsProcedure,
+	"GET " + proposalPath:    cupv1alpha1connect.ProposalServiceGetProposalProcedure,
+	"GET " + historyPath:     cupv1alpha1connect.ResourceServiceHistoryProcedure,
+	"GET " + statusPath:      cupv1alpha1connect.ResourceServiceGetStatusProcedure,
+	"GET " + renderPath:      cupv1alpha1connect.ResourceServiceRenderProcedure,
+	"GET " + graphPath:       cupv1alpha1connect.DiscoveryServiceGetDependencyGraphProcedure,
+	"GET " + namespacesPath:  cupv1alpha1connect.DiscoveryServiceListNamespacesProcedure,
 	// An access review is posted: its checks are a body.
 	"POST " + accessReviewsPath: cupv1alpha1connect.DiscoveryServiceCheckAccessProcedure,
 	// A list across namespaces; with watch=true, a watch (watchAllPattern).

@@ -299,3 +299,42 @@ func TestCallsAreLabelledWithTheirForm(t *testing.T) {
 		}
 	}
 }
+
+func TestApplyIsObserved(t *testing.T) {
+	t.Parallel()
+	f, exp := newObservedFixture(t)
+	widget := func(name string) *cupv1alpha1.ApplyItem {
+		return &cupv1alpha1.ApplyItem{Operation: &cupv1alpha1.ApplyItem_Put{Put: &cupv1alpha1.ApplyPut{
+			Group: "test.cup.dev", Version: "v1", Plural: "widgets", Namespace: "default", Name: name,
+			Resource: &cupv1alpha1.Resource{SpecJson: `{"x":1}`},
+		}}}
+	}
+	res, err := f.client().Apply(t.Context(), connect.NewRequest(&cupv1alpha1.ApplyRequest{Items: []*cupv1alpha1.ApplyItem{widget("a"), widget("b"), widget("c")}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Msg.Result.Outcome != cupv1alpha1.WriteOutcome_WRITE_OUTCOME_UNCHANGED || len(res.Msg.Items) != 3 {
+		t.Fatalf("got %v", res.Msg)
+	}
+	if got := series(t, f.reg, "cup_server_apply_items", nil); got != 1 {
+		t.Errorf("batches observed %v, want 1", got)
+	}
+	if got := series(t, f.reg, "cup_server_writes_total", map[string]string{"outcome": "unchanged"}); got != 1 {
+		t.Errorf("unchanged writes %v, want 1: a batch is one write", got)
+	}
+	found := false
+	for _, s := range exp.GetSpans().Snapshots() {
+		if s.Name() == "cup.v1alpha1.ResourceService/Apply" {
+			found = true
+			if got := attrs(s)["cup.apply.items"]; got != "3" {
+				t.Errorf("span attribute cup.apply.items = %q, want 3", got)
+			}
+		}
+	}
+	if !found {
+		t.Error("no span for Apply")
+	}
+	if logs := f.logs.String(); !strings.Contains(logs, "msg=write") || !strings.Contains(logs, "verb=apply") || !strings.Contains(logs, "items=3") {
+		t.Errorf("no write line for the batch:\n%s", logs)
+	}
+}

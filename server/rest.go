@@ -26,6 +26,7 @@ import (
 //
 //	GET    /apis                                                  every definition
 //	GET    /apis/{group}/{version}/namespaces/{namespace}/{plural}         list
+//	POST   /apis/{group}/{version}/namespaces/{namespace}/{plural}         create
 //	GET    /apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}  get
 //	PUT    /apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}  put
 //	DELETE /apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}  delete
@@ -62,6 +63,7 @@ func (s *Server) routeREST(mux *http.ServeMux) {
 	s.routeWatch(mux, s.restList, []string{"revision", "labelSelector", "continue", "limit", "problems"})
 	mux.Handle("GET "+itemPath, s.rest(s.restGet, "revision"))
 	mux.Handle("PUT "+itemPath, s.rest(s.restPut, write...))
+	mux.Handle("POST "+collectionPath, s.rest(s.restCreate, "revision", "message", "dryRun", "idempotencyKey", "changeSet"))
 	mux.Handle("DELETE "+itemPath, s.rest(s.restDelete, write...))
 	mux.Handle("GET "+proposalsPath, s.rest(s.restListProposals, "state", "group", "plural", "namespace", "name"))
 	mux.Handle("GET "+proposalPath, s.rest(s.restGetProposal))
@@ -124,7 +126,7 @@ func (s *Server) restNoRoute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeError(w, r, connect.NewError(connect.CodeNotFound, fmt.Errorf(
-		"the REST form has no %s %s: it serves GET /apis, GET %s and %s, GET, PUT and DELETE %s, GET %s, %s and %s, GET %s, %s, %s and %s, and POST %s",
+		"the REST form has no %s %s: it serves GET /apis, GET and POST %s, GET %s, GET, PUT and DELETE %s, GET %s, %s and %s, GET %s, %s, %s and %s, and POST %s",
 		r.Method, r.URL.Path, collectionPath, allNamespacesPath, itemPath, statusPath, renderPath, historyPath,
 		proposalsPath, proposalPath, graphPath, namespacesPath, accessReviewsPath)))
 }
@@ -150,8 +152,10 @@ func allowedMethods(path string) string {
 		}
 	}
 	switch {
-	case len(parts) == 3, len(parts) == 5 && parts[2] == "namespaces":
+	case len(parts) == 3:
 		return "GET"
+	case len(parts) == 5 && parts[2] == "namespaces":
+		return "GET, POST"
 	case len(parts) == 6 && parts[2] == "namespaces":
 		return "GET, PUT, DELETE"
 	case len(parts) == 7 && parts[2] == "namespaces" && (parts[6] == "status" || parts[6] == "history"):
@@ -265,6 +269,19 @@ func (s *Server) restList(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) restPut(w http.ResponseWriter, r *http.Request) {
+	s.restWrite(w, r, false)
+}
+
+// restCreate creates the resource in the body, named by its
+// metadata.name, in the collection of the path, as Kubernetes' POST does:
+// 409 AlreadyExists when it exists.
+func (s *Server) restCreate(w http.ResponseWriter, r *http.Request) {
+	s.restWrite(w, r, true)
+}
+
+// restWrite puts the resource in the body: at the path's name, or with
+// create at the collection of the path, under the body's metadata.name.
+func (s *Server) restWrite(w http.ResponseWriter, r *http.Request, create bool) {
 	body, err := s.readBody(w, r)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -289,9 +306,20 @@ func (s *Server) restPut(w http.ResponseWriter, r *http.Request) {
 	// The proto's rules check the names, metadata and options; the spec
 	// is the type's schema's to check.
 	md := &in.resource.Metadata
+	at := restRef(r)
+	names := p.names
+	if create {
+		if md.Name == "" {
+			s.writeError(w, r, fieldError("metadata.name", "must be set: a POST to a collection creates the resource the body names"))
+			return
+		}
+		at.name = md.Name
+		names = maps.Clone(names)
+		names["name"] = "metadata.name"
+	}
 	req := &cupv1alpha1.PutRequest{
-		Group: r.PathValue("group"), Version: r.PathValue("version"), Plural: r.PathValue("plural"),
-		Namespace: r.PathValue("namespace"), Name: r.PathValue("name"),
+		Group: at.group, Version: at.version, Plural: at.plural,
+		Namespace: at.namespace, Name: at.name, Create: create,
 		Resource: &cupv1alpha1.Resource{
 			ApiVersion: in.resource.APIVersion, Kind: in.resource.Kind,
 			Metadata: &cupv1alpha1.ObjectMeta{
@@ -302,11 +330,13 @@ func (s *Server) restPut(w http.ResponseWriter, r *http.Request) {
 		Revision: p.revision, Message: p.message, DryRun: p.dryRun, ResourceVersion: p.precondition,
 		ChangeSet: p.changeSet, IdempotencyKey: p.idempotencyKey,
 	}
-	if err := s.validateAs(req, p.names); err != nil {
+	if err := s.validateAs(req, names); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	result, stored, err := s.put(r.Context(), restRef(r), in, p.options())
+	o := p.options()
+	o.create = create
+	result, stored, err := s.put(r.Context(), at, in, o)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

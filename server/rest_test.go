@@ -304,7 +304,7 @@ func TestRESTWrongMethod(t *testing.T) {
 	for _, tc := range []struct{ method, path, allow string }{
 		{"POST", flagsPath + "/dark-mode", "GET, PUT, DELETE"},
 		{"PATCH", flagsPath + "/dark-mode", "GET, PUT, DELETE"},
-		{"POST", flagsPath, "GET"},
+		{"PUT", flagsPath, "GET, POST"},
 		{"DELETE", "/apis", "GET"},
 		{"PUT", "/apis/cup.dev/v1alpha1/proposals/7", "GET"},
 		{"PUT", flagsPath + "/dark-mode/status", "GET"},

@@ -122,7 +122,7 @@ func shape(v *protovalidate.Violation) string {
 	write, watch := false, false
 	if fd := v.FieldDescriptor; fd != nil {
 		switch fd.ContainingMessage().Name() {
-		case "PutRequest", "DeleteRequest":
+		case "PutRequest", "DeleteRequest", "ApplyRequest":
 			write = true
 		case "WatchRequest":
 			watch = true

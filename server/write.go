@@ -28,10 +28,17 @@ type writeTarget struct {
 	dryRun           bool
 	defaultVerb      string
 	resourceForWrite *controller.Resource // nil for delete
-	requester        string               // the authenticated caller; empty without a policy
+	// create refuses a put of a resource that exists (AlreadyExists).
+	create bool
+	// ignoreNotFound makes a delete of a missing resource change nothing
+	// instead of failing with NotFound.
+	ignoreNotFound bool
+	requester      string // the authenticated caller; empty without a policy
 	// stored is resourceForWrite as the controller reads it back after
 	// writing it, set by a put's Apply.
 	stored *controller.Resource
+	// changed says that the write changed the resource, set by Apply.
+	changed bool
 }
 
 // fingerprint identifies what a write does, for idempotency keys: the
@@ -70,20 +77,47 @@ func (w *writeTarget) fingerprint() (string, error) {
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
-func (s *Server) write(ctx context.Context, w *writeTarget) (result *cupv1alpha1.WriteResult, err error) {
-	obs := s.startWrite()
-	defer func() { obs.end(result, err) }()
+func (s *Server) write(ctx context.Context, w *writeTarget) (*cupv1alpha1.WriteResult, error) {
 	rec := recordWrite(ctx, w)
-	if rec == nil {
-		rec = new(writeRecord)
-	}
 	msg := w.message
 	if msg == "" {
 		msg = fmt.Sprintf("%s %s %s/%s\n\n%s/%s %s", w.defaultVerb, w.t.Kind, w.namespace, w.name,
 			w.t.Group, w.t.Version, w.t.Plural)
 	}
-	// Everything that costs in proportion to the resource happens under a
-	// write slot, so --max-concurrent-writes bounds it.
+	return s.commit(ctx, &update{opts: w, items: []*writeTarget{w}, message: msg, fingerprint: w.fingerprint, rec: rec})
+}
+
+// update is one commit of writes: a put or a delete, or the items of an
+// Apply batch.
+type update struct {
+	// opts holds what the whole update asks: revision, change set,
+	// idempotency key, dry run and requester. For a put or delete it is
+	// the write itself.
+	opts *writeTarget
+	// items are the writes, applied in order.
+	items   []*writeTarget
+	message string
+	// fingerprint identifies the request, for its idempotency key.
+	fingerprint func() (string, error)
+	// rec is what the call's log line tells; nil outside a call.
+	rec *writeRecord
+	// itemErr, when set, says which item an error of the change is about.
+	itemErr func(i int, err error) error
+}
+
+// commit writes u as one commit (or proposal, or dry run): it takes a
+// write slot, applies every item on the base the source gives, and tells
+// watches and reconcilers about the new commit.
+func (s *Server) commit(ctx context.Context, u *update) (result *cupv1alpha1.WriteResult, err error) {
+	obs := s.startWrite()
+	defer func() { obs.end(result, err) }()
+	rec := u.rec
+	if rec == nil {
+		rec = new(writeRecord)
+	}
+	w := u.opts
+	// Everything that costs in proportion to the resources happens under
+	// a write slot, so --max-concurrent-writes bounds it.
 	release, err := s.writes.acquire()
 	if err != nil {
 		return nil, err
@@ -92,10 +126,17 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (result *cupv1alpha1
 	// A dry run records nothing, so its key has nothing to find or to keep.
 	var key, fingerprint string
 	if w.idempotencyKey != "" && !w.dryRun {
-		if fingerprint, err = w.fingerprint(); err != nil {
+		if fingerprint, err = u.fingerprint(); err != nil {
 			return nil, err
 		}
 		key = w.idempotencyKey
+	}
+	refs := make([]source.ResourceRef, len(u.items))
+	for i, it := range u.items {
+		refs[i] = source.ResourceRef{
+			Group: it.t.Group, Version: it.t.Version, Kind: it.t.Kind, Plural: it.t.Plural,
+			Namespace: it.namespace, Name: it.name,
+		}
 	}
 	res, err := s.src.Update(ctx, &source.UpdateRequest{
 		Revision:       w.revision,
@@ -103,75 +144,23 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (result *cupv1alpha1
 		OverrideOwner:  w.changeSet != "" && w.requester != "" && s.allowed(ctx, changeSetAttributes(w.changeSet)),
 		IdempotencyKey: key,
 		Fingerprint:    fingerprint,
-		Message:        msg,
+		Message:        u.message,
 		DryRun:         w.dryRun,
 		Requester:      w.requester,
-		Resources: []source.ResourceRef{{
-			Group: w.t.Group, Version: w.t.Version, Kind: w.t.Kind, Plural: w.t.Plural,
-			Namespace: w.namespace, Name: w.name,
-		}},
+		Resources:      refs,
 		Apply: func(ctx context.Context, base *source.Snapshot, fs source.Writer) error {
 			obs.beginChange()
-			cur, err := s.getEntry(ctx, w.t, base, w.namespace, w.name)
-			var unread *changeCounter // set when the write goes on without having read the resource
-			switch {
-			case err == nil:
-			case errors.Is(err, controller.ErrNotFound):
-				if w.resourceForWrite == nil {
-					return err // delete of a missing resource
+			for i, it := range u.items {
+				if err := ctx.Err(); err != nil {
+					return err
 				}
-				if w.precondition != "" {
-					return &sentinelError{errPreconditionFailed, fmt.Sprintf(
-						"precondition failed: %s %q does not exist, but resource_version %q was required",
-						w.t.Singular, w.name, w.precondition)}
+				if err := s.change(ctx, base, fs, it); err != nil {
+					if u.itemErr != nil {
+						return u.itemErr(i, err)
+					}
+					return err
 				}
-			case errors.Is(err, controller.ErrFailed) && w.precondition == "":
-				// Controllers written for the original Cup fail (exit 1,
-				// or print nothing) to get a missing resource. Without a
-				// precondition the write needs nothing of the current
-				// resource: it goes on as if it were absent, and a delete
-				// that changes nothing answers NotFound.
-				s.cfg.logger.DebugContext(ctx, "writing without the current resource: the controller failed to get it",
-					"kind", w.t.Kind, "namespace", w.namespace, "name", w.name, "error", err)
-				unread = &changeCounter{Writer: fs}
-				fs = unread
-			default:
-				return err
 			}
-			if cur != nil && w.precondition != "" && cur.resourceVersion() != w.precondition {
-				return &sentinelError{errPreconditionFailed, fmt.Sprintf(
-					"precondition failed: %s %q has resource_version %q, not %q: read it again and retry",
-					w.t.Singular, w.name, cur.resourceVersion(), w.precondition)}
-			}
-			// Each controller call takes a slot of its own and gives it
-			// back before the next: holding one while waiting for another
-			// could deadlock.
-			if w.resourceForWrite == nil {
-				err := callControllerErr(ctx, s, func() error {
-					return w.t.Controller.Delete(ctx, &controller.DeleteRequest{
-						FS: fs, Type: w.t.Type, Namespace: w.namespace, Name: w.name,
-					})
-				})
-				if err == nil && unread != nil && unread.changes == 0 {
-					return notFound(w.t, w.namespace, w.name)
-				}
-				return err
-			}
-			if err := callControllerErr(ctx, s, func() error {
-				return w.t.Controller.Put(ctx, &controller.PutRequest{FS: fs, Type: w.t.Type, Resource: w.resourceForWrite.Clone()})
-			}); err != nil {
-				return err
-			}
-			// A controller may store the resource in a form that reads back
-			// with other spellings (YAML, escapes, numbers), and so with
-			// another resourceVersion: answer with what a Get will return.
-			stored, err := callController(ctx, s, func() (*controller.Resource, error) {
-				return w.t.Controller.Get(ctx, &controller.GetRequest{FS: fs, Type: w.t.Type, Namespace: w.namespace, Name: w.name})
-			})
-			if err != nil {
-				return fmt.Errorf("reading back what the controller wrote: %w", err)
-			}
-			w.stored = stored
 			return nil
 		},
 	})
@@ -199,16 +188,113 @@ func (s *Server) write(ctx context.Context, w *writeTarget) (result *cupv1alpha1
 	// A file that may hold other resources may show them in its diff, to a
 	// caller who may not read them: with a policy in force, such diffs are
 	// left out.
-	fpr, ok := w.t.Controller.(controller.FilePerResource)
-	private := s.cfg.authz != nil && !(ok && fpr.FilePerResource())
+	var shared *Type
+	if s.cfg.authz != nil {
+		for _, it := range u.items {
+			if fpr, ok := it.t.Controller.(controller.FilePerResource); !ok || !fpr.FilePerResource() {
+				shared = it.t
+				break
+			}
+		}
+	}
 	for _, c := range res.Changes {
 		diff := c.Diff
-		if private && diff != "" {
-			diff = fmt.Sprintf("diff of %s omitted: the %s controller may keep other resources in it, which a diff would show to callers who may not read them\n", c.Path, w.t.Kind)
+		if shared != nil && diff != "" {
+			diff = fmt.Sprintf("diff of %s omitted: the %s controller may keep other resources in it, which a diff would show to callers who may not read them\n", c.Path, shared.Kind)
 		}
 		out.Changes = append(out.Changes, &cupv1alpha1.FileChange{Path: c.Path, Operation: fileOp(c.Op), Diff: diff})
 	}
 	return out, nil
+}
+
+// change makes the write w through fs, on base: it reads the resource at
+// base, checks w's preconditions against it, and puts or deletes it
+// through the controller. It sets w.stored (for a put) and w.changed.
+func (s *Server) change(ctx context.Context, base *source.Snapshot, fs source.Writer, w *writeTarget) error {
+	w.stored, w.changed = nil, false
+	cur, err := s.getEntry(ctx, w.t, base, w.namespace, w.name)
+	var unread *changeCounter // set when the write goes on without having read the resource
+	switch {
+	case err == nil:
+	case errors.Is(err, controller.ErrNotFound):
+		if w.resourceForWrite == nil {
+			if w.ignoreNotFound {
+				return nil
+			}
+			return err // delete of a missing resource
+		}
+		if w.precondition != "" {
+			return &sentinelError{errPreconditionFailed, fmt.Sprintf(
+				"precondition failed: %s %q does not exist, but resource_version %q was required",
+				w.t.Singular, w.name, w.precondition)}
+		}
+	case errors.Is(err, controller.ErrFailed) && w.precondition == "" && !w.create:
+		// Controllers written for the original Cup fail (exit 1,
+		// or print nothing) to get a missing resource. Without a
+		// precondition the write needs nothing of the current
+		// resource: it goes on as if it were absent, and a delete
+		// that changes nothing answers NotFound. A create must know
+		// that the resource is absent, and fails.
+		s.cfg.logger.DebugContext(ctx, "writing without the current resource: the controller failed to get it",
+			"kind", w.t.Kind, "namespace", w.namespace, "name", w.name, "error", err)
+		unread = &changeCounter{Writer: fs}
+		fs = unread
+	default:
+		return err
+	}
+	if cur != nil && w.create {
+		return &sentinelError{errAlreadyExists, fmt.Sprintf(
+			"%s %q already exists in namespace %q: a create never replaces a resource; apply it to replace it",
+			w.t.Singular, w.name, w.namespace)}
+	}
+	if cur != nil && w.precondition != "" && cur.resourceVersion() != w.precondition {
+		return &sentinelError{errPreconditionFailed, fmt.Sprintf(
+			"precondition failed: %s %q has resource_version %q, not %q: read it again and retry",
+			w.t.Singular, w.name, cur.resourceVersion(), w.precondition)}
+	}
+	// Each controller call takes a slot of its own and gives it back
+	// before the next: holding one while waiting for another could
+	// deadlock.
+	if w.resourceForWrite == nil {
+		err := callControllerErr(ctx, s, func() error {
+			return w.t.Controller.Delete(ctx, &controller.DeleteRequest{
+				FS: fs, Type: w.t.Type, Namespace: w.namespace, Name: w.name,
+			})
+		})
+		switch {
+		case err != nil:
+			return err
+		case unread != nil && unread.changes == 0:
+			if w.ignoreNotFound {
+				return nil
+			}
+			return notFound(w.t, w.namespace, w.name)
+		}
+		w.changed = true
+		return nil
+	}
+	if err := callControllerErr(ctx, s, func() error {
+		return w.t.Controller.Put(ctx, &controller.PutRequest{FS: fs, Type: w.t.Type, Resource: w.resourceForWrite.Clone()})
+	}); err != nil {
+		return err
+	}
+	// A controller may store the resource in a form that reads back with
+	// other spellings (YAML, escapes, numbers), and so with another
+	// resourceVersion: answer with what a Get will return.
+	stored, err := callController(ctx, s, func() (*controller.Resource, error) {
+		return w.t.Controller.Get(ctx, &controller.GetRequest{FS: fs, Type: w.t.Type, Namespace: w.namespace, Name: w.name})
+	})
+	if err != nil {
+		return fmt.Errorf("reading back what the controller wrote: %w", err)
+	}
+	w.stored = stored
+	w.changed = true
+	if cur != nil {
+		if v, err := stored.ContentVersion(); err == nil && v == cur.resourceVersion() {
+			w.changed = false
+		}
+	}
+	return nil
 }
 
 // changeCounter counts the files a controller writes or removes through

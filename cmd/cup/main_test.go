@@ -87,7 +87,7 @@ func newHandler(t *testing.T, opts ...func(*app.Options)) http.Handler {
 }
 
 // serve serves h over cleartext HTTP/1.1 and HTTP/2 and returns its URL.
-func serve(t *testing.T, h http.Handler) string {
+func serve(t testing.TB, h http.Handler) string {
 	t.Helper()
 	ts := httptest.NewUnstartedServer(h)
 	ts.Config = server.NewHTTPServer("", h)

@@ -41,7 +41,7 @@ spec:
   rollout: 50
 `
 
-func writeFile(t *testing.T, dir, name, content string) string {
+func writeFile(t testing.TB, dir, name, content string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -53,7 +53,7 @@ func writeFile(t *testing.T, dir, name, content string) string {
 	return p
 }
 
-var commitLine = regexp.MustCompile(`^flags\.flags\.cup\.dev/beta-banner committed [0-9a-f]{7}$`)
+var commitLine = regexp.MustCompile(`^committed [0-9a-f]{7}$`)
 
 func TestApply(t *testing.T) {
 	t.Parallel()
@@ -62,7 +62,8 @@ func TestApply(t *testing.T) {
 		url := newServer(t)
 		file := writeFile(t, t.TempDir(), "flags.yaml", twoFlags)
 		lines := strings.Split(strings.TrimSpace(ok(t, url, "apply", "-f", file, "--message", "Add beta-banner")), "\n")
-		if len(lines) != 2 || !commitLine.MatchString(lines[0]) || lines[1] != "flags.flags.cup.dev/new-checkout unchanged" {
+		if len(lines) != 3 || lines[0] != "flags.flags.cup.dev/beta-banner configured" || lines[1] != "flags.flags.cup.dev/new-checkout unchanged" ||
+			!commitLine.MatchString(lines[2]) {
 			t.Fatalf("got %q", lines)
 		}
 		if got := ok(t, url, "get", "flags", "beta-banner", "-o", "wide"); !strings.Contains(got, "team=web") {
@@ -76,8 +77,13 @@ func TestApply(t *testing.T) {
 	t.Run("dry run, stdin, namespace", func(t *testing.T) {
 		t.Parallel()
 		url := newServer(t)
+		// new-checkout says namespace: default, which -n staging contradicts.
 		r := cup(t, url, twoFlags, "apply", "-f", "-", "--dry-run", "-n", "staging")
-		if r.code != 0 || r.stdout != "flags.flags.cup.dev/beta-banner dry run: 1 file\nflags.flags.cup.dev/new-checkout unchanged\n" {
+		if r.code != 1 || r.stdout != "" || r.stderr != `error: the namespace from the provided object "default" does not match the namespace "staging". You must pass '--namespace=default' to perform this operation.`+"\n" {
+			t.Fatalf("%+v", r)
+		}
+		r = cup(t, url, strings.Replace(twoFlags, "  namespace: default\n", "", 1), "apply", "-f", "-", "--dry-run", "-n", "staging")
+		if r.code != 0 || r.stdout != "flags.flags.cup.dev/beta-banner configured (dry run)\nflags.flags.cup.dev/new-checkout configured (dry run)\ndry run: 2 files\n" {
 			t.Fatalf("%+v", r)
 		}
 		fails(t, url, "not found", "get", "flags", "beta-banner", "-n", "staging")
@@ -90,7 +96,7 @@ func TestApply(t *testing.T) {
 		writeFile(t, dir, "b/flag.yml", "apiVersion: flags.cup.dev/v1alpha1\nkind: Flag\nmetadata: {name: dir-flag}\nspec: {enabled: false}\n")
 		writeFile(t, dir, "README.md", "not a resource")
 		got := ok(t, url, "apply", "-f", dir, "--idempotency-key", "dir-apply")
-		if !regexp.MustCompile(`^services\.apps\.cup\.dev/cache committed [0-9a-f]{7}\nflags\.flags\.cup\.dev/dir-flag committed [0-9a-f]{7}\n$`).MatchString(got) {
+		if !regexp.MustCompile(`^services\.apps\.cup\.dev/cache configured\nflags\.flags\.cup\.dev/dir-flag configured\ncommitted [0-9a-f]{7}\n$`).MatchString(got) {
 			t.Fatalf("got %q", got)
 		}
 		ok(t, url, "get", "svc", "cache")
@@ -99,7 +105,7 @@ func TestApply(t *testing.T) {
 		t.Parallel()
 		url := newServer(t)
 		file := writeFile(t, t.TempDir(), "bad.yaml", "apiVersion: flags.cup.dev/v1alpha1\nkind: Flag\nmetadata: {name: bad}\nspec: {enabled: yes-please}\n")
-		fails(t, url, "flags.flags.cup.dev/bad: resource.spec.enabled: schema violation", "apply", "-f", file)
+		fails(t, url, "flags.flags.cup.dev/bad: items[0].put.resource.spec.enabled: schema violation", "apply", "-f", file)
 		unknown := writeFile(t, t.TempDir(), "x.yaml", "apiVersion: widgets.example/v1\nkind: Widget\nmetadata: {name: w}\n")
 		fails(t, url, "the server has no kind Widget", "apply", "-f", unknown)
 		fails(t, url, "-f is required", "apply")
@@ -119,21 +125,22 @@ func TestApply(t *testing.T) {
 func TestDelete(t *testing.T) {
 	t.Parallel()
 	url := newServer(t)
-	if got := ok(t, url, "delete", "flags", "dark-mode", "--dry-run"); got != "flags.flags.cup.dev/dark-mode deleted: dry run: 1 file\n" {
+	if got := ok(t, url, "delete", "flags", "dark-mode", "--dry-run"); got != "flags.flags.cup.dev/dark-mode deleted (dry run)\ndry run: 1 file\n" {
 		t.Fatalf("got %q", got)
 	}
 	got := ok(t, url, "delete", "fl", "dark-mode", "search-v2")
-	if !regexp.MustCompile(`^flags\.flags\.cup\.dev/dark-mode deleted: committed [0-9a-f]{7}\nflags\.flags\.cup\.dev/search-v2 deleted: committed [0-9a-f]{7}\n$`).MatchString(got) {
+	if !regexp.MustCompile(`^flags\.flags\.cup\.dev/dark-mode deleted\nflags\.flags\.cup\.dev/search-v2 deleted\ncommitted [0-9a-f]{7}\n$`).MatchString(got) {
 		t.Fatalf("got %q", got)
 	}
 	fails(t, url, "not found", "get", "flags", "dark-mode")
 	file := writeFile(t, t.TempDir(), "nc.yaml", "apiVersion: flags.cup.dev/v1alpha1\nkind: Flag\nmetadata: {name: new-checkout, namespace: staging}\n")
-	if got := ok(t, url, "delete", "-f", file); !strings.HasPrefix(got, "flags.flags.cup.dev/new-checkout deleted: committed ") {
+	if got := ok(t, url, "delete", "-f", file, "--atomic=false"); !strings.HasPrefix(got, "flags.flags.cup.dev/new-checkout deleted: committed ") {
 		t.Fatalf("got %q", got)
 	}
 	fails(t, url, "not found", "get", "flags", "new-checkout", "-n", "staging")
 	fails(t, url, "flags.flags.cup.dev/nope", "delete", "flags", "nope")
-	fails(t, url, "name a TYPE and at least one NAME", "delete", "flags")
+	fails(t, url, "name a TYPE and at least one NAME", "delete")
+	fails(t, url, "name the flags to delete (cup delete flags NAME...), select them with -l SELECTOR, or delete every one with --all", "delete", "flags")
 	fails(t, url, `the server has no resource type "widgets"`, "delete", "widgets", "x")
 }
 

@@ -290,8 +290,13 @@ func (m *Manager) identical(ctx context.Context, req *source.UpdateRequest) (*so
 
 // touchesAll reports whether have holds every ref of want.
 func touchesAll(have, want []source.ResourceRef) bool {
+	// A set, not a scan per ref: a batch may name 10,000 resources.
+	set := make(map[source.ResourceRef]bool, len(have))
+	for _, h := range have {
+		set[h] = true
+	}
 	for _, w := range want {
-		if !slices.Contains(have, w) {
+		if !set[w] {
 			return false
 		}
 	}

@@ -171,15 +171,14 @@ func refsJSON(rs []source.ResourceRef) []refJSON {
 // mergeRefs adds the refs of add missing from rs.
 func mergeRefs(rs, add []source.ResourceRef) []source.ResourceRef {
 	out := append([]source.ResourceRef(nil), rs...)
+	// A set, not a scan per ref: a batch may name 10,000 resources.
+	seen := make(map[source.ResourceRef]bool, len(rs)+len(add))
+	for _, r := range rs {
+		seen[r] = true
+	}
 	for _, r := range add {
-		found := false
-		for _, have := range out {
-			if have == r {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !seen[r] {
+			seen[r] = true
 			out = append(out, r)
 		}
 	}
