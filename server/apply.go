@@ -79,6 +79,7 @@ func (s *Server) apply(ctx context.Context, m *cupv1alpha1.ApplyRequest) (*cupv1
 		if !w.changed && !result.Replayed {
 			ir.Outcome = cupv1alpha1.WriteOutcome_WRITE_OUTCOME_UNCHANGED
 		}
+		ir.Created = w.created && !result.Replayed
 		if w.resourceForWrite != nil {
 			r := w.stored
 			if r == nil {

@@ -55,7 +55,11 @@ func apply(t *testing.T, rs cupv1alpha1connect.ResourceServiceClient, req *cupv1
 func outcomes(res *cupv1alpha1.ApplyResponse) string {
 	var out []string
 	for _, it := range res.GetItems() {
-		out = append(out, strings.ToLower(strings.TrimPrefix(it.GetOutcome().String(), "WRITE_OUTCOME_")))
+		o := strings.ToLower(strings.TrimPrefix(it.GetOutcome().String(), "WRITE_OUTCOME_"))
+		if it.GetCreated() {
+			o += "+created"
+		}
+		out = append(out, o)
 	}
 	return strings.Join(out, " ")
 }
@@ -111,7 +115,7 @@ func TestApplyOneCommit(t *testing.T) {
 		if r.Outcome != cupv1alpha1.WriteOutcome_WRITE_OUTCOME_COMMITTED || r.BaseCommit != before || r.Commit != f.head(t) || len(r.Changes) != 4 {
 			t.Fatalf("result %v, want one commit on %s changing 4 files", r, before)
 		}
-		if got := outcomes(res); got != "committed committed committed committed unchanged" {
+		if got := outcomes(res); got != "committed+created committed+created committed+created committed unchanged" {
 			t.Fatalf("outcomes %q", got)
 		}
 		log, err := f.repo.Log("main")
@@ -247,7 +251,7 @@ func TestApplyPreconditionsAndCreate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if outcomes(res) != "committed committed unchanged" || f.head(t) != res.Result.Commit || f.commits(t, "main") != f.commits(t, head)+1 {
+	if outcomes(res) != "committed+created committed unchanged" || f.head(t) != res.Result.Commit || f.commits(t, "main") != f.commits(t, head)+1 {
 		t.Fatalf("got %v", res)
 	}
 	// A batch of nothing but missing resources to ignore writes nothing.
@@ -289,7 +293,7 @@ func TestApplyIdempotentAndDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	if dry.Result.Outcome != cupv1alpha1.WriteOutcome_WRITE_OUTCOME_DRY_RUN || len(dry.Result.Changes) != 2 || dry.Result.Commit != "" ||
-		outcomes(dry) != "dry_run dry_run" || dry.Items[0].Resource.GetMetadata().GetResourceVersion() == "" || f.head(t) != head {
+		outcomes(dry) != "dry_run+created dry_run" || dry.Items[0].Resource.GetMetadata().GetResourceVersion() == "" || f.head(t) != head {
 		t.Fatalf("dry run: %v", dry)
 	}
 	for _, c := range dry.Result.Changes {

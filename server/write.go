@@ -37,8 +37,9 @@ type writeTarget struct {
 	// stored is resourceForWrite as the controller reads it back after
 	// writing it, set by a put's Apply.
 	stored *controller.Resource
-	// changed says that the write changed the resource, set by Apply.
-	changed bool
+	// changed says that the write changed the resource, and created that
+	// a put made one that was not there; set by change.
+	changed, created bool
 }
 
 // fingerprint identifies what a write does, for idempotency keys: the
@@ -211,7 +212,7 @@ func (s *Server) commit(ctx context.Context, u *update) (result *cupv1alpha1.Wri
 // base, checks w's preconditions against it, and puts or deletes it
 // through the controller. It sets w.stored (for a put) and w.changed.
 func (s *Server) change(ctx context.Context, base *source.Snapshot, fs source.Writer, w *writeTarget) error {
-	w.stored, w.changed = nil, false
+	w.stored, w.changed, w.created = nil, false, false
 	cur, err := s.getEntry(ctx, w.t, base, w.namespace, w.name)
 	var unread *changeCounter // set when the write goes on without having read the resource
 	switch {
@@ -289,6 +290,7 @@ func (s *Server) change(ctx context.Context, base *source.Snapshot, fs source.Wr
 	}
 	w.stored = stored
 	w.changed = true
+	w.created = cur == nil && unread == nil
 	if cur != nil {
 		if v, err := stored.ContentVersion(); err == nil && v == cur.resourceVersion() {
 			w.changed = false

@@ -61,9 +61,9 @@ func TestApplyIsOneCommit(t *testing.T) {
 	writeFile(t, dir, "b/search.yaml", "apiVersion: flags.cup.dev/v1alpha1\nkind: Flag\nmetadata: {name: search-v2, namespace: default}\nspec: {enabled: false}\n")
 	before := len(s.log(t))
 	got := ok(t, s.url, "apply", "-f", dir)
-	if !regexp.MustCompile(`^flags\.flags\.cup\.dev/beta-banner configured
-flags\.flags\.cup\.dev/beta-banner configured
-services\.apps\.cup\.dev/cache configured
+	if !regexp.MustCompile(`^flags\.flags\.cup\.dev/beta-banner created
+flags\.flags\.cup\.dev/beta-banner created
+services\.apps\.cup\.dev/cache created
 flags\.flags\.cup\.dev/search-v2 configured
 committed ([0-9a-f]{7})
 $`).MatchString(got) {

@@ -34,7 +34,7 @@ func TestProposalsWithSCM(t *testing.T) {
 	url := newProposingServer(t)
 	file := writeFile(t, t.TempDir(), "flag.yaml", "apiVersion: flags.cup.dev/v1alpha1\nkind: Flag\nmetadata: {name: beta-banner}\nspec: {enabled: true}\n")
 	got := ok(t, url, "apply", "-f", file)
-	if !regexp.MustCompile(`^flags\.flags\.cup\.dev/beta-banner configured\nproposed \S+acme/config\S*/1\n$`).MatchString(got) {
+	if !regexp.MustCompile(`^flags\.flags\.cup\.dev/beta-banner created\nproposed \S+acme/config\S*/1\n$`).MatchString(got) {
 		t.Fatalf("got %q", got)
 	}
 	list := ok(t, url, "proposals")

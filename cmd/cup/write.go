@@ -185,6 +185,9 @@ func (c *cli) applyBatch(ctx context.Context, items []batchItem, w *writeFlags, 
 				return &resourceError{resource: items[i].name(), err: err}
 			}
 		}
+		if len(items) == 1 { // whatever failed, it was about this one
+			return &resourceError{resource: items[0].name(), err: err}
+		}
 		if connect.CodeOf(err) == connect.CodeResourceExhausted {
 			return fmt.Errorf("%s: a batch of %d resources is too much for the server at once; pass --atomic=false to write them one by one, or split the files", errorMessage(err), len(items))
 		}
@@ -208,7 +211,7 @@ func (c *cli) applyBatch(ctx context.Context, items []batchItem, w *writeFlags, 
 			word = "unchanged"
 		case b.delete:
 			word = "deleted" + dry
-		case b.create:
+		case b.create || it.GetCreated():
 			word = "created" + dry
 		default:
 			word = "configured" + dry

@@ -62,7 +62,7 @@ func TestApply(t *testing.T) {
 		url := newServer(t)
 		file := writeFile(t, t.TempDir(), "flags.yaml", twoFlags)
 		lines := strings.Split(strings.TrimSpace(ok(t, url, "apply", "-f", file, "--message", "Add beta-banner")), "\n")
-		if len(lines) != 3 || lines[0] != "flags.flags.cup.dev/beta-banner configured" || lines[1] != "flags.flags.cup.dev/new-checkout unchanged" ||
+		if len(lines) != 3 || lines[0] != "flags.flags.cup.dev/beta-banner created" || lines[1] != "flags.flags.cup.dev/new-checkout unchanged" ||
 			!commitLine.MatchString(lines[2]) {
 			t.Fatalf("got %q", lines)
 		}
@@ -83,7 +83,7 @@ func TestApply(t *testing.T) {
 			t.Fatalf("%+v", r)
 		}
 		r = cup(t, url, strings.Replace(twoFlags, "  namespace: default\n", "", 1), "apply", "-f", "-", "--dry-run", "-n", "staging")
-		if r.code != 0 || r.stdout != "flags.flags.cup.dev/beta-banner configured (dry run)\nflags.flags.cup.dev/new-checkout configured (dry run)\ndry run: 2 files\n" {
+		if r.code != 0 || r.stdout != "flags.flags.cup.dev/beta-banner created (dry run)\nflags.flags.cup.dev/new-checkout configured (dry run)\ndry run: 2 files\n" {
 			t.Fatalf("%+v", r)
 		}
 		fails(t, url, "not found", "get", "flags", "beta-banner", "-n", "staging")
@@ -96,7 +96,7 @@ func TestApply(t *testing.T) {
 		writeFile(t, dir, "b/flag.yml", "apiVersion: flags.cup.dev/v1alpha1\nkind: Flag\nmetadata: {name: dir-flag}\nspec: {enabled: false}\n")
 		writeFile(t, dir, "README.md", "not a resource")
 		got := ok(t, url, "apply", "-f", dir, "--idempotency-key", "dir-apply")
-		if !regexp.MustCompile(`^services\.apps\.cup\.dev/cache configured\nflags\.flags\.cup\.dev/dir-flag configured\ncommitted [0-9a-f]{7}\n$`).MatchString(got) {
+		if !regexp.MustCompile(`^services\.apps\.cup\.dev/cache created\nflags\.flags\.cup\.dev/dir-flag created\ncommitted [0-9a-f]{7}\n$`).MatchString(got) {
 			t.Fatalf("got %q", got)
 		}
 		ok(t, url, "get", "svc", "cache")
@@ -225,7 +225,7 @@ func TestWriteHints(t *testing.T) {
 	ew := connect.NewErrorWriter()
 	url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
-		case cupv1alpha1connect.ResourceServicePutProcedure, cupv1alpha1connect.ResourceServiceDeleteProcedure:
+		case cupv1alpha1connect.ResourceServicePutProcedure, cupv1alpha1connect.ResourceServiceDeleteProcedure, cupv1alpha1connect.ResourceServiceApplyProcedure:
 			_ = ew.Write(w, r, connect.NewError(connect.CodeUnauthenticated, errors.New(noCredentials)))
 			return
 		}
@@ -239,7 +239,8 @@ func TestWriteHints(t *testing.T) {
 		resource string
 		code     int
 	}{
-		{"apply", []string{"apply", "-f", file}, "flags.flags.cup.dev/beta-banner", 1},
+		{"apply", []string{"apply", "-f", file}, "", 1}, // one batch of two: about neither
+		{"apply --atomic=false", []string{"apply", "-f", file, "--atomic=false"}, "flags.flags.cup.dev/beta-banner", 1},
 		{"diff", []string{"diff", "-f", file}, "flags.flags.cup.dev/beta-banner", 2}, // 1 says something differs
 		{"delete", []string{"delete", "flags", "dark-mode"}, "flags.flags.cup.dev/dark-mode", 1},
 	} {
@@ -247,6 +248,9 @@ func TestWriteHints(t *testing.T) {
 			t.Parallel()
 			r := cup(t, url, "", tt.args...)
 			want := "error: " + tt.resource + ": " + noCredentials + "\n" + hint
+			if tt.resource == "" {
+				want = "error: " + noCredentials + "\n" + hint
+			}
 			if r.code != tt.code || r.stdout != "" || r.stderr != want {
 				t.Errorf("exit %d, stdout %q\nstderr: %q\nwant:   %q", r.code, r.stdout, r.stderr, want)
 			}

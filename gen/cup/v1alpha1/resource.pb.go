@@ -1906,7 +1906,9 @@ type ApplyItemResult struct {
 	Outcome WriteOutcome `protobuf:"varint,1,opt,name=outcome,proto3,enum=cup.v1alpha1.WriteOutcome" json:"outcome,omitempty"`
 	// For a put, the resource as stored (or as it would be), with its new
 	// resource_version.
-	Resource      *Resource `protobuf:"bytes,2,opt,name=resource,proto3" json:"resource,omitempty"`
+	Resource *Resource `protobuf:"bytes,2,opt,name=resource,proto3" json:"resource,omitempty"`
+	// The put made a resource that was not there (or would, on a dry run).
+	Created       bool `protobuf:"varint,3,opt,name=created,proto3" json:"created,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1953,6 +1955,13 @@ func (x *ApplyItemResult) GetResource() *Resource {
 		return x.Resource
 	}
 	return nil
+}
+
+func (x *ApplyItemResult) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
 }
 
 // PatchRequest changes part of a resource.
@@ -3464,10 +3473,11 @@ const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"\x10ignore_not_found\x18\a \x01(\bR\x0eignoreNotFound\"w\n" +
 	"\rApplyResponse\x121\n" +
 	"\x06result\x18\x01 \x01(\v2\x19.cup.v1alpha1.WriteResultR\x06result\x123\n" +
-	"\x05items\x18\x02 \x03(\v2\x1d.cup.v1alpha1.ApplyItemResultR\x05items\"{\n" +
+	"\x05items\x18\x02 \x03(\v2\x1d.cup.v1alpha1.ApplyItemResultR\x05items\"\x95\x01\n" +
 	"\x0fApplyItemResult\x124\n" +
 	"\aoutcome\x18\x01 \x01(\x0e2\x1a.cup.v1alpha1.WriteOutcomeR\aoutcome\x122\n" +
-	"\bresource\x18\x02 \x01(\v2\x16.cup.v1alpha1.ResourceR\bresource\"\xdb\a\n" +
+	"\bresource\x18\x02 \x01(\v2\x16.cup.v1alpha1.ResourceR\bresource\x12\x18\n" +
+	"\acreated\x18\x03 \x01(\bR\acreated\"\xdb\a\n" +
 	"\fPatchRequest\x12c\n" +
 	"\x05group\x18\x01 \x01(\tBM\xbaHJrH\x10\x01\x18\xfd\x012A^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$R\x05group\x12D\n" +
 	"\aversion\x18\x02 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\aversion\x12B\n" +

@@ -954,6 +954,13 @@ export declare type ApplyItemResult = Message<"cup.v1alpha1.ApplyItemResult"> & 
    * @generated from field: cup.v1alpha1.Resource resource = 2;
    */
   resource?: Resource | undefined;
+
+  /**
+   * The put made a resource that was not there (or would, on a dry run).
+   *
+   * @generated from field: bool created = 3;
+   */
+  created: boolean;
 };
 
 /**
