@@ -68,6 +68,11 @@ func TestOpenAPIDiscoveryAndCaching(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("paths = %v, want %v", got, want)
 	}
+	var index struct{ Links []struct{ Rel, Href string } }
+	if err := json.Unmarshal(f.do(t, "GET", "/", "", "Accept", "application/json").body, &index); err != nil ||
+		!slices.Contains(index.Links, struct{ Rel, Href string }{"openapi", "/openapi/v3"}) {
+		t.Errorf("the index does not link /openapi/v3: %+v %v", index, err)
+	}
 	r := f.do(t, "GET", "/openapi/v3", "")
 	etag := r.header.Get("Etag")
 	if r.header.Get("Cache-Control") != "no-cache" || len(etag) != 130 {
