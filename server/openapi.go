@@ -122,15 +122,16 @@ func (o *openapiDocs) restDocument(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	hash := r.URL.Query().Get("hash")
+	if hash != "" && hash != d.hash {
+		// As Kubernetes answers a hash that is not the current one.
+		http.Redirect(w, r, openapiURL(group, version, d.hash), http.StatusMovedPermanently)
+		return
+	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Etag", `"`+d.hash+`"`)
-	if hash := r.URL.Query().Get("hash"); hash != "" {
-		if hash != d.hash {
-			// As Kubernetes answers a hash that is not the current one.
-			http.Redirect(w, r, openapiURL(group, version, d.hash), http.StatusMovedPermanently)
-			return
-		}
+	if hash != "" {
 		scope := "public"
 		if s.cfg.authz != nil {
 			scope = "private"
