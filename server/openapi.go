@@ -70,7 +70,7 @@ func (s *Server) routeOpenAPI(mux *http.ServeMux) {
 	o := &openapiDocs{s: s, ops: probeOperations(mux), cache: lru.New[*openapiDoc](openapiCacheBytes)}
 	mux.Handle("GET "+openapiPath, s.rest(o.restDiscovery))
 	mux.Handle("GET "+openapiGVPath, s.rest(o.restDocument, "hash"))
-	mux.Handle(openapiPath+"/", s.restCall(s.restOpenAPINoRoute))
+	mux.Handle("/openapi/", s.restCall(s.restOpenAPINoRoute))
 }
 
 func (s *Server) restOpenAPINoRoute(w http.ResponseWriter, r *http.Request) {

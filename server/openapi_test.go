@@ -130,6 +130,7 @@ func TestOpenAPIRefusals(t *testing.T) {
 		{"/openapi/v3/apis/nope.example.com/v1", 404, "not_found", "no OpenAPI document for apis/nope.example.com/v1"},
 		{"/openapi/v3/apis/flags.cup.dev/v9", 404, "not_found", "GET /openapi/v3 lists the documents"},
 		{"/openapi/v3/api/v1", 404, "not_found", "GET /openapi/v3 lists them"},
+		{"/openapi/v2", 404, "not_found", "no OpenAPI document at GET /openapi/v2"},
 		{"/openapi/v3?hash=1", 400, "invalid_argument", "hash: unknown query parameter: GET /openapi/v3 takes none"},
 		{"/openapi/v3/apis/flags.cup.dev/v1alpha1?hsah=1", 400, "invalid_argument", "hsah: unknown query parameter: GET /openapi/v3/apis/{group}/{version} takes hash"},
 		{"/openapi/v3/apis/flags.cup.dev/v1alpha1?hash=1&hash=2", 400, "invalid_argument", "hash: given 2 times"},
