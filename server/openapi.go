@@ -54,9 +54,9 @@ type openapiDoc struct {
 	hash string // upper-case hex SHA-512 of json
 }
 
-// openapiDocs builds and memoises the documents. Definitions never change
-// in a Server's life, so a document depends only on the types it
-// describes: the key names them.
+// openapiDocs builds and memoises the documents. A document depends only
+// on the types it describes (their definitions, which do not change in a
+// Server's life, and the routes): the key names them.
 type openapiDocs struct {
 	s      *Server
 	ops    []restOperation // as the mux serves them
@@ -175,9 +175,11 @@ func (o *openapiDocs) document(ctx context.Context, group, version string) (*ope
 			truncate(group, 253), truncate(version, 63), openapiPath))
 	}
 	slices.SortFunc(types, func(a, b *Type) int { return strings.Compare(a.Plural, b.Plural) })
+	// The key names each type's definition by its *Type as well: a
+	// definition loaded again would be a new one, and build anew.
 	key := group + "/" + version
 	for _, t := range types {
-		key += " " + t.Plural
+		key += fmt.Sprintf(" %s@%p", t.Plural, t)
 	}
 	if d, ok := o.cache.Get(key); ok {
 		return d, nil
