@@ -396,15 +396,23 @@ func (s *Server) restCall(h http.HandlerFunc) http.Handler {
 // given once: any other query is refused with InvalidArgument naming the
 // parameter, before anything else is done. A parameter a caller misspells
 // would otherwise be ignored, and the request would do something other
-// than what they asked.
-func (s *Server) rest(h http.HandlerFunc, allowed ...string) http.Handler {
-	return s.restCall(func(w http.ResponseWriter, r *http.Request) {
+// than what they asked. The route it returns tells its parameters, which
+// the OpenAPI documents list (openapi.go).
+func (s *Server) rest(h http.HandlerFunc, allowed ...string) restRoute {
+	return restRoute{s.restCall(func(w http.ResponseWriter, r *http.Request) {
 		if err := queryAllowed(r, allowed); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
 		h(w, r)
-	})
+	}), allowed}
+}
+
+// restRoute is a route of the REST form and the query parameters it
+// takes.
+type restRoute struct {
+	http.Handler
+	params []string
 }
 
 // errMethodNotAllowed is the failure logged for a REST call with a

@@ -132,6 +132,24 @@ func TestCallsAreCountedAndTraced(t *testing.T) {
 			procedure: "/apis/", form: "rest", code: "unimplemented",
 		},
 		{
+			name: "REST OpenAPI document",
+			call: func(t *testing.T, f *callsFixture) {
+				if code, body := f.rest(http.MethodGet, "/openapi/v3/apis/test.cup.dev/v1", ""); code != http.StatusOK {
+					t.Fatalf("GET: %d %s", code, body)
+				}
+			},
+			procedure: "GET /openapi/v3/apis/{group}/{version}", form: "rest", code: "ok",
+		},
+		{
+			name: "REST OpenAPI document of an unknown group",
+			call: func(t *testing.T, f *callsFixture) {
+				if code, body := f.rest(http.MethodGet, "/openapi/v3/apis/nope.cup.dev/v1", ""); code != http.StatusNotFound {
+					t.Fatalf("GET: %d %s", code, body)
+				}
+			},
+			procedure: "GET /openapi/v3/apis/{group}/{version}", form: "rest", code: "not_found",
+		},
+		{
 			name: "Connect list",
 			call: func(t *testing.T, f *callsFixture) {
 				_, err := f.client().List(t.Context(), connect.NewRequest(&cupv1alpha1.ListRequest{

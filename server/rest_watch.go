@@ -56,16 +56,25 @@ const (
 func (s *Server) routeWatch(mux *http.ServeMux, list http.HandlerFunc, listParams []string) {
 	lists, watches := s.rest(list, listParams...), s.rest(s.restWatch, watchParams...)
 	for path, watch := range map[string]string{collectionPath: watchPattern, allNamespacesPath: watchAllPattern} {
-		mux.HandleFunc("GET "+path, func(w http.ResponseWriter, r *http.Request) {
-			if isWatch(r) {
-				r.Pattern = watch
-				watches.ServeHTTP(w, r)
-				return
-			}
-			lists.ServeHTTP(w, r)
-		})
+		mux.Handle("GET "+path, listOrWatch{list: lists, watch: watches, pattern: watch})
 	}
 	mux.Handle("GET "+historyPath, s.rest(s.restHistory, "until", "since", "limit", "continue"))
+}
+
+// listOrWatch serves a list, or with watch=true a watch, whose calls
+// carry the procedure label of pattern.
+type listOrWatch struct {
+	list, watch restRoute
+	pattern     string
+}
+
+func (lw listOrWatch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if isWatch(r) {
+		r.Pattern = lw.pattern
+		lw.watch.ServeHTTP(w, r)
+		return
+	}
+	lw.list.ServeHTTP(w, r)
 }
 
 func (s *Server) restWatch(w http.ResponseWriter, r *http.Request) {

@@ -256,6 +256,7 @@ func (s *Server) Handler() http.Handler {
 	api.Handle(grpcreflect.NewHandlerV1(reflector))
 	api.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
 	s.routeREST(api)
+	s.routeOpenAPI(api) // after routeREST: it reads its routes
 	s.routeSurface(api)
 
 	mux := http.NewServeMux()

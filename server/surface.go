@@ -186,7 +186,7 @@ type indexType struct {
 
 // indexLink points from the index to another resource.
 type indexLink struct {
-	// Rel is what the link is: "apis", "version", "health", "ready",
+	// Rel is what the link is: "apis", "openapi", "version", "health", "ready",
 	// "docs", and "ui" once a UI is served.
 	Rel  string `json:"rel"`
 	Href string `json:"href"`
@@ -200,6 +200,7 @@ func (s *Server) indexOf() index {
 		Types: []indexType{},
 		Links: []indexLink{
 			{Rel: "apis", Href: "/apis"},
+			{Rel: "openapi", Href: openapiPath},
 			{Rel: "version", Href: "/version"},
 			{Rel: "health", Href: "/healthz"},
 			{Rel: "ready", Href: "/readyz"},
@@ -259,6 +260,7 @@ var indexPage = template.Must(template.New("index").Parse(`<!doctype html>
 <h2>Links</h2>
 <ul>
 <li><a href="/apis">/apis</a>: the served types and their schemas</li>
+<li><a href="/openapi/v3">/openapi/v3</a>: OpenAPI v3 documents of the REST form, one per group/version</li>
 <li><a href="/version">/version</a>: this build, {{.Build}}</li>
 <li><a href="/healthz">/healthz</a> and <a href="/readyz">/readyz</a>: health</li>
 <li><a href="` + DocsURL + `">Documentation</a></li>

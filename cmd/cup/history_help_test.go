@@ -78,4 +78,8 @@ roleRef: {kind: ClusterRole, name: admin}
 	if m := historyRow.FindStringSubmatch(strings.Split(got, "\n")[1]); m == nil || m[4] != "carol" || m[5] != "modified" {
 		t.Fatalf("got %q", got)
 	}
+	// explain reads the OpenAPI document with the token too.
+	if got := ok(t, url, "--token", token, "explain", "flags.spec.rollout"); !strings.Contains(got, "maximum: 100") {
+		t.Errorf("explain as carol:\n%s", got)
+	}
 }

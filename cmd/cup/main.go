@@ -142,6 +142,10 @@ type connection struct {
 	// certAsked is set when a server asks for a client certificate.
 	certAsked *atomic.Bool
 	http      *http.Client
+	// server is the server's base URL, and token its bearer token, if
+	// any, for calls of the REST form.
+	server    string
+	token     *bearer
 	resources cupv1alpha1connect.ResourceServiceClient
 	discovery cupv1alpha1connect.DiscoveryServiceClient
 	proposals cupv1alpha1connect.ProposalServiceClient
@@ -229,8 +233,10 @@ func (c *cli) connect() (*connection, error) {
 	if s.protocol == "grpc" {
 		opts = append(opts, connect.WithGRPC())
 	}
+	var token *bearer
 	if s.token != "" || s.tokenFile != "" {
-		opts = append(opts, connect.WithInterceptors(bearer{token: s.token, file: s.tokenFile}.interceptor()))
+		token = &bearer{token: s.token, file: s.tokenFile}
+		opts = append(opts, connect.WithInterceptors(token.interceptor()))
 	}
 	c.conn = &connection{
 		namespace:   s.namespace,
@@ -238,6 +244,8 @@ func (c *cli) connect() (*connection, error) {
 		clientCert:  s.tls.clientCertificate != "",
 		certAsked:   asked,
 		http:        hc,
+		server:      server,
+		token:       token,
 		resources:   cupv1alpha1connect.NewResourceServiceClient(hc, server, opts...),
 		discovery:   cupv1alpha1connect.NewDiscoveryServiceClient(hc, server, opts...),
 		proposals:   cupv1alpha1connect.NewProposalServiceClient(hc, server, opts...),
