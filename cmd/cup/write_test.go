@@ -203,7 +203,7 @@ func TestChangeSet(t *testing.T) {
 		t.Fatalf("branch %q", branch)
 	}
 	second := writeFile(t, t.TempDir(), "svc.json", `{"apiVersion": "apps.cup.dev/v1alpha1", "kind": "Service", "metadata": {"name": "cache"}, "spec": {"image": "redis:7", "replicas": 1}}`)
-	if got := ok(t, url, "apply", "-f", second, "--change-set", branch); !strings.HasPrefix(got, "services.apps.cup.dev/cache committed ") {
+	if got := ok(t, url, "apply", "-f", second, "--change-set", branch); !strings.HasPrefix(got, "services.apps.cup.dev/cache created\ncommitted ") {
 		t.Fatalf("got %q", got)
 	}
 	for _, name := range []string{"flags/beta-banner", "services/cache"} {
