@@ -213,8 +213,8 @@ type watchPrinter struct {
 
 	table       *rowPrinter
 	spec        *tableSpec // the table's columns
-	header      bool // the table's header is printed
-	docs        int  // YAML documents printed
+	header      bool       // the table's header is printed
+	docs        int        // YAML documents printed
 	initialDone bool
 	initial     []*cupv1alpha1.WatchResponse // the state, until its end
 	resume      string                       // the last event's resume revision
