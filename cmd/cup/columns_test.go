@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -85,7 +86,7 @@ $`)
 			{".spec.variants[0].weight", "plain small big-2 big-1"},
 			{"{.spec.variants[0].weight}", "plain small big-2 big-1"},
 			{".spec.rollout", "plain big-1 small big-2"}, // 5 < 50 < 100, not as text
-			{"spec.enabled", "big-2 plain big-1 small"}, // false first; stable
+			{"spec.enabled", "big-2 plain big-1 small"},  // false first; stable
 			{".metadata.name", "big-1 big-2 plain small"},
 		} {
 			got := ok(t, url, "get", "flags", "-n", "sorting", "--sort-by", tc.path, "-o", "jsonpath={.items[*].metadata.name}")
@@ -203,5 +204,27 @@ func TestGetAll(t *testing.T) {
 	r = cup(t, url, "", "get", "all", "-n", "empty")
 	if r.code != 0 || r.stdout != "" || r.stderr != "No resources found in namespace empty.\n" {
 		t.Fatalf("empty: %+v", r)
+	}
+}
+
+// TestGetAgeBound: past maxAgeRows rows, AGE is <unknown>, and a warning
+// says why.
+func TestGetAgeBound(t *testing.T) {
+	t.Parallel()
+	url := newServer(t)
+	var docs strings.Builder
+	for i := range maxAgeRows - 2 { // the demo's 3 make maxAgeRows+1
+		fmt.Fprintf(&docs, "---\napiVersion: flags.cup.dev/v1alpha1\nkind: Flag\nmetadata: {name: f%03d}\nspec: {enabled: true}\n", i)
+	}
+	if r := cup(t, url, docs.String(), "apply", "-f", "-"); r.code != 0 {
+		t.Fatalf("apply: %+v", r)
+	}
+	r := cup(t, url, "", "get", "flags")
+	if r.code != 0 || strings.Count(r.stdout, "<unknown>\n") != maxAgeRows+1 || !strings.Contains(r.stderr, "Warning: AGE is <unknown>: it is found for at most 100 rows") {
+		t.Fatalf("%d rows: %+v", maxAgeRows+1, r)
+	}
+	r = cup(t, url, "", "get", "flags", "--field-selector", "metadata.name!=f000")
+	if r.code != 0 || strings.Contains(r.stdout, "<unknown>") || r.stderr != "" {
+		t.Fatalf("%d rows: %+v", maxAgeRows, r)
 	}
 }

@@ -25,7 +25,7 @@ func (c *cli) newGetCommand() *cobra.Command {
 		tf                                        tableFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "get TYPE [NAME...] | TYPE/NAME... | namespaces",
+		Use:   "get TYPE [NAME...] | TYPE/NAME... | namespaces | all",
 		Short: "Print resources",
 		Long: `Print one resource, several, or every resource of a type in the namespace
 (in every namespace with --all-namespaces, -A).
@@ -34,12 +34,32 @@ TYPE is a plural, singular, kind or short name (case-insensitive), or
 plural.group where several types share a name (see cup api-resources).
 
 Output formats (-o):
-  table  NAME and RESOURCE VERSION (its first 7 characters), the default;
-         NAME is plural.group/name when TYPE/NAME arguments name several types
-  wide   NAME, RESOURCE VERSION, NAMESPACE and LABELS (key=value, sorted)
+  table  NAME, the type's printer columns (its definition's
+         additionalPrinterColumns of priority 0) and AGE, the default
+  wide   also the printer columns of higher priority, RESOURCE VERSION (its
+         first 7 characters), NAMESPACE and LABELS (key=value, sorted)
   json   the resource's file form; several as {"apiVersion": "v1", "kind": "List", "items": [...]}
   yaml   the same as YAML
   name   plural.group/name
+  jsonpath=TEMPLATE, jsonpath-file=FILE
+         kubectl's JSONPath template, on the resource or the List as json
+         prints it: -o jsonpath='{.items[*].metadata.name}'
+  custom-columns=HEADER:JSONPATH,...
+         a table of those columns: -o custom-columns=NAME:.metadata.name,ROLLOUT:.spec.rollout
+
+AGE is how long ago the commit that last changed the resource was made,
+as kubectl writes it (5s, 3m, 2h, 4d, 2y5d): cup asks the server for each
+row's latest history entry, so a list of more than 100 rows shows
+<unknown> (narrow it with -l or --field-selector). Several types print a
+table each, names as plural.group/name. --show-labels adds LABELS, -L a
+column per label key; --sort-by sorts by a JSONPath (.spec.rollout,
+.metadata.name): numbers numerically and exactly, strings bytewise,
+resources without the field first. --field-selector selects by
+metadata.name and metadata.namespace (=, ==, !=), on the server.
+
+cup get all prints every type that has resources in the namespace (or
+with -A in every namespace), a table each; a type that cannot be listed
+is a warning and the rest print.
 
 A resource named (TYPE NAME, TYPE/NAME) whose type is a reconciler's
 primary has its status in json and yaml: {"conditions": [...]} beside its
@@ -64,7 +84,8 @@ refuses) and warns of them on stderr, as kubectl prints warnings: the first
 what is wrong with it.
 
 --watch (-w) prints the resources, then each change as it is committed,
-until interrupted: a row per change (a deleted resource's row too), or
+until interrupted: a row per change (a deleted resource's row too, with
+the table's columns but RESOURCE VERSION in place of AGE), or
 with -o json or yaml each changed resource (with --output-watch-events, as
 {"type": "ADDED|MODIFIED|DELETED", "object": {...}}: JSON one event a line,
 YAML documents separated by ---). With a NAME, only that resource's
@@ -79,6 +100,12 @@ the server closes for falling behind is resumed where it was cut.`,
   cup get flag/new-checkout flag/dark-mode -n staging
   cup get flags -l 'team in (payments,web)' -o wide
   cup get flags -A
+  cup get flags -o wide --show-labels -L team
+  cup get flags --sort-by .spec.rollout
+  cup get flags -o jsonpath='{range .items[*]}{.metadata.name}{"\t"}{.spec.rollout}{"\n"}{end}'
+  cup get flags -o custom-columns=NAME:.metadata.name,ROLLOUT:.spec.rollout
+  cup get flags -A --field-selector metadata.name=new-checkout,metadata.namespace!=staging
+  cup get all -n staging
   cup get namespaces
   cup get flags --problems
   cup get flags -w
