@@ -184,3 +184,33 @@ func TestWatchFieldSelector(t *testing.T) {
 		}
 	}
 }
+
+// TestListFieldSelectorByName: a list by name reads that resource alone:
+// a file of the namespace that does not decode, which a listing warns
+// of, goes unread.
+func TestListFieldSelectorByName(t *testing.T) {
+	t.Parallel()
+	srv := servertest.Start(t)
+	if _, err := srv.Repo.Commit("main", map[string][]byte{"flags/default/broken.yaml": []byte("spec: [\n")}, "a broken file\n"); err != nil {
+		t.Fatal(err)
+	}
+	rs := srv.Clients(servertest.Protocols[0]).Resources
+	list := func(fields string) *cupv1alpha1.ListResponse {
+		res, err := rs.List(t.Context(), connect.NewRequest(&cupv1alpha1.ListRequest{Group: "flags.cup.dev", Version: "v1alpha1", Plural: "flags",
+			Namespace: "default", FieldSelector: fields}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Msg
+	}
+	if all := list("metadata.name!=x"); len(all.GetWarnings()) != 1 || len(all.GetItems()) != 3 {
+		t.Fatalf("a listing: %d warnings, %d items; want the broken file's warning and 3 items", len(all.GetWarnings()), len(all.GetItems()))
+	}
+	if one := list("metadata.name=dark-mode"); len(one.GetWarnings()) != 0 || len(one.GetItems()) != 1 || one.GetItems()[0].GetMetadata().GetName() != "dark-mode" {
+		t.Fatalf("by name: %v", one)
+	}
+	// The broken file itself, by name: a warning, as a listing gives it.
+	if broken := list("metadata.name=broken"); len(broken.GetWarnings()) != 1 || len(broken.GetItems()) != 0 {
+		t.Fatalf("the broken file by name: %v", broken)
+	}
+}

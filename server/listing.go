@@ -275,8 +275,9 @@ func safeCall(fn func(int) error, i int) (err error) {
 
 // selectEntries is listEntries for a listing by sel: when its field
 // selector names one resource (metadata.name=x), only that resource is
-// read, memoised as a Get is; the listing then has no problems, which
-// belong to the files it does not read.
+// read, memoised as a Get is; the listing then has no problems but that
+// resource's own (a file that does not decode is a warning, as in a
+// listing), since the others belong to files it does not read.
 func (s *Server) selectEntries(ctx context.Context, t *Type, snap *source.Snapshot, namespace string, sel filter) (*listing, error) {
 	if sel.name == "" {
 		return s.listEntries(ctx, t, snap, namespace)
@@ -288,6 +289,9 @@ func (s *Server) selectEntries(ctx context.Context, t *Type, snap *source.Snapsh
 	e, err := s.getEntry(ctx, t, snap, namespace, sel.name)
 	switch {
 	case errors.Is(err, controller.ErrNotFound):
+		return l, nil
+	case errors.Is(err, controller.ErrMalformed):
+		l.addProblem(problemOf("", err))
 		return l, nil
 	case err != nil:
 		return nil, err
