@@ -45,7 +45,7 @@ func (h *resourceService) Get(ctx context.Context, req *connect.Request[cupv1alp
 func (h *resourceService) List(ctx context.Context, req *connect.Request[cupv1alpha1.ListRequest]) (*connect.Response[cupv1alpha1.ListResponse], error) {
 	m := req.Msg
 	p, err := h.s.list(ctx, ref{m.Group, m.Version, m.Plural, m.Namespace, ""}, listQuery{
-		revision: m.Revision, labelSelector: m.LabelSelector, pageToken: m.PageToken,
+		revision: m.Revision, labelSelector: m.LabelSelector, fieldSelector: m.FieldSelector, pageToken: m.PageToken,
 		pageSize: int(m.PageSize), problems: m.Problems,
 	})
 	if err != nil {
@@ -211,7 +211,7 @@ func (e *entry) proto() (*cupv1alpha1.Resource, error) {
 
 func (h *resourceService) Watch(ctx context.Context, req *connect.Request[cupv1alpha1.WatchRequest], stream *connect.ServerStream[cupv1alpha1.WatchResponse]) error {
 	m := req.Msg
-	q := watchQuery{labelSelector: m.LabelSelector, revision: m.Revision, bookmarks: m.AllowBookmarks}
+	q := watchQuery{labelSelector: m.LabelSelector, fieldSelector: m.FieldSelector, revision: m.Revision, bookmarks: m.AllowBookmarks}
 	if m.SendInitialEvents != nil {
 		v := *m.SendInitialEvents
 		q.sendInitial = &v

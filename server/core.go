@@ -11,7 +11,6 @@ import (
 	"hash/fnv"
 
 	"github.com/cup-dev/cup/controller"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/cup-dev/cup/auth"
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
@@ -39,8 +38,8 @@ func (r ref) attributes(verb string) auth.Attributes {
 
 // listQuery is what a list asks of the resources of a ref.
 type listQuery struct {
-	revision, labelSelector, pageToken string
-	pageSize                           int
+	revision, labelSelector, fieldSelector, pageToken string
+	pageSize                                          int
 	// problems asks for the listing's problems instead of its resources.
 	problems bool
 }
@@ -106,9 +105,11 @@ type pageToken struct {
 	Query     uint64 `json:"q"`
 }
 
-func queryHash(at ref, labelSelector string) uint64 {
+// queryHash identifies a query of at by its parts (its selectors), so
+// that a page token is refused by another query.
+func queryHash(at ref, parts ...string) uint64 {
 	h := fnv.New64a()
-	for _, s := range []string{at.group, at.version, at.plural, at.namespace, labelSelector} {
+	for _, s := range append([]string{at.group, at.version, at.plural, at.namespace}, parts...) {
 		_, _ = h.Write([]byte(s))
 		_, _ = h.Write([]byte{0})
 	}
@@ -135,9 +136,9 @@ func (s *Server) list(ctx context.Context, at ref, q listQuery) (*page, error) {
 	if err != nil {
 		return nil, err
 	}
-	sel, err := labels.Parse(q.labelSelector)
+	sel, err := parseFilter(q.labelSelector, q.fieldSelector)
 	if err != nil {
-		return nil, fieldError("label_selector", "%v", err)
+		return nil, err
 	}
 	limit := q.pageSize
 	if m := s.cfg.maxListPage; m > 0 {
@@ -151,7 +152,7 @@ func (s *Server) list(ctx context.Context, at ref, q listQuery) (*page, error) {
 	rev, after := q.revision, position{}
 	if q.pageToken != "" {
 		tok, err := decodeToken(q.pageToken)
-		if err != nil || tok.Query != queryHash(at, q.labelSelector) || (tok.Namespace == "") != (at.namespace != "") {
+		if err != nil || tok.Query != queryHash(at, q.labelSelector, q.fieldSelector) || (tok.Namespace == "") != (at.namespace != "") {
 			return nil, fieldError("page_token", "not a page token of this listing: start again without it")
 		}
 		rev, after = tok.Commit, position{tok.Namespace, tok.After}
@@ -163,7 +164,12 @@ func (s *Server) list(ctx context.Context, at ref, q listQuery) (*page, error) {
 	if at.namespace == "" {
 		return s.listAcross(ctx, t, snap, at, q, sel, limit, after)
 	}
-	l, err := s.listEntries(ctx, t, snap, at.namespace)
+	var l *listing
+	if q.problems {
+		l, err = s.listEntries(ctx, t, snap, at.namespace)
+	} else {
+		l, err = s.selectEntries(ctx, t, snap, at.namespace, sel)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -181,8 +187,8 @@ func (s *Server) list(ctx context.Context, at ref, q listQuery) (*page, error) {
 		p.warnings = l.problems[:min(len(l.problems), maxWarnings)]
 		p.more = len(l.problems) - len(p.warnings)
 	}
-	if fillPage(p, l.items, after.name, sel, limit) {
-		p.next = encodeToken(pageToken{Commit: snap.Commit, After: p.items[len(p.items)-1].name, Query: queryHash(at, q.labelSelector)})
+	if fillPage(p, l.items, at.namespace, after.name, sel, limit) {
+		p.next = encodeToken(pageToken{Commit: snap.Commit, After: p.items[len(p.items)-1].name, Query: queryHash(at, q.labelSelector, q.fieldSelector)})
 	}
 	return p, nil
 }

@@ -281,8 +281,9 @@ func (s *Server) namespacesAt(ctx context.Context, t *Type, snap *source.Snapsho
 }
 
 // initialEvents returns t's resources in namespace ("" for all) at snap,
-// as events that add them.
-func (s *Server) initialEvents(ctx context.Context, t *Type, namespace string, snap *source.Snapshot) ([]rawEvent, error) {
+// as events that add them: all of them, or only those sel may select
+// (with a name in its field selector, only that resource is read).
+func (s *Server) initialEvents(ctx context.Context, t *Type, namespace string, snap *source.Snapshot, sel filter) ([]rawEvent, error) {
 	namespaces := []string{namespace}
 	if namespace == "" {
 		var err error
@@ -292,7 +293,10 @@ func (s *Server) initialEvents(ctx context.Context, t *Type, namespace string, s
 	}
 	var evs []rawEvent
 	for _, ns := range namespaces {
-		l, err := s.listEntries(ctx, t, snap, ns)
+		if !sel.inNamespace(ns) {
+			continue
+		}
+		l, err := s.selectEntries(ctx, t, snap, ns, sel)
 		if err != nil {
 			return nil, err
 		}

@@ -21,11 +21,23 @@ import (
 // written once per test binary with git fast-import.
 var longHistory = sync.OnceValues(func() (string, error) {
 	const commits, touching = 10_000, 50
-	dir, err := os.MkdirTemp("", "cup-history-bench-")
+	return benchHistory("cup-history-bench-", 100, commits, func(i int) int {
+		if i%(commits/touching) == 0 {
+			return 0
+		}
+		return 1 + i%99
+	})
+})
+
+// benchHistory writes benchrepo's n items into a new directory named
+// with prefix, then commits commits on main, the i-th changing item
+// item(i), with git fast-import, and returns the directory.
+func benchHistory(prefix string, n, commits int, item func(i int) int) (string, error) {
+	dir, err := os.MkdirTemp("", prefix)
 	if err != nil {
 		return "", err
 	}
-	if _, err := benchrepo.Generate(dir, 100, benchrepo.Flat); err != nil {
+	if _, err := benchrepo.Generate(dir, n, benchrepo.Flat); err != nil {
 		return "", err
 	}
 	repo := filepath.Join(dir, "repo.git")
@@ -35,10 +47,7 @@ var longHistory = sync.OnceValues(func() (string, error) {
 	}
 	var in bytes.Buffer
 	for i := range commits {
-		item := 1 + i%99
-		if i%(commits/touching) == 0 {
-			item = 0
-		}
+		item := item(i)
 		data := benchrepo.Item(item, fmt.Sprintf("change %d", i))
 		msg := fmt.Sprintf("change %d of %s", i, benchrepo.Name(item))
 		fmt.Fprintf(&in, "commit refs/heads/main\ncommitter bench <bench@example.com> %d +0000\ndata %d\n%s\n", 1700000000+i, len(msg), msg)
@@ -53,7 +62,7 @@ var longHistory = sync.OnceValues(func() (string, error) {
 		return "", fmt.Errorf("git fast-import: %v: %s", err, out)
 	}
 	return dir, nil
-})
+}
 
 // historyServer serves the long history from disk, with caches as cold as a
 // new cupd's.

@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 
 	"connectrpc.com/connect"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/cup-dev/cup/auth"
 	"github.com/cup-dev/cup/controller"
@@ -274,6 +273,33 @@ func safeCall(fn func(int) error, i int) (err error) {
 	return fn(i)
 }
 
+// selectEntries is listEntries for a listing by sel: when its field
+// selector names one resource (metadata.name=x), only that resource is
+// read, memoised as a Get is; the listing then has no problems but that
+// resource's own (a file that does not decode is a warning, as in a
+// listing), since the others belong to files it does not read.
+func (s *Server) selectEntries(ctx context.Context, t *Type, snap *source.Snapshot, namespace string, sel filter) (*listing, error) {
+	if sel.name == "" {
+		return s.listEntries(ctx, t, snap, namespace)
+	}
+	l := &listing{}
+	if !validName(sel.name) {
+		return l, nil // nothing can have it
+	}
+	e, err := s.getEntry(ctx, t, snap, namespace, sel.name)
+	switch {
+	case errors.Is(err, controller.ErrNotFound):
+		return l, nil
+	case errors.Is(err, controller.ErrMalformed):
+		l.addProblem(problemOf("", err))
+		return l, nil
+	case err != nil:
+		return nil, err
+	}
+	l.add(e)
+	return l, nil
+}
+
 func (l *listing) add(e *entry) {
 	l.items = append(l.items, e)
 	l.bytes += e.size()
@@ -284,13 +310,14 @@ func (l *listing) addProblem(p problem) {
 	l.bytes += int64(len(p.path) + len(p.reason))
 }
 
-// fillPage appends to p the entries of items, sorted by name, named after
-// after that sel selects, until p holds limit (0: no limit). It reports
-// whether p is full while items hold more that sel selects.
-func fillPage(p *page, items []*entry, after string, sel labels.Selector, limit int) (more bool) {
+// fillPage appends to p the entries of items, sorted by name, of
+// namespace, named after after, that sel selects, until p holds limit (0:
+// no limit). It reports whether p is full while items hold more that sel
+// selects.
+func fillPage(p *page, items []*entry, namespace, after string, sel filter, limit int) (more bool) {
 	start := sort.Search(len(items), func(i int) bool { return items[i].name > after })
 	for _, e := range items[start:] {
-		if !sel.Empty() && !sel.Matches(e.labels) {
+		if !sel.matches(namespace, e) {
 			continue
 		}
 		if limit > 0 && len(p.items) == limit {
@@ -339,7 +366,7 @@ func (s *Server) listableIn(ctx context.Context, t *Type, namespace string) bool
 // listing's first page has only its own namespaces' (a listing of one
 // namespace has them all on its first page). With q.problems the page
 // holds the problems of every namespace and no resources.
-func (s *Server) listAcross(ctx context.Context, t *Type, snap *source.Snapshot, at ref, q listQuery, sel labels.Selector, limit int, after position) (*page, error) {
+func (s *Server) listAcross(ctx context.Context, t *Type, snap *source.Snapshot, at ref, q listQuery, sel filter, limit int, after position) (*page, error) {
 	namespaces, err := s.namespacesOf(ctx, t, snap)
 	if err != nil {
 		return nil, err
@@ -355,10 +382,10 @@ func (s *Server) listAcross(ctx context.Context, t *Type, snap *source.Snapshot,
 	var started []start // the namespaces this page starts, in order
 	last := ""          // the namespace of the page's last resource
 	for _, ns := range namespaces[sort.SearchStrings(namespaces, after.namespace):] {
-		if !s.listableIn(ctx, t, ns) {
+		if !sel.inNamespace(ns) || !s.listableIn(ctx, t, ns) {
 			continue
 		}
-		l, err := s.listEntries(ctx, t, snap, ns)
+		l, err := s.selectEntries(ctx, t, snap, ns, sel)
 		if err != nil {
 			return nil, err
 		}
@@ -369,12 +396,12 @@ func (s *Server) listAcross(ctx context.Context, t *Type, snap *source.Snapshot,
 			started = append(started, start{ns, l})
 		}
 		n := len(p.items)
-		more := fillPage(p, l.items, from, sel, limit)
+		more := fillPage(p, l.items, ns, from, sel, limit)
 		if len(p.items) > n {
 			last = ns
 		}
 		if more {
-			p.next = encodeToken(pageToken{Commit: snap.Commit, Namespace: last, After: p.items[len(p.items)-1].name, Query: queryHash(at, q.labelSelector)})
+			p.next = encodeToken(pageToken{Commit: snap.Commit, Namespace: last, After: p.items[len(p.items)-1].name, Query: queryHash(at, q.labelSelector, q.fieldSelector)})
 			break
 		}
 	}

@@ -294,7 +294,7 @@ func TestListAcrossNamespacesREST(t *testing.T) {
 		{allFlagsPath + "?namespace=default", "namespace"},
 		{allFlagsPath + "?limit=two", "limit"},
 		{allFlagsPath + "?continue=xyz", "page_token"},
-		{allFlagsPath + "?labelSelector=team%3D%3D%3D", "label_selector"},
+		{allFlagsPath + "?labelSelector=team%3D%3D%3D", "labelSelector"},
 	} {
 		if r := f.do(t, "GET", tc.path, ""); r.status != http.StatusBadRequest || !strings.Contains(string(r.body), tc.field) {
 			t.Errorf("GET %s: %d %s, want 400 naming %s", tc.path, r.status, r.body, tc.field)

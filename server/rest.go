@@ -60,7 +60,7 @@ func (s *Server) routeREST(mux *http.ServeMux) {
 	write := []string{"revision", "message", "dryRun", "idempotencyKey", "resourceVersion", "changeSet"}
 	mux.Handle("GET /apis", s.rest(s.restDefinitions))
 	mux.Handle("GET /apis/{$}", s.rest(s.restDefinitions))
-	s.routeWatch(mux, s.restList, []string{"revision", "labelSelector", "continue", "limit", "problems"})
+	s.routeWatch(mux, s.restList, []string{"revision", "labelSelector", "fieldSelector", "continue", "limit", "problems"})
 	mux.Handle("GET "+itemPath, s.rest(s.restGet, "revision"))
 	mux.Handle("PUT "+itemPath, s.rest(s.restPut, write...))
 	mux.Handle("POST "+collectionPath, s.rest(s.restCreate, "revision", "message", "dryRun", "idempotencyKey", "changeSet"))
@@ -205,7 +205,7 @@ func (s *Server) restList(w http.ResponseWriter, r *http.Request) {
 	req := &cupv1alpha1.ListRequest{
 		Group: r.PathValue("group"), Version: r.PathValue("version"), Plural: r.PathValue("plural"),
 		Namespace: r.PathValue("namespace"), Revision: q.Get("revision"),
-		LabelSelector: q.Get("labelSelector"), PageToken: q.Get("continue"),
+		LabelSelector: q.Get("labelSelector"), FieldSelector: q.Get("fieldSelector"), PageToken: q.Get("continue"),
 	}
 	var err error
 	if req.PageSize, err = limitParam(q.Get("limit")); err != nil {
@@ -221,7 +221,7 @@ func (s *Server) restList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, err := s.list(r.Context(), restRef(r), listQuery{
-		revision: req.Revision, labelSelector: req.LabelSelector, pageToken: req.PageToken,
+		revision: req.Revision, labelSelector: req.LabelSelector, fieldSelector: req.FieldSelector, pageToken: req.PageToken,
 		pageSize: int(req.PageSize), problems: req.Problems,
 	})
 	if err != nil {
@@ -442,6 +442,7 @@ var restNames = map[string]string{
 	"change_set":       "changeSet",
 	"idempotency_key":  "idempotencyKey",
 	"label_selector":   "labelSelector",
+	"field_selector":   "fieldSelector",
 	"page_size":        "limit",
 	"page_token":       "continue",
 	"next_page_token":  "each page's continue",

@@ -173,7 +173,7 @@ func TestBadInput(t *testing.T) {
 		{"bad label key", "PUT", flagsPath + "/x", `{"metadata": {"labels": {"-bad": "x"}}, "spec": {"enabled": true}}`, 400, "invalid_argument", "labels"},
 		{"bad label value", "PUT", flagsPath + "/x", `{"metadata": {"labels": {"team": "a b"}}, "spec": {"enabled": true}}`, 400, "invalid_argument", "labels"},
 		{"20 MiB body", "PUT", flagsPath + "/x", huge, 429, "resource_exhausted", "limit"},
-		{"bad selector", "GET", flagsPath + "?labelSelector=team+in+(", "", 400, "invalid_argument", "label_selector"},
+		{"bad selector", "GET", flagsPath + "?labelSelector=team+in+(", "", 400, "invalid_argument", "labelSelector"},
 		{"bad limit", "GET", flagsPath + "?limit=ten", "", 400, "invalid_argument", "limit"},
 		{"negative limit", "GET", flagsPath + "?limit=-1", "", 400, "invalid_argument", "limit: -1"},
 		{"forged continue", "GET", flagsPath + "?continue=bm9wZQ", "", 400, "invalid_argument", "page_token"},

@@ -33,12 +33,13 @@ const (
 )
 
 // watchParams are the query parameters of a watch.
-var watchParams = []string{"watch", "resourceVersion", "labelSelector", "allowWatchBookmarks", "sendInitialEvents"}
+var watchParams = []string{"watch", "resourceVersion", "labelSelector", "fieldSelector", "allowWatchBookmarks", "sendInitialEvents"}
 
 // watchNames maps the fields of WatchRequest to the watch's parameters.
 var watchNames = map[string]string{
 	"revision":            "resourceVersion",
 	"label_selector":      "labelSelector",
+	"field_selector":      "fieldSelector",
 	"allow_bookmarks":     "allowWatchBookmarks",
 	"send_initial_events": "sendInitialEvents",
 }
@@ -81,7 +82,7 @@ func (s *Server) restWatch(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	req := &cupv1alpha1.WatchRequest{
 		Group: r.PathValue("group"), Version: r.PathValue("version"), Plural: r.PathValue("plural"),
-		Namespace: r.PathValue("namespace"), Revision: q.Get("resourceVersion"), LabelSelector: q.Get("labelSelector"),
+		Namespace: r.PathValue("namespace"), Revision: q.Get("resourceVersion"), LabelSelector: q.Get("labelSelector"), FieldSelector: q.Get("fieldSelector"),
 	}
 	var err error
 	if req.AllowBookmarks, err = boolParam(q.Get("allowWatchBookmarks"), "allowWatchBookmarks"); err != nil {
@@ -119,7 +120,7 @@ func (s *Server) restWatch(w http.ResponseWriter, r *http.Request) {
 		kind = t.Kind
 	}
 	var line bytes.Buffer
-	qry := watchQuery{labelSelector: req.LabelSelector, revision: req.Revision, sendInitial: req.SendInitialEvents,
+	qry := watchQuery{labelSelector: req.LabelSelector, fieldSelector: req.FieldSelector, revision: req.Revision, sendInitial: req.SendInitialEvents,
 		bookmarks: req.AllowBookmarks, ready: start}
 	err = s.watch(ctx, restRef(r), qry, func(ev *watchEvent) error {
 		start()

@@ -44,6 +44,9 @@ type Type struct {
 	// SchemaTarget is "resource" when Schema describes the whole resource and
 	// "spec" when it describes the spec only.
 	SchemaTarget string
+	// PrinterColumns are the version's additionalPrinterColumns, shown by
+	// discovery (cup get prints them).
+	PrinterColumns []*cupv1alpha1.PrinterColumn
 	// Validate checks a resource, decoded from its JSON file form, against the
 	// schema. Field paths in the violations are relative to the resource, e.g.
 	// "spec.enabled" or "spec.variants[0].key". Nil accepts everything.
@@ -396,7 +399,7 @@ func definitions(types []*Type) ([]*cupv1alpha1.ResourceDefinition, error) {
 			}
 			byName[name] = d
 		}
-		v := &cupv1alpha1.DefinitionVersion{Name: t.Version, SchemaTarget: t.SchemaTarget}
+		v := &cupv1alpha1.DefinitionVersion{Name: t.Version, SchemaTarget: t.SchemaTarget, AdditionalPrinterColumns: t.PrinterColumns}
 		if len(t.Schema) > 0 {
 			st, err := structFromJSON(t.Schema)
 			if err != nil {

@@ -55,6 +55,16 @@ func (s *Server) validateAs(msg any, names map[string]string) error {
 	if l, ok := msg.(*cupv1alpha1.ListRequest); ok && len(vs) == 0 && int(l.GetPageSize()) > s.maxPage() {
 		vs = append(vs, FieldViolation{Field: name("page_size"), Description: s.pageSizeDescription(int64(l.GetPageSize()), name)})
 	}
+	// Selectors are parsed as the call will parse them, so that the REST
+	// form names its parameters (labelSelector, fieldSelector).
+	if len(vs) == 0 {
+		switch r := msg.(type) {
+		case *cupv1alpha1.ListRequest:
+			_, vs = filterOf(r.GetLabelSelector(), r.GetFieldSelector(), name)
+		case *cupv1alpha1.WatchRequest:
+			_, vs = filterOf(r.GetLabelSelector(), r.GetFieldSelector(), name)
+		}
+	}
 	if len(vs) > 0 {
 		return invalidArgument(vs...)
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/cup-dev/cup/auth"
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
@@ -35,7 +34,7 @@ import (
 
 // watchQuery is what a watch asks besides its type and namespace.
 type watchQuery struct {
-	labelSelector string
+	labelSelector, fieldSelector string
 	// revision is where to resume: a commit, or commit.n (WatchResponse.resume_revision).
 	revision string
 	// sendInitial is nil when the request left it unset.
@@ -121,9 +120,9 @@ func (s *Server) watch(ctx context.Context, at ref, q watchQuery, send func(*wat
 	if err != nil {
 		return err
 	}
-	sel, err := labels.Parse(q.labelSelector)
+	sel, err := parseFilter(q.labelSelector, q.fieldSelector)
 	if err != nil {
-		return fieldError("label_selector", "%v", err)
+		return err
 	}
 	h, err := s.historyOf()
 	if err != nil {
@@ -184,7 +183,7 @@ func (s *Server) watch(ctx context.Context, at ref, q watchQuery, send func(*wat
 		if err != nil {
 			return err
 		}
-		if w.initialEvents, err = s.initialEvents(ctx, t, at.namespace, snap); err != nil {
+		if w.initialEvents, err = s.initialEvents(ctx, t, at.namespace, snap, sel); err != nil {
 			return err
 		}
 	}
@@ -207,7 +206,7 @@ type watcher struct {
 	s         *Server
 	t         *Type
 	namespace string
-	sel       labels.Selector
+	sel       filter
 	ctx       context.Context
 	h         source.History
 	bookmarks bool
@@ -424,8 +423,8 @@ func (w *watcher) filter(commit string, evs []rawEvent) []*watchEvent {
 		if !w.allowed(e.namespace) {
 			continue
 		}
-		oldIn := e.old != nil && w.sel.Matches(e.old.labels)
-		newIn := e.new != nil && w.sel.Matches(e.new.labels)
+		oldIn := e.old != nil && w.sel.matches(e.namespace, e.old)
+		newIn := e.new != nil && w.sel.matches(e.namespace, e.new)
 		ev := &watchEvent{commit: commit, entry: e.new}
 		switch {
 		case !oldIn && newIn:

@@ -18,13 +18,14 @@ import (
 
 func (c *cli) newGetCommand() *cobra.Command {
 	var (
-		selector, revision, output string
-		allNamespaces, problems    bool
-		limit                      int32
-		wf                         watchFlags
+		selector, fieldSelector, revision, output string
+		allNamespaces, problems                   bool
+		limit                                     int32
+		wf                                        watchFlags
+		tf                                        tableFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "get TYPE [NAME...] | TYPE/NAME... | namespaces",
+		Use:   "get TYPE [NAME...] | TYPE/NAME... | namespaces | all",
 		Short: "Print resources",
 		Long: `Print one resource, several, or every resource of a type in the namespace
 (in every namespace with --all-namespaces, -A).
@@ -33,12 +34,32 @@ TYPE is a plural, singular, kind or short name (case-insensitive), or
 plural.group where several types share a name (see cup api-resources).
 
 Output formats (-o):
-  table  NAME and RESOURCE VERSION (its first 7 characters), the default;
-         NAME is plural.group/name when TYPE/NAME arguments name several types
-  wide   NAME, RESOURCE VERSION, NAMESPACE and LABELS (key=value, sorted)
+  table  NAME, the type's printer columns (its definition's
+         additionalPrinterColumns of priority 0) and AGE, the default
+  wide   also the printer columns of higher priority, RESOURCE VERSION (its
+         first 7 characters), NAMESPACE and LABELS (key=value, sorted)
   json   the resource's file form; several as {"apiVersion": "v1", "kind": "List", "items": [...]}
   yaml   the same as YAML
   name   plural.group/name
+  jsonpath=TEMPLATE, jsonpath-file=FILE
+         kubectl's JSONPath template, on the resource or the List as json
+         prints it: -o jsonpath='{.items[*].metadata.name}'
+  custom-columns=HEADER:JSONPATH,...
+         a table of those columns: -o custom-columns=NAME:.metadata.name,ROLLOUT:.spec.rollout
+
+AGE is how long ago the commit that last changed the resource was made,
+as kubectl writes it (5s, 3m, 2h, 4d, 2y5d): cup asks the server for each
+row's latest history entry, so a list of more than 100 rows shows
+<unknown> (narrow it with -l or --field-selector). Several types print a
+table each, names as plural.group/name. --show-labels adds LABELS, -L a
+column per label key; --sort-by sorts by a JSONPath (.spec.rollout,
+.metadata.name): numbers numerically and exactly, strings bytewise,
+resources without the field first. --field-selector selects by
+metadata.name and metadata.namespace (=, ==, !=), on the server.
+
+cup get all prints every type that has resources in the namespace (or
+with -A in every namespace), a table each; a type that cannot be listed
+is a warning and the rest print.
 
 A resource named (TYPE NAME, TYPE/NAME) whose type is a reconciler's
 primary has its status in json and yaml: {"conditions": [...]} beside its
@@ -63,7 +84,8 @@ refuses) and warns of them on stderr, as kubectl prints warnings: the first
 what is wrong with it.
 
 --watch (-w) prints the resources, then each change as it is committed,
-until interrupted: a row per change (a deleted resource's row too), or
+until interrupted: a row per change (a deleted resource's row too, with
+the table's columns but RESOURCE VERSION in place of AGE), or
 with -o json or yaml each changed resource (with --output-watch-events, as
 {"type": "ADDED|MODIFIED|DELETED", "object": {...}}: JSON one event a line,
 YAML documents separated by ---). With a NAME, only that resource's
@@ -78,32 +100,39 @@ the server closes for falling behind is resumed where it was cut.`,
   cup get flag/new-checkout flag/dark-mode -n staging
   cup get flags -l 'team in (payments,web)' -o wide
   cup get flags -A
+  cup get flags -o wide --show-labels -L team
+  cup get flags --sort-by .spec.rollout
+  cup get flags -o jsonpath='{range .items[*]}{.metadata.name}{"\t"}{.spec.rollout}{"\n"}{end}'
+  cup get flags -o custom-columns=NAME:.metadata.name,ROLLOUT:.spec.rollout
+  cup get flags -A --field-selector metadata.name=new-checkout,metadata.namespace!=staging
+  cup get all -n staging
   cup get namespaces
   cup get flags --problems
   cup get flags -w
   cup get flag new-checkout -w -o json --output-watch-events`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch output {
-			case "table", "wide", "json", "yaml", "name":
-			default:
-				return fmt.Errorf("-o: %q is not one of table, wide, json, yaml, name", output)
+			if err := checkOutput(output); err != nil {
+				return err
 			}
 			if isNamespaces(args[0]) {
-				if selector != "" || problems || wf.requested() {
-					return errors.New("namespaces: -l, --problems and --watch are for resources")
+				if selector != "" || fieldSelector != "" || problems || wf.requested() {
+					return errors.New("namespaces: -l, --field-selector, --problems and --watch are for resources")
 				}
 				return c.getNamespaces(cmd.Context(), args[1:], revision, output)
 			}
 			if allNamespaces && (len(args) > 1 || strings.Contains(args[0], "/")) {
 				return errors.New("a resource cannot be retrieved by name across all namespaces")
 			}
-			if problems && (len(args) > 1 || strings.Contains(args[0], "/") || selector != "") {
-				return errors.New("--problems lists the problems of a whole type: give TYPE alone, without names or -l")
+			if problems && (len(args) > 1 || strings.Contains(args[0], "/") || selector != "" || fieldSelector != "") {
+				return errors.New("--problems lists the problems of a whole type: give TYPE alone, without names, -l or --field-selector")
 			}
 			ctx := cmd.Context()
 			if wf.requested() {
-				return c.watch(ctx, &wf, watchQuery{args: args, selector: selector, revision: revision, output: output,
-					problems: problems, allNamespaces: allNamespaces})
+				if _, ok, _ := jsonpathTemplate(output); ok || strings.HasPrefix(output, "custom-columns=") || tf.sortBy != "" {
+					return errors.New("--watch prints -o table, wide, json, yaml or name, without --sort-by")
+				}
+				return c.watch(ctx, &wf, watchQuery{args: args, selector: selector, fieldSelector: fieldSelector, revision: revision, output: output,
+					problems: problems, allNamespaces: allNamespaces, table: tf})
 			}
 			conn, err := c.connect()
 			if err != nil {
@@ -113,21 +142,17 @@ the server closes for falling behind is resumed where it was cut.`,
 			if allNamespaces {
 				namespace = ""
 			}
-			type item struct {
-				t typeRef
-				r *cupv1alpha1.Resource
-				// status is what a Get answered of a reconciler's
-				// primary; nil otherwise, and for listed resources.
-				status *cupv1alpha1.ResourceStatus
+			po := printOptions{output: output, all: allNamespaces, revision: revision, table: tf}
+			if isAll(args[0]) && len(args) == 1 {
+				return c.getAll(ctx, namespace, selector, fieldSelector, limit, po)
 			}
 			var items []item
-			single := false
 			switch {
 			case strings.Contains(args[0], "/"):
-				if selector != "" {
-					return errors.New("-l cannot be used with named resources")
+				if selector != "" || fieldSelector != "" {
+					return errors.New("-l and --field-selector cannot be used with named resources")
 				}
-				single = len(args) == 1
+				po.single = len(args) == 1
 				for _, a := range args {
 					typ, name, ok := strings.Cut(a, "/")
 					if !ok || name == "" {
@@ -149,10 +174,10 @@ the server closes for falling behind is resumed where it was cut.`,
 					return err
 				}
 				if len(args) > 1 {
-					if selector != "" {
-						return errors.New("-l cannot be used with named resources")
+					if selector != "" || fieldSelector != "" {
+						return errors.New("-l and --field-selector cannot be used with named resources")
 					}
-					single = len(args) == 2
+					po.single = len(args) == 2
 					for _, name := range args[1:] {
 						res, err := c.get(ctx, t, conn.namespace, name, revision)
 						if err != nil {
@@ -164,90 +189,35 @@ the server closes for falling behind is resumed where it was cut.`,
 				}
 				req := &cupv1alpha1.ListRequest{
 					Group: t.group(), Version: t.version, Plural: t.plural(), Namespace: namespace,
-					Revision: revision, LabelSelector: selector, PageSize: limit, Problems: problems,
+					Revision: revision, LabelSelector: selector, FieldSelector: fieldSelector, PageSize: limit, Problems: problems,
 				}
 				if problems {
 					return c.printProblems(ctx, conn.resources, req)
 				}
-				for {
-					res, err := conn.resources.List(ctx, connect.NewRequest(req))
-					if err != nil {
-						return err
-					}
-					for _, w := range res.Msg.GetWarnings() {
-						fmt.Fprintf(c.stderr, "Warning: %s\n", warningText(w))
-					}
-					if n := res.Msg.GetMoreWarnings(); n > 0 {
-						scope := "-n " + namespace
-						if namespace == "" {
-							scope = "-A"
-						}
-						fmt.Fprintf(c.stderr, "Warning: %d more files left out of the list; see them all with: cup get %s --problems %s\n",
-							n, args[0], scope)
-					}
-					for _, r := range res.Msg.GetItems() {
-						items = append(items, item{t, r, nil})
-					}
-					if res.Msg.GetNextPageToken() == "" {
-						break
-					}
-					req.PageToken = res.Msg.GetNextPageToken()
+				if items, err = c.listItems(ctx, t, req, args[0]); err != nil {
+					return err
 				}
-				if len(items) == 0 && (output == "table" || output == "wide") {
+				if len(items) == 0 && isTable(output) {
 					_, err := fmt.Fprintln(c.stderr, noResources(namespace))
 					return err
 				}
 			}
-			switch output {
-			case "name":
-				for _, it := range items {
-					fmt.Fprintf(c.stdout, "%s/%s\n", it.t.qualified(), it.r.GetMetadata().GetName())
-				}
-				return nil
-			case "json", "yaml":
-				if single {
-					m, err := objectWithStatus(items[0].r, items[0].status)
-					if err != nil {
-						return err
-					}
-					return encode(c.stdout, m, output)
-				}
-				list := []any{}
-				for _, it := range items {
-					m, err := objectWithStatus(it.r, it.status)
-					if err != nil {
-						return err
-					}
-					list = append(list, m)
-				}
-				return encode(c.stdout, map[string]any{"apiVersion": "v1", "kind": "List", "items": list}, output)
-			}
-			tw := tabwriter.NewWriter(c.stdout, 0, 8, 3, ' ', 0)
-			fmt.Fprintln(tw, strings.Join(resourceColumns(output, allNamespaces), "\t"))
-			mixed := false // several types: NAME is plural.group/name
-			for _, it := range items {
-				mixed = mixed || it.t.def != items[0].t.def
-			}
-			for _, it := range items {
-				md := it.r.GetMetadata()
-				name := md.GetName()
-				if mixed {
-					name = it.t.qualified() + "/" + name
-				}
-				fmt.Fprintln(tw, strings.Join(resourceRow(md, name, output, allNamespaces), "\t"))
-			}
-			return tw.Flush()
+			return c.printItems(ctx, items, po)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVarP(&selector, "selector", "l", "", "a Kubernetes label selector (team=payments, 'tier in (web,api)', !beta)")
 	f.StringVar(&revision, "revision", "", "read at a branch, tag or commit (default: the server's branch)")
 	f.BoolVarP(&allNamespaces, "all-namespaces", "A", false, "list the resources of every namespace, with a NAMESPACE column")
-	f.StringVarP(&output, "output", "o", "table", "table, wide, json, yaml or name")
+	f.StringVarP(&output, "output", "o", "table", "table, wide, json, yaml, name, jsonpath=TEMPLATE, jsonpath-file=FILE or custom-columns=HEADER:JSONPATH,...")
+	f.StringVar(&fieldSelector, "field-selector", "", "a Kubernetes field selector on metadata.name and metadata.namespace (metadata.name=x,metadata.namespace!=y)")
+	f.BoolVar(&tf.showLabels, "show-labels", false, "a LABELS column (key=value, sorted)")
+	f.StringSliceVarP(&tf.labelCols, "label-columns", "L", nil, "a column for each label key given (-L team,tier)")
+	f.StringVar(&tf.sortBy, "sort-by", "", "sort by a JSONPath (.spec.rollout, .metadata.name): numbers numerically, strings in byte order")
 	f.Int32Var(&limit, "limit", 0, "resources per request when listing (0: the server's default); every page is printed")
 	f.BoolVar(&problems, "problems", false, "print every file the list leaves out (PATH and REASON) instead of the resources")
 	wf.add(f)
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "wide", "json", "yaml", "name"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "wide", "json", "yaml", "name", "jsonpath=", "jsonpath-file=", "custom-columns="}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -334,4 +304,167 @@ func (c *cli) printProblems(ctx context.Context, rs cupv1alpha1connect.ResourceS
 		fmt.Fprintf(tw, "%s\t%s\n", w.GetPath(), w.GetReason())
 	}
 	return tw.Flush()
+}
+
+// item is a resource cup get prints.
+type item struct {
+	t typeRef
+	r *cupv1alpha1.Resource
+	// status is what a Get answered of a reconciler's primary; nil
+	// otherwise, and for listed resources.
+	status *cupv1alpha1.ResourceStatus
+}
+
+// checkOutput refuses an -o cup get does not print.
+func checkOutput(output string) error {
+	switch output {
+	case "table", "wide", "json", "yaml", "name":
+		return nil
+	}
+	for _, p := range []string{"jsonpath=", "jsonpath-file=", "custom-columns="} {
+		if strings.HasPrefix(output, p) {
+			return nil
+		}
+	}
+	return fmt.Errorf("-o: %q is not one of table, wide, json, yaml, name, jsonpath=TEMPLATE, jsonpath-file=FILE, custom-columns=SPEC", output)
+}
+
+// isTable reports whether output prints a table.
+func isTable(output string) bool {
+	return output == "table" || output == "wide" || strings.HasPrefix(output, "custom-columns=")
+}
+
+// listItems lists every page of req, printing the listing's warnings on
+// stderr; typ is the TYPE the user wrote, for the hint to --problems.
+func (c *cli) listItems(ctx context.Context, t typeRef, req *cupv1alpha1.ListRequest, typ string) ([]item, error) {
+	conn, err := c.connect()
+	if err != nil {
+		return nil, err
+	}
+	var items []item
+	for {
+		res, err := conn.resources.List(ctx, connect.NewRequest(req))
+		if err != nil {
+			return nil, err
+		}
+		for _, w := range res.Msg.GetWarnings() {
+			fmt.Fprintf(c.stderr, "Warning: %s\n", warningText(w))
+		}
+		if n := res.Msg.GetMoreWarnings(); n > 0 {
+			scope := "-n " + req.GetNamespace()
+			if req.GetNamespace() == "" {
+				scope = "-A"
+			}
+			fmt.Fprintf(c.stderr, "Warning: %d more files left out of the list; see them all with: cup get %s --problems %s\n",
+				n, typ, scope)
+		}
+		for _, r := range res.Msg.GetItems() {
+			items = append(items, item{t, r, nil})
+		}
+		if res.Msg.GetNextPageToken() == "" {
+			return items, nil
+		}
+		req.PageToken = res.Msg.GetNextPageToken()
+	}
+}
+
+// printOptions are how cup get prints what it read.
+type printOptions struct {
+	output   string
+	all      bool // across namespaces
+	single   bool // one resource named: json, yaml and jsonpath print it alone
+	qualify  bool // names as plural.group/name, even for one type
+	revision string
+	table    tableFlags
+}
+
+// printItems prints items as o says: a table per type (in the order the
+// types come first), with AGE, or the documents.
+func (c *cli) printItems(ctx context.Context, items []item, o printOptions) error {
+	if o.table.sortBy != "" {
+		if err := sortItems(items, o.table.sortBy); err != nil {
+			return err
+		}
+	}
+	if o.output == "name" {
+		for _, it := range items {
+			fmt.Fprintf(c.stdout, "%s/%s\n", it.t.qualified(), it.r.GetMetadata().GetName())
+		}
+		return nil
+	}
+	if !isTable(o.output) {
+		var v any
+		if o.single {
+			m, err := objectWithStatus(items[0].r, items[0].status)
+			if err != nil {
+				return err
+			}
+			v = m
+		} else {
+			list := []any{}
+			for _, it := range items {
+				m, err := objectWithStatus(it.r, it.status)
+				if err != nil {
+					return err
+				}
+				list = append(list, m)
+			}
+			v = map[string]any{"apiVersion": "v1", "kind": "List", "items": list}
+		}
+		if tmpl, ok, err := jsonpathTemplate(o.output); ok {
+			if err != nil {
+				return err
+			}
+			return c.printJSONPath(tmpl, v)
+		}
+		return encode(c.stdout, v, o.output)
+	}
+	var ages []string
+	if o.output == "table" || o.output == "wide" {
+		var err error
+		if ages, err = c.ages(ctx, items, o.revision); err != nil {
+			return err
+		}
+	}
+	// A table per type, as kubectl prints several types.
+	var order []*cupv1alpha1.ResourceDefinition
+	byType := map[*cupv1alpha1.ResourceDefinition][]int{}
+	for i, it := range items {
+		if _, ok := byType[it.t.def]; !ok {
+			order = append(order, it.t.def)
+		}
+		byType[it.t.def] = append(byType[it.t.def], i)
+	}
+	qualify := o.qualify || len(order) > 1
+	for n, def := range order {
+		idx := byType[def]
+		spec, err := c.newTableSpec(items[idx[0]].t, o.output, o.all, o.table, ages != nil)
+		if err != nil {
+			return err
+		}
+		rows := [][]string{spec.header()}
+		for _, i := range idx {
+			it := items[i]
+			name := it.r.GetMetadata().GetName()
+			if qualify {
+				name = it.t.qualified() + "/" + name
+			}
+			age := ""
+			if ages != nil {
+				age = ages[i]
+			}
+			row, err := spec.row(it.r, name, age)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, row)
+		}
+		if n > 0 {
+			fmt.Fprintln(c.stdout)
+		}
+		if err := (&rowPrinter{w: c.stdout}).print(rows...); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -8,13 +8,14 @@ import (
 
 // flagsAllNamespaces is the demo's flags in every namespace, as cup get
 // flags -A prints them.
-const flagsAllNamespaces = "NAMESPACE    NAME           RESOURCE VERSION\n" +
-	"default      dark-mode      7ca4267\n" +
-	"default      new-checkout   c4ff311\n" +
-	"default      search-v2      95daf1f\n" +
-	"production   new-checkout   81b0c5c\n" +
-	"staging      dark-mode      24eeff0\n" +
-	"staging      new-checkout   aeaa9fe\n"
+// (at demoNow): NAME, the printer columns of priority 0, AGE.
+const flagsAllNamespaces = "NAMESPACE    NAME           ENABLED   ROLLOUT   AGE\n" +
+	"default      dark-mode      false     0         5d\n" +
+	"default      new-checkout   true      50        5d\n" +
+	"default      search-v2      true      100       5d\n" +
+	"production   new-checkout   false     0         5d\n" +
+	"staging      dark-mode      true      100       5d\n" +
+	"staging      new-checkout   true      100       5d\n"
 
 func TestGet(t *testing.T) {
 	t.Parallel()
@@ -30,7 +31,7 @@ func TestGet(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				t.Parallel()
-				golden(t, tc.golden, ok(t, url, "get", "flags", "-o", tc.name))
+				golden(t, tc.golden, okAt(t, demoNow, url, "get", "flags", "-o", tc.name))
 			})
 		}
 	})
@@ -95,16 +96,16 @@ func TestGet(t *testing.T) {
 	t.Run("all namespaces", func(t *testing.T) {
 		t.Parallel()
 		want := flagsAllNamespaces
-		if got := ok(t, url, "get", "flags", "-A"); got != want {
+		if got := okAt(t, demoNow, url, "get", "flags", "-A"); got != want {
 			t.Errorf("-A:\n%s\nwant:\n%s", got, want)
 		}
 		// Paged, the same; -n is overridden.
-		if got := ok(t, url, "get", "flags", "--all-namespaces", "--limit", "2", "-n", "staging"); got != want {
+		if got := okAt(t, demoNow, url, "get", "flags", "--all-namespaces", "--limit", "2", "-n", "staging"); got != want {
 			t.Errorf("-A --limit 2:\n%s\nwant:\n%s", got, want)
 		}
-		wide := ok(t, url, "get", "flags", "-A", "-o", "wide")
-		if first, _, _ := strings.Cut(wide, "\n"); first != "NAMESPACE    NAME           RESOURCE VERSION   LABELS" ||
-			!strings.Contains(wide, "\nproduction   new-checkout   81b0c5c            team=payments\n") {
+		wide := okAt(t, demoNow, url, "get", "flags", "-A", "-o", "wide")
+		if first, _, _ := strings.Cut(wide, "\n"); first != "NAMESPACE    NAME           ENABLED   ROLLOUT   DESCRIPTION                             AGE   RESOURCE VERSION   LABELS" ||
+			!strings.Contains(wide, "\nproduction   new-checkout   false     0         The redesigned checkout flow.           5d    81b0c5c            team=payments\n") {
 			t.Errorf("-A -o wide:\n%s", wide)
 		}
 	})
@@ -116,7 +117,7 @@ func TestGet(t *testing.T) {
 				want += l
 			}
 		}
-		if got := ok(t, url, "get", "flags", "-A", "-l", "team=payments"); got != want {
+		if got := okAt(t, demoNow, url, "get", "flags", "-A", "-l", "team=payments"); got != want {
 			t.Errorf("got:\n%s\nwant:\n%s", got, want)
 		}
 		r := cup(t, url, "", "get", "flags", "-A", "-l", "team=nobody")

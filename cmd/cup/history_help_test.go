@@ -71,7 +71,7 @@ roleRef: {kind: ClusterRole, name: admin}
 		t.Fatalf("apply: %+v", r)
 	}
 	w.waitFor(t, "the change", func(out string) bool { return lines(out) >= 3 })
-	if r := w.stop(); r.code != 0 || !strings.HasSuffix(r.stdout, "dark-mode   11a49dd\n") {
+	if r := w.stop(); r.code != 0 || !strings.HasSuffix(r.stdout, "dark-mode   true      30        11a49dd\n") {
 		t.Fatalf("%+v", r)
 	}
 	got := ok(t, url, "--token", token, "history", "flags", "dark-mode", "--limit", "1")

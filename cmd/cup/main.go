@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/spf13/cobra"
@@ -36,7 +37,12 @@ func main() {
 // "hint: ..." line when cup knows what to do about the error. An
 // [exitError] sets another code, and prints nothing when it wraps no error.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr}
+	return (&cli{stdin: stdin, stdout: stdout, stderr: stderr, now: time.Now}).run(ctx, args)
+}
+
+// run runs the command line args with c's input, outputs and clock.
+func (c *cli) run(ctx context.Context, args []string) int {
+	stderr := c.stderr
 	defer c.close()
 	cmd := c.newRootCommand()
 	cmd.SetArgs(args)
@@ -128,6 +134,8 @@ type cli struct {
 
 	server, context, namespace, protocol, token, tokenFile string
 	tls                                                    tlsSettings
+	// now is the clock AGE columns are measured by.
+	now func() time.Time
 
 	defs []*cupv1alpha1.ResourceDefinition // cached ListDefinitions
 	conn *connection

@@ -12,12 +12,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/cup-dev/cup/controller/wasm"
 	"github.com/cup-dev/cup/internal/app"
 	"github.com/cup-dev/cup/internal/cueeval"
+	"github.com/cup-dev/cup/internal/gitops"
 	"github.com/cup-dev/cup/server"
 )
 
@@ -111,6 +113,21 @@ func cup(t *testing.T, url, stdin string, args ...string) result {
 	}
 	code := run(t.Context(), args, strings.NewReader(stdin), &stdout, &stderr)
 	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+}
+
+// demoNow is a clock five days after the demo repository's commits: AGE
+// columns of its resources read 5d.
+var demoNow = gitops.InitTime.Add(5 * 24 * time.Hour)
+
+// okAt is ok with the clock at now.
+func okAt(t *testing.T, now time.Time, url string, args ...string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	c := &cli{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, now: func() time.Time { return now }}
+	if code := c.run(t.Context(), append([]string{"--server", url}, args...)); code != 0 {
+		t.Fatalf("cup %s: exit %d\nstderr: %s", strings.Join(args, " "), code, stderr.String())
+	}
+	return stdout.String()
 }
 
 // ok runs cup and fails the test unless it succeeds; it returns stdout.

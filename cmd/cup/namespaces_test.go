@@ -67,8 +67,8 @@ func TestGetNamespaces(t *testing.T) {
 	t.Run("errors", func(t *testing.T) {
 		t.Parallel()
 		fails(t, url, `namespace "nope" not found`, "get", "ns", "nope")
-		fails(t, url, "-l, --problems and --watch are for resources", "get", "ns", "-l", "a=b")
-		fails(t, url, "-l, --problems and --watch are for resources", "get", "ns", "-w")
+		fails(t, url, "-l, --field-selector, --problems and --watch are for resources", "get", "ns", "-l", "a=b")
+		fails(t, url, "-l, --field-selector, --problems and --watch are for resources", "get", "ns", "-w")
 		fails(t, url, "revision", "get", "ns", "--revision", "no-such-branch")
 	})
 }

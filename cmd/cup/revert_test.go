@@ -79,7 +79,7 @@ func TestRevert(t *testing.T) {
 			args:  []string{"revert", "flags", "search-v2", "--to", "{demo}", "--message", "Bring search-v2 back"},
 			want:  `^flags\.flags\.cup\.dev/search-v2 reverted to {demo} \(created\): committed [0-9a-f]{7}\n$`,
 			check: func(t *testing.T, url string) {
-				if got := ok(t, url, "get", "flags", "search-v2"); !strings.Contains(got, "95daf1f") {
+				if got := ok(t, url, "get", "flags", "search-v2", "-o", "wide"); !strings.Contains(got, "95daf1f") {
 					t.Errorf("got %s", got)
 				}
 				if got := ok(t, url, "history", "flags", "search-v2", "--limit", "1"); !strings.Contains(got, " created   Bring search-v2 back\n") {

@@ -4,8 +4,6 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
-
-	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 )
 
 // rowPrinter prints table rows as cup's tables are printed (columns three
@@ -39,41 +37,6 @@ func (p *rowPrinter) print(rows ...[]string) error {
 	}
 	_, err := io.WriteString(p.w, b.String())
 	return err
-}
-
-// resourceColumns is the header of a table of resources as output (table
-// or wide) prints it: with all, across namespaces, NAMESPACE comes first,
-// as kubectl puts it, and only there.
-func resourceColumns(output string, all bool) []string {
-	var cols []string
-	if all {
-		cols = append(cols, "NAMESPACE")
-	}
-	cols = append(cols, "NAME", "RESOURCE VERSION")
-	if output == "wide" {
-		if !all {
-			cols = append(cols, "NAMESPACE")
-		}
-		cols = append(cols, "LABELS")
-	}
-	return cols
-}
-
-// resourceRow is the row of the resource md names, under resourceColumns,
-// with name in the NAME column.
-func resourceRow(md *cupv1alpha1.ObjectMeta, name, output string, all bool) []string {
-	var row []string
-	if all {
-		row = append(row, md.GetNamespace())
-	}
-	row = append(row, name, short(md.GetResourceVersion()))
-	if output == "wide" {
-		if !all {
-			row = append(row, md.GetNamespace())
-		}
-		row = append(row, formatLabels(md.GetLabels()))
-	}
-	return row
 }
 
 // noResources is what an empty list says on stderr, as kubectl says it;

@@ -48,9 +48,10 @@ func (w *watchFlags) requested() bool { return w.watch || w.watchOnly || w.event
 
 // watchQuery is what cup get -w was asked.
 type watchQuery struct {
-	args                       []string
-	selector, revision, output string
-	problems, allNamespaces    bool
+	args                                      []string
+	selector, fieldSelector, revision, output string
+	problems, allNamespaces                   bool
+	table                                     tableFlags
 }
 
 // watch runs cup get -w: it prints the resources of q (unless
@@ -77,8 +78,8 @@ func (c *cli) watch(ctx context.Context, wf *watchFlags, q watchQuery) error {
 	case len(q.args) > 1:
 		return errors.New("--watch watches one TYPE, or one resource: TYPE NAME or TYPE/NAME")
 	}
-	if name != "" && q.selector != "" {
-		return errors.New("-l cannot be used with named resources")
+	if name != "" && (q.selector != "" || q.fieldSelector != "") {
+		return errors.New("-l and --field-selector cannot be used with named resources")
 	}
 	conn, err := c.connect()
 	if err != nil {
@@ -99,10 +100,14 @@ func (c *cli) watch(ctx context.Context, wf *watchFlags, q watchQuery) error {
 	initial := !wf.watchOnly
 	req := &cupv1alpha1.WatchRequest{
 		Group: t.group(), Version: t.version, Plural: t.plural(), Namespace: namespace,
-		LabelSelector: q.selector, Revision: rev, SendInitialEvents: &initial, AllowBookmarks: true,
+		LabelSelector: q.selector, FieldSelector: q.fieldSelector, Revision: rev, SendInitialEvents: &initial, AllowBookmarks: true,
+	}
+	spec, err := c.newTableSpec(t, q.output, namespace == "", q.table, false)
+	if err != nil {
+		return err
 	}
 	p := &watchPrinter{c: c, t: t, namespace: namespace, name: name, output: q.output, events: wf.events,
-		table: &rowPrinter{w: c.stdout}, initialDone: !initial}
+		table: &rowPrinter{w: c.stdout}, spec: spec, initialDone: !initial}
 	idle := 0
 	for {
 		got, err := c.watchOnce(ctx, req, p)
@@ -207,8 +212,9 @@ type watchPrinter struct {
 	events    bool
 
 	table       *rowPrinter
-	header      bool // the table's header is printed
-	docs        int  // YAML documents printed
+	spec        *tableSpec // the table's columns
+	header      bool       // the table's header is printed
+	docs        int        // YAML documents printed
 	initialDone bool
 	initial     []*cupv1alpha1.WatchResponse // the state, until its end
 	resume      string                       // the last event's resume revision
@@ -254,11 +260,16 @@ func (p *watchPrinter) print(evs ...*cupv1alpha1.WatchResponse) error {
 	case "table", "wide":
 		var rows [][]string
 		if !p.header {
-			rows = append(rows, p.row(nil))
+			header, _ := p.row(nil)
+			rows = append(rows, header)
 			p.header = true
 		}
 		for _, ev := range evs {
-			rows = append(rows, p.row(ev))
+			row, err := p.row(ev)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, row)
 		}
 		if len(rows) == 0 {
 			return nil
@@ -311,19 +322,19 @@ func (p *watchPrinter) print(evs ...*cupv1alpha1.WatchResponse) error {
 }
 
 // row is the table row of ev, or the header when ev is nil.
-func (p *watchPrinter) row(ev *cupv1alpha1.WatchResponse) []string {
+func (p *watchPrinter) row(ev *cupv1alpha1.WatchResponse) ([]string, error) {
 	var row []string
 	if ev == nil {
 		if p.events {
 			row = append(row, "EVENT")
 		}
-		return append(row, resourceColumns(p.output, p.namespace == "")...)
+		return append(row, p.spec.header()...), nil
 	}
-	md := ev.GetResource().GetMetadata()
 	if p.events {
 		row = append(row, eventType(ev.GetType()))
 	}
-	return append(row, resourceRow(md, md.GetName(), p.output, p.namespace == "")...)
+	r, err := p.spec.row(ev.GetResource(), ev.GetResource().GetMetadata().GetName(), "")
+	return append(row, r...), err
 }
 
 // watchEvent is an event as -o json or yaml prints it with

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -108,18 +110,18 @@ func TestGetWatch(t *testing.T) {
 	}{
 		{
 			name: "table: the state, then a row per change, a deletion's too", args: []string{"get", "flags", "-w"}, initial: 4,
-			want: "NAME           RESOURCE VERSION\n" +
-				"dark-mode      7ca4267\n" +
-				"new-checkout   c4ff311\n" +
-				"search-v2      95daf1f\n" +
-				"search-v2      95daf1f\n" +
-				"dark-mode      11a49dd\n",
+			want: "NAME           ENABLED   ROLLOUT   RESOURCE VERSION\n" +
+				"dark-mode      false     0         7ca4267\n" +
+				"new-checkout   true      50        c4ff311\n" +
+				"search-v2      true      100       95daf1f\n" +
+				"search-v2      true      100       95daf1f\n" +
+				"dark-mode      true      30        11a49dd\n",
 		},
 		{
 			name: "one resource: its changes only", args: []string{"get", "flags", "dark-mode", "--watch"}, initial: 2,
-			want: "NAME        RESOURCE VERSION\n" +
-				"dark-mode   7ca4267\n" +
-				"dark-mode   11a49dd\n",
+			want: "NAME        ENABLED   ROLLOUT   RESOURCE VERSION\n" +
+				"dark-mode   false     0         7ca4267\n" +
+				"dark-mode   true      30        11a49dd\n",
 		},
 		{
 			name: "TYPE/NAME", args: []string{"get", "flag/dark-mode", "-w", "-o", "name"}, initial: 1,
@@ -127,27 +129,33 @@ func TestGetWatch(t *testing.T) {
 		},
 		{
 			name: "label selector: a resource that stops matching is a row", args: []string{"get", "flags", "-w", "-l", "team=web"}, initial: 2,
-			want: "NAME        RESOURCE VERSION\n" +
-				"dark-mode   7ca4267\n" +
-				"dark-mode   11a49dd\n",
+			want: "NAME        ENABLED   ROLLOUT   RESOURCE VERSION\n" +
+				"dark-mode   false     0         7ca4267\n" +
+				"dark-mode   true      30        11a49dd\n",
 		},
 		{
 			name: "watch-only: no state", args: []string{"get", "flags", "--watch-only"}, fromHead: true,
-			want: "NAME        RESOURCE VERSION\n" +
-				"search-v2   95daf1f\n" +
-				"dark-mode   11a49dd\n",
+			want: "NAME        ENABLED   ROLLOUT   RESOURCE VERSION\n" +
+				"search-v2   true      100       95daf1f\n" +
+				"dark-mode   true      30        11a49dd\n",
 		},
 		{
 			name: "wide with events", args: []string{"get", "flags", "--watch-only", "-o", "wide", "--output-watch-events"}, fromHead: true,
-			want: "EVENT     NAME        RESOURCE VERSION   NAMESPACE   LABELS\n" +
-				"DELETED   search-v2   95daf1f            default     team=search\n" +
-				"MODIFIED   dark-mode   11a49dd            default     <none>\n",
+			want: "EVENT     NAME        ENABLED   ROLLOUT   DESCRIPTION                       RESOURCE VERSION   NAMESPACE   LABELS\n" +
+				"DELETED   search-v2   true      100       Search backed by the new index.   95daf1f            default     team=search\n" +
+				"MODIFIED   dark-mode   true      30        <none>                            11a49dd            default     <none>\n",
 		},
 		{
 			name: "all namespaces: a NAMESPACE column first", args: []string{"get", "flags", "-w", "-A"}, initial: 7,
-			want: flagsAllNamespaces +
-				"default      search-v2      95daf1f\n" +
-				"default      dark-mode      11a49dd\n",
+			want: "NAMESPACE    NAME           ENABLED   ROLLOUT   RESOURCE VERSION\n" +
+				"default      dark-mode      false     0         7ca4267\n" +
+				"default      new-checkout   true      50        c4ff311\n" +
+				"default      search-v2      true      100       95daf1f\n" +
+				"production   new-checkout   false     0         81b0c5c\n" +
+				"staging      dark-mode      true      100       24eeff0\n" +
+				"staging      new-checkout   true      100       aeaa9fe\n" +
+				"default      search-v2      true      100       95daf1f\n" +
+				"default      dark-mode      true      30        11a49dd\n",
 		},
 		{
 			name: "json events, one a line", args: []string{"get", "flags", "-w", "-o", "json", "--output-watch-events"}, initial: 3,
@@ -166,9 +174,9 @@ func TestGetWatch(t *testing.T) {
 		},
 		{
 			name: "over gRPC", args: []string{"--protocol", "grpc", "get", "flags", "dark-mode", "-w"}, initial: 2,
-			want: "NAME        RESOURCE VERSION\n" +
-				"dark-mode   7ca4267\n" +
-				"dark-mode   11a49dd\n",
+			want: "NAME        ENABLED   ROLLOUT   RESOURCE VERSION\n" +
+				"dark-mode   false     0         7ca4267\n" +
+				"dark-mode   true      30        11a49dd\n",
 		},
 		{
 			name: "from a branch", args: []string{"get", "flags", "-w", "--revision", "main", "-o", "name"}, initial: 3,
@@ -202,18 +210,27 @@ func TestGetWatch(t *testing.T) {
 }
 
 // TestGetWatchInitialIsGet: the state a watch starts with prints as cup get
-// prints it.
+// prints it, but for AGE: a watch's rows show each change's RESOURCE
+// VERSION instead.
 func TestGetWatchInitialIsGet(t *testing.T) {
 	t.Parallel()
 	url := newServer(t)
 	for _, output := range []string{"table", "wide"} {
 		t.Run(output, func(t *testing.T) {
 			t.Parallel()
-			want := ok(t, url, "get", "flags", "-o", output)
+			get := ok(t, url, "get", "flags", "-o", output)
 			w := startCup(t, url, "get", "flags", "-w", "-o", output)
-			got := w.waitFor(t, "the initial state", func(out string) bool { return lines(out) >= lines(want) })
-			if r := w.stop(); got != want || r.code != 0 {
+			initial := w.waitFor(t, "the initial state", func(out string) bool { return lines(out) >= lines(get) })
+			r := w.stop()
+			want, got := cellsWithout(get, "AGE"), cellsWithout(initial)
+			if output == "table" {
+				want, got = cellsWithout(get, "AGE", "RESOURCE VERSION"), cellsWithout(initial, "RESOURCE VERSION")
+			}
+			if got != want || r.code != 0 {
 				t.Errorf("exit %d\ngot:\n%s\nwant:\n%s", r.code, got, want)
+			}
+			if strings.Contains(get, "RESOURCE VERSION") != (output == "wide") || !strings.Contains(r.stdout, "RESOURCE VERSION") {
+				t.Errorf("get:\n%s\nwatch:\n%s", get, r.stdout)
 			}
 		})
 	}
@@ -231,7 +248,7 @@ func TestGetWatchErrors(t *testing.T) {
 		{"events without watch", []string{"get", "flags", "--output-watch-events"}, "needs --watch"},
 		{"problems", []string{"get", "flags", "--problems", "-w"}, "--problems cannot be used with --watch"},
 		{"events as names", []string{"get", "flags", "-w", "--output-watch-events", "-o", "name"}, "--output-watch-events works with"},
-		{"selector with a name", []string{"get", "flags", "dark-mode", "-l", "a=b", "-w"}, "-l cannot be used"},
+		{"selector with a name", []string{"get", "flags", "dark-mode", "-l", "a=b", "-w"}, "-l and --field-selector cannot be used"},
 		{"missing resource", []string{"get", "flags", "nope", "-w"}, `flag "nope" not found`},
 		{"unknown revision", []string{"get", "flags", "-w", "--revision", "no-such-branch"}, "revision"},
 		{"revision not on the branch", []string{"get", "flags", "--watch-only", "--revision", "0123456789abcdef0123456789abcdef01234567"}, "list again"},
@@ -308,12 +325,12 @@ func serveCut(t *testing.T, cut *cutWatches) string {
 // is an error.
 func TestGetWatchResumes(t *testing.T) {
 	t.Parallel()
-	const want = "NAME           RESOURCE VERSION\n" +
-		"dark-mode      7ca4267\n" +
-		"new-checkout   c4ff311\n" +
-		"search-v2      95daf1f\n" +
-		"search-v2      95daf1f\n" +
-		"dark-mode      11a49dd\n"
+	const want = "NAME           ENABLED   ROLLOUT   RESOURCE VERSION\n" +
+		"dark-mode      false     0         7ca4267\n" +
+		"new-checkout   true      50        c4ff311\n" +
+		"search-v2      true      100       95daf1f\n" +
+		"search-v2      true      100       95daf1f\n" +
+		"dark-mode      true      30        11a49dd\n"
 	for _, tc := range []struct {
 		name     string
 		cutAfter int // 3 ADDED, a BOOKMARK, then the changes
@@ -350,4 +367,30 @@ func TestGetWatchResumes(t *testing.T) {
 		t.Parallel()
 		fails(t, serveCut(t, &cutWatches{}), "too many watches", "get", "flags", "-w")
 	})
+}
+
+// cellsWithout is a table's cells, a line per row and separated by |,
+// without the columns headed by one of headings.
+func cellsWithout(table string, headings ...string) string {
+	sep := regexp.MustCompile(`\s{2,}`)
+	var drop []int
+	var out strings.Builder
+	for i, l := range strings.Split(strings.TrimSuffix(table, "\n"), "\n") {
+		cells := sep.Split(strings.TrimSpace(l), -1)
+		if i == 0 {
+			for j, c := range cells {
+				if slices.Contains(headings, c) {
+					drop = append(drop, j)
+				}
+			}
+		}
+		var kept []string
+		for j, c := range cells {
+			if !slices.Contains(drop, j) {
+				kept = append(kept, c)
+			}
+		}
+		out.WriteString(strings.Join(kept, "|") + "\n")
+	}
+	return out.String()
 }

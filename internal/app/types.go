@@ -17,6 +17,7 @@ import (
 
 	"github.com/cup-dev/cup/controller"
 	"github.com/cup-dev/cup/controller/wasm"
+	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/internal/config"
 	"github.com/cup-dev/cup/internal/registry"
 	"github.com/cup-dev/cup/server"
@@ -206,13 +207,14 @@ func BuildTypes(ctx context.Context, set *config.Set, mods *Modules) ([]*server.
 				return nil, fmt.Errorf("%s: binding %q: definition %s has no version %q", b.Location, b.Name, d.Name, ref.Version)
 			}
 			types = append(types, &server.Type{
-				Type:         controller.Type{Group: d.Group, Version: v.Name, Kind: d.Names.Kind, Plural: d.Names.Plural},
-				Singular:     d.Names.Singular,
-				ShortNames:   d.Names.ShortNames,
-				Schema:       v.Schema,
-				SchemaTarget: string(v.Target),
-				Validate:     validator(v),
-				Controller:   ctrls[b.Controller],
+				Type:           controller.Type{Group: d.Group, Version: v.Name, Kind: d.Names.Kind, Plural: d.Names.Plural},
+				Singular:       d.Names.Singular,
+				ShortNames:     d.Names.ShortNames,
+				Schema:         v.Schema,
+				SchemaTarget:   string(v.Target),
+				PrinterColumns: printerColumns(v.PrinterColumns),
+				Validate:       validator(v),
+				Controller:     ctrls[b.Controller],
 			})
 		}
 	}
@@ -260,4 +262,14 @@ func fieldPath(pointer string) string {
 		b.WriteString(tok)
 	}
 	return b.String()
+}
+
+// printerColumns converts a version's printer columns for discovery.
+func printerColumns(cols []config.PrinterColumn) []*cupv1alpha1.PrinterColumn {
+	var out []*cupv1alpha1.PrinterColumn
+	for _, c := range cols {
+		out = append(out, &cupv1alpha1.PrinterColumn{Name: c.Name, Type: c.Type, JsonPath: c.JSONPath,
+			Description: c.Description, Priority: c.Priority, Format: c.Format})
+	}
+	return out
 }

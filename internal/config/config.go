@@ -89,6 +89,9 @@ type Version struct {
 	// Target says whether Schema describes the spec or the whole resource:
 	// as written in schemaTarget, or inferred (see the package doc).
 	Target SchemaTarget
+	// PrinterColumns are additionalPrinterColumns as written, in order
+	// (with apiVersion cup.dev/v1alpha1 only).
+	PrinterColumns []PrinterColumn
 
 	compiled *jsonschema.Schema
 }

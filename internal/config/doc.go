@@ -46,6 +46,13 @@
 //	        type: object
 //	        properties:
 //	          enabled: {type: boolean}
+//	      additionalPrinterColumns:  # optional: columns cup get shows, as a CRD's
+//	      - name: Enabled         # required, unique in the version (case-insensitively)
+//	        type: boolean         # integer | number | string | boolean | date
+//	        jsonPath: .spec.enabled  # a JSONPath starting with a dot
+//	        description: Whether the flag is on.  # optional
+//	        priority: 0           # optional: 0 always, more only with -o wide
+//	        format: ""            # optional, as OpenAPI's
 //
 // With apiVersion cup.flipt.io/v1alpha1 each entry of spec.versions is the
 // JSON Schema itself (no schema/schemaTarget wrapper), as in the original Cup:

@@ -246,8 +246,9 @@ type (
 	// versionDoc is a version with apiVersion cup.dev/v1alpha1; with the
 	// original Cup's apiVersion a version is the bare schema.
 	versionDoc struct {
-		Schema       json.RawMessage `json:"schema"`
-		SchemaTarget string          `json:"schemaTarget"`
+		Schema                   json.RawMessage    `json:"schema"`
+		SchemaTarget             string             `json:"schemaTarget"`
+		AdditionalPrinterColumns []printerColumnDoc `json:"additionalPrinterColumns"`
 	}
 	controllerDoc struct {
 		APIVersion string      `json:"apiVersion"`
@@ -523,18 +524,19 @@ func newVersion(apiVersion string, d *Definition, name string, raw json.RawMessa
 		return nil, []string{fmt.Sprintf("spec.versions: version %q must be %s, e.g. v1alpha1", name, labelRule)}
 	}
 	schema, schemaPath, target := raw, p, ""
+	var columns []PrinterColumn
 	if apiVersion == APIVersion {
 		val, _ := document.Decode(raw)
 		if obj, ok := val.(map[string]any); ok && obj["schema"] == nil {
 			// Most likely a bare schema, as the original Cup wrote them.
 			var unknown []string
 			for _, k := range slices.Sorted(maps.Keys(obj)) {
-				if k != "schema" && k != "schemaTarget" {
+				if k != "schema" && k != "schemaTarget" && k != "additionalPrinterColumns" {
 					unknown = append(unknown, strconv.Quote(k))
 				}
 			}
 			if len(unknown) > 0 {
-				return nil, []string{fmt.Sprintf("%s: unknown fields %s: with apiVersion %s a version is {schema, schemaTarget}; move the JSON Schema under schema",
+				return nil, []string{fmt.Sprintf("%s: unknown fields %s: with apiVersion %s a version is {schema, schemaTarget, additionalPrinterColumns}; move the JSON Schema under schema",
 					p, strings.Join(unknown, ", "), APIVersion)}
 			}
 		}
@@ -546,6 +548,10 @@ func newVersion(apiVersion string, d *Definition, name string, raw json.RawMessa
 			return nil, []string{fmt.Sprintf("%s: %v", p, err)}
 		}
 		schema, schemaPath, target = vd.Schema, p+".schema", vd.SchemaTarget
+		var msgs []string
+		if columns, msgs = newPrinterColumns(p, vd.AdditionalPrinterColumns); len(msgs) > 0 {
+			return nil, msgs
+		}
 	}
 
 	val, _ := document.Decode(schema)
@@ -557,7 +563,7 @@ func newVersion(apiVersion string, d *Definition, name string, raw json.RawMessa
 		return nil, []string{fmt.Sprintf("%s: a JSON Schema must be an object or a boolean, got %s", schemaPath, document.JSONKind(val))}
 	}
 
-	v := &Version{Name: name, Schema: schema}
+	v := &Version{Name: name, Schema: schema, PrinterColumns: columns}
 	switch SchemaTarget(target) {
 	case TargetSpec, TargetResource:
 		v.Target = SchemaTarget(target)

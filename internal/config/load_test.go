@@ -165,7 +165,7 @@ func TestLoadInvalid(t *testing.T) {
 				`schemas.yaml: ResourceDefinition "things.example.com": spec.versions.v1.schema: invalid JSON Schema: /type: expected array, but got number; /type: value must be one of "array", "boolean", "integer", "null", "number", "object", "string"`,
 				`schemas.yaml: ResourceDefinition "things.example.com": spec.versions.v2.schema: invalid JSON Schema: https://example.com/owner.json: external references are not allowed; $ref may only point inside the same schema ("#...")`,
 				`schemas.yaml: ResourceDefinition "things.example.com": spec.versions.v3.schema: invalid JSON Schema: /pattern: '(?=lookahead)' is not valid 'regex'`,
-				`schemas.yaml: ResourceDefinition "things.example.com": spec.versions.v4: unknown fields "properties", "type": with apiVersion cup.dev/v1alpha1 a version is {schema, schemaTarget}; move the JSON Schema under schema`,
+				`schemas.yaml: ResourceDefinition "things.example.com": spec.versions.v4: unknown fields "properties", "type": with apiVersion cup.dev/v1alpha1 a version is {schema, schemaTarget, additionalPrinterColumns}; move the JSON Schema under schema`,
 				`schemas.yaml: ResourceDefinition "things.example.com": spec.versions.v5.schemaTarget "whole" is not one of spec, resource`,
 				`schemas.yaml: ResourceDefinition "things.example.com": spec.versions.v6.schema: a JSON Schema is required`,
 				`schemas.yaml: ResourceDefinition "things.example.com": spec.versions.v7.schema: a JSON Schema must be an object or a boolean, got array`,
