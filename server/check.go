@@ -42,7 +42,8 @@ func (s *Server) checkResource(t *Type, at ref, in *putInput) (*controller.Resou
 			Annotations: sent.Metadata.Annotations,
 		},
 	}
-	specField := cmp.Or(in.specField, "resource.spec")
+	field := cmp.Or(in.field, "resource")
+	specField := cmp.Or(in.specField, field+".spec")
 	if sent.Spec != nil {
 		if in.specSorted {
 			r.Spec = sent.Spec
@@ -58,7 +59,7 @@ func (s *Server) checkResource(t *Type, at ref, in *putInput) (*controller.Resou
 	// spec makes many times larger than the request: bound it before
 	// anything encodes it.
 	if n := fileSize(r); n > s.cfg.maxResource {
-		return nil, fieldError("resource", "stored as a file it would take %d bytes with indentation, more than the limit of %d (cupd --max-resource-bytes): nest less deeply or split the resource", n, s.cfg.maxResource)
+		return nil, fieldError(field, "stored as a file it would take %d bytes with indentation, more than the limit of %d (cupd --max-resource-bytes): nest less deeply or split the resource", n, s.cfg.maxResource)
 	}
 	// A spec sent as JSON is stored with its keys sorted, as one sent as a
 	// Struct is, so that the same content makes the same file and
@@ -84,7 +85,7 @@ func (s *Server) checkResource(t *Type, at ref, in *putInput) (*controller.Resou
 	}
 	if v := t.Validate(resourceDoc(r, spec)); len(v) > 0 {
 		for i := range v {
-			v[i].Field = strings.TrimSuffix("resource."+v[i].Field, ".")
+			v[i].Field = strings.TrimSuffix(in.fieldPrefix()+v[i].Field, ".")
 			v[i].Description = "schema violation: " + v[i].Description
 		}
 		return nil, invalidArgument(v...)

@@ -62,9 +62,26 @@ type putInput struct {
 	// specField names the spec in errors: "resource.spec", or
 	// "resource.spec_json" for a spec sent in that field.
 	specField string
+	// field names the resource in errors about it as a whole; its fields
+	// are named beneath it: "resource" when empty. A patched resource
+	// (patch.go) has "patch", and its fields are named as the resource's
+	// own (spec.rollout), which is what the patch wrote.
+	field string
 	// specSorted tells a spec that is compact with its keys sorted (one
 	// from a google.protobuf.Struct) from one to be put in that form.
 	specSorted bool
+}
+
+// fieldPrefix is what the names of the resource's fields start with in
+// errors.
+func (in *putInput) fieldPrefix() string {
+	switch in.field {
+	case "":
+		return "resource."
+	case "patch":
+		return ""
+	}
+	return in.field + "."
 }
 
 // notFound is the error for a resource that is not there.

@@ -306,6 +306,7 @@ var restProcedures = map[string]string{
 	"GET " + collectionPath: cupv1alpha1connect.ResourceServiceListProcedure,
 	"GET " + itemPath:       cupv1alpha1connect.ResourceServiceGetProcedure,
 	"PUT " + itemPath:       cupv1alpha1connect.ResourceServicePutProcedure,
+	"PATCH " + itemPath:     cupv1alpha1connect.ResourceServicePatchProcedure,
 	"DELETE " + itemPath:    cupv1alpha1connect.ResourceServiceDeleteProcedure,
 	"GET " + proposalsPath:  cupv1alpha1connect.ProposalServiceListProposalsProcedure,
 	"GET " + proposalPath:   cupv1alpha1connect.ProposalServiceGetProposalProcedure,

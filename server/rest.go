@@ -28,6 +28,7 @@ import (
 //	GET    /apis/{group}/{version}/namespaces/{namespace}/{plural}         list
 //	GET    /apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}  get
 //	PUT    /apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}  put
+//	PATCH  /apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}  patch (see patch.go)
 //	DELETE /apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}  delete
 //	GET    /apis/cup.dev/v1alpha1/proposals                                proposals (see proposals.go)
 //	GET    /apis/cup.dev/v1alpha1/proposals/{id}                           one proposal
@@ -62,6 +63,7 @@ func (s *Server) routeREST(mux *http.ServeMux) {
 	s.routeWatch(mux, s.restList, []string{"revision", "labelSelector", "continue", "limit", "problems"})
 	mux.Handle("GET "+itemPath, s.rest(s.restGet, "revision"))
 	mux.Handle("PUT "+itemPath, s.rest(s.restPut, write...))
+	mux.Handle("PATCH "+itemPath, s.rest(s.restPatch, write...))
 	mux.Handle("DELETE "+itemPath, s.rest(s.restDelete, write...))
 	mux.Handle("GET "+proposalsPath, s.rest(s.restListProposals, "state", "group", "plural", "namespace", "name"))
 	mux.Handle("GET "+proposalPath, s.rest(s.restGetProposal))
@@ -124,7 +126,7 @@ func (s *Server) restNoRoute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeError(w, r, connect.NewError(connect.CodeNotFound, fmt.Errorf(
-		"the REST form has no %s %s: it serves GET /apis, GET %s and %s, GET, PUT and DELETE %s, GET %s, %s and %s, GET %s, %s, %s and %s, and POST %s",
+		"the REST form has no %s %s: it serves GET /apis, GET %s and %s, GET, PUT, PATCH and DELETE %s, GET %s, %s and %s, GET %s, %s, %s and %s, and POST %s",
 		r.Method, r.URL.Path, collectionPath, allNamespacesPath, itemPath, statusPath, renderPath, historyPath,
 		proposalsPath, proposalPath, graphPath, namespacesPath, accessReviewsPath)))
 }
@@ -153,7 +155,7 @@ func allowedMethods(path string) string {
 	case len(parts) == 3, len(parts) == 5 && parts[2] == "namespaces":
 		return "GET"
 	case len(parts) == 6 && parts[2] == "namespaces":
-		return "GET, PUT, DELETE"
+		return "GET, PUT, PATCH, DELETE"
 	case len(parts) == 7 && parts[2] == "namespaces" && (parts[6] == "status" || parts[6] == "history"):
 		return "GET"
 	}
@@ -311,9 +313,14 @@ func (s *Server) restPut(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	s.writeStored(w, r, result, stored)
+}
+
+// writeStored answers a write that stored a resource (a PUT or a PATCH) as
+// writeResult does, with PutResponse's form as the body: the resource as
+// stored, which is JSON already, beside the result.
+func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, result *cupv1alpha1.WriteResult, stored *entry) {
 	s.writeResultJSON(w, r, result, func() ([]byte, error) {
-		// PutResponse in protojson's form, with the resource as stored,
-		// which is JSON already.
 		b, err := marshalJSON.Marshal(result)
 		if err != nil {
 			return nil, err
