@@ -205,6 +205,14 @@ func (s *Server) applyPatch(t *Type, at ref, p *patchOp, cur *entry) (*controlle
 			return nil, fieldError(f.field, "a patch cannot change it (from %q to %q): it says what and where the resource is; put a new resource and delete this one instead", old, got)
 		}
 	}
+	// The labels and annotations follow the rules a put's follow (the
+	// proto's), named as the resource's fields.
+	md := &in.resource.Metadata
+	if err := s.validate(&cupv1alpha1.Resource{ApiVersion: in.resource.APIVersion, Kind: in.resource.Kind, Metadata: &cupv1alpha1.ObjectMeta{
+		Namespace: md.Namespace, Name: md.Name, Labels: md.Labels, Annotations: md.Annotations,
+	}}); err != nil {
+		return nil, err
+	}
 	// A resourceVersion the patch sets is a precondition, as in Kubernetes.
 	if pre := in.resource.Metadata.ResourceVersion; pre != "" {
 		if pre != rv {

@@ -109,6 +109,8 @@ func TestPatch(t *testing.T) {
 			{"apiVersion removed", patchReq("dark-mode", jsonPatch, `[{"op":"remove","path":"/apiVersion"}]`), connect.CodeInvalidArgument, "apiVersion"},
 			{"schema", patchReq("dark-mode", mergePatch, `{"spec":{"rollout":500}}`), connect.CodeInvalidArgument, "spec.rollout: schema violation"},
 			{"unknown field", patchReq("dark-mode", mergePatch, `{"status":{}}`), connect.CodeInvalidArgument, "status"},
+			{"bad label", patchReq("dark-mode", mergePatch, `{"metadata":{"labels":{"Not a key!":"x"}}}`), connect.CodeInvalidArgument, `metadata.labels["Not a key!"]`},
+			{"bad label value", patchReq("dark-mode", jsonPatch, `[{"op":"add","path":"/metadata/labels/tier","value":"-x-"}]`), connect.CodeInvalidArgument, `metadata.labels["tier"]`},
 			{"too many operations", patchReq("dark-mode", jsonPatch, "["+strings.Repeat(`{"op":"test","path":"/kind","value":"Flag"},`, 1000)+`{"op":"test","path":"/kind","value":"Flag"}]`), connect.CodeInvalidArgument, "1001 operations"},
 			{"missing", patchReq("no-such-flag", mergePatch, `{"spec":{"enabled":true}}`), connect.CodeNotFound, "no-such-flag"},
 		} {
