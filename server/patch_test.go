@@ -243,6 +243,9 @@ func TestPatchREST(t *testing.T) {
 		t.Fatalf("PATCH merge = %d %s", res.status, res.body)
 	}
 	etag := f.do(t, "GET", item, "").header.Get("ETag")
+	if res.header.Get("ETag") != etag {
+		t.Fatalf("PATCH answered ETag %q, a GET then %q", res.header.Get("ETag"), etag)
+	}
 	res = f.do(t, "PATCH", item, `[{"op":"replace","path":"/spec/rollout","value":40}]`,
 		"Content-Type", "application/json-patch+json; charset=utf-8", "If-Match", etag)
 	if res.status != http.StatusAccepted || !strings.Contains(string(res.body), `"rollout":40`) {
@@ -292,6 +295,15 @@ func TestPatchREST(t *testing.T) {
 	}
 	if f.head(t) != head {
 		t.Fatal("a refused PATCH moved the branch")
+	}
+	// A retry with the idempotency key replays, whatever the patch would
+	// make of the resource now.
+	add := `[{"op":"add","path":"/spec/variants","value":[]},{"op":"add","path":"/spec/variants/-","value":{"key":"blue"}}]`
+	first := f.do(t, "PATCH", item, add, "Content-Type", "application/json-patch+json", "Idempotency-Key", "blue")
+	again := f.do(t, "PATCH", item+"?idempotencyKey=blue", add, "Content-Type", "application/json-patch+json")
+	if first.status != http.StatusAccepted || again.status != http.StatusAccepted || again.header.Get("Idempotent-Replayed") != "true" ||
+		again.header.Get("Cup-Commit") != first.header.Get("Cup-Commit") || again.header.Get("ETag") != first.header.Get("ETag") {
+		t.Fatalf("PATCH twice with a key = %d %v %s, then %d %v %s", first.status, first.header, first.body, again.status, again.header, again.body)
 	}
 }
 

@@ -318,8 +318,13 @@ func (s *Server) restPut(w http.ResponseWriter, r *http.Request) {
 
 // writeStored answers a write that stored a resource (a PUT or a PATCH) as
 // writeResult does, with PutResponse's form as the body: the resource as
-// stored, which is JSON already, beside the result.
+// stored, which is JSON already, beside the result. Its ETag is the stored
+// resource's, as a GET would answer it next; a dry run, which stored
+// nothing, has none.
 func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, result *cupv1alpha1.WriteResult, stored *entry) {
+	if result.Outcome != cupv1alpha1.WriteOutcome_WRITE_OUTCOME_DRY_RUN {
+		w.Header()["Etag"] = []string{stored.etag()}
+	}
 	s.writeResultJSON(w, r, result, func() ([]byte, error) {
 		b, err := marshalJSON.Marshal(result)
 		if err != nil {
