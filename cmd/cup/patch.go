@@ -25,6 +25,7 @@ type patchTarget struct {
 	w               *writeFlags
 	changeSet       string
 	resourceVersion string
+	key             string // the idempotency key
 }
 
 // patch sends a patch of typ to tg's resource.
@@ -36,7 +37,7 @@ func (c *cli) patch(ctx context.Context, tg *patchTarget, typ cupv1alpha1.PatchT
 	res, err := conn.resources.Patch(ctx, connect.NewRequest(&cupv1alpha1.PatchRequest{
 		Group: tg.t.group(), Version: tg.t.version, Plural: tg.t.plural(), Namespace: tg.namespace, Name: tg.name,
 		Type: typ, Patch: patch, ResourceVersion: tg.resourceVersion,
-		DryRun: tg.w.dryRun, Message: tg.w.message, ChangeSet: tg.changeSet, IdempotencyKey: tg.w.key(0, 1),
+		DryRun: tg.w.dryRun, Message: tg.w.message, ChangeSet: tg.changeSet, IdempotencyKey: tg.key,
 	}))
 	if err != nil {
 		return nil, &resourceError{resource: tg.t.qualified() + "/" + tg.name, err: err}
@@ -56,26 +57,36 @@ func patched(res *cupv1alpha1.WriteResult, tg *patchTarget, verb string) string 
 // patchTargetOf resolves the TYPE NAME or TYPE/NAME at the start of args
 // and the write flags; it returns the arguments after the name.
 func (c *cli) patchTargetOf(ctx context.Context, args []string, w *writeFlags, resourceVersion string) (*patchTarget, []string, error) {
-	if len(args) == 0 {
-		return nil, nil, errors.New("name the resource: TYPE NAME or TYPE/NAME")
-	}
-	n := 1
-	if !strings.Contains(args[0], "/") {
-		n = 2
-	}
-	t, name, err := c.resourceArgs(ctx, args[:min(n, len(args))])
+	n := nameArgs(args)
+	t, name, err := c.resourceArgs(ctx, args[:n])
 	if err != nil {
 		return nil, nil, err
 	}
+	conn, cs, err := c.writeTo(ctx, w)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &patchTarget{t: t, namespace: conn.namespace, name: name, w: w, changeSet: cs, resourceVersion: resourceVersion, key: w.key(0, 1)}, args[n:], nil
+}
+
+// writeTo connects and resolves the change set the write flags name ("" for
+// none).
+func (c *cli) writeTo(ctx context.Context, w *writeFlags) (*connection, string, error) {
 	conn, err := c.connect()
 	if err != nil {
-		return nil, nil, err
+		return nil, "", err
 	}
 	cs, err := c.changeSet(ctx, w)
-	if err != nil {
-		return nil, nil, err
+	return conn, cs, err
+}
+
+// nameArgs is how many of args name the resource: 1 for TYPE/NAME, else 2
+// (TYPE NAME), at most len(args).
+func nameArgs(args []string) int {
+	if len(args) > 0 && strings.Contains(args[0], "/") {
+		return 1
 	}
-	return &patchTarget{t: t, namespace: conn.namespace, name: name, w: w, changeSet: cs, resourceVersion: resourceVersion}, args[min(n, len(args)):], nil
+	return min(2, len(args))
 }
 
 func (c *cli) newPatchCommand() *cobra.Command {
@@ -248,73 +259,157 @@ const maxMetadataAttempts = 3
 func (c *cli) newMetadataCommand(labels bool) *cobra.Command {
 	var (
 		w               writeFlags
-		overwrite       bool
+		overwrite, all  bool
 		resourceVersion string
+		selector        string
 	)
 	verb, noun, field, past := "annotate", "annotation", "annotations", "annotated"
 	if labels {
 		verb, noun, field, past = "label", "label", "labels", "labeled"
 	}
 	cmd := &cobra.Command{
-		Use:   verb + " TYPE NAME | TYPE/NAME KEY=VALUE... KEY-...",
-		Short: "Set or remove the " + field + " of a resource",
-		Long: `Set (KEY=VALUE) or remove (KEY-) ` + field + ` of a resource, as kubectl ` + verb + ` does:
-changing the value of a ` + noun + ` the resource has fails unless --overwrite is
-given; removing one it does not have is no error.
+		Use:   verb + " (TYPE NAME | TYPE/NAME | TYPE -l SELECTOR | TYPE --all) KEY=VALUE... KEY-...",
+		Short: "Set or remove the " + field + " of resources",
+		Long: `Set (KEY=VALUE) or remove (KEY-) ` + field + ` of a resource, or of every
+resource of a type in the namespace that -l selects (or --all), as kubectl
+` + verb + ` does: changing the value of a ` + noun + ` a resource has fails unless
+--overwrite is given; removing one it does not have is no error.
 
-The resource is read, and the change written as a merge patch on the
+Each resource is read, and the change written as a merge patch on the
 condition that the resource is still as read; when someone changed it in
 between, it is read again and the change checked again (up to 3 times).
 With --resource-version, the write happens only if the resource has that
-version, and is not tried again.
+version, and is not tried again. With several resources, each is its own
+write, in name order, and the first failure stops the rest; an
+--idempotency-key KEY gives each KEY-<n>.
 
-Prints plural.group/name ` + past + `: committed <commit> (or proposed <url>, dry
-run: N files), or ` + past + ` (no change).`,
+Prints a line per resource: plural.group/name ` + past + `: committed <commit>
+(or proposed <url>, dry run: N files), or ` + past + ` (no change).`,
 		Example: fmt.Sprintf(`  cup %[1]s flag dark-mode owner=web
   cup %[1]s flags/dark-mode owner=search --overwrite
-  cup %[1]s flag dark-mode owner-`, verb),
+  cup %[1]s flag dark-mode owner-
+  cup %[1]s flags -l team=web reviewed=yes`, verb),
 		ValidArgsFunction: c.completeTypes,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			tg, rest, err := c.patchTargetOf(ctx, args, &w, resourceVersion)
+			many := selector != "" || all
+			switch {
+			case selector != "" && all:
+				return errors.New("-l and --all both choose the resources: give one")
+			case many && resourceVersion != "":
+				return errors.New("--resource-version names the version of one resource: not with -l or --all")
+			case many && len(args) > 0 && strings.Contains(args[0], "/"):
+				return fmt.Errorf("-l and --all take a TYPE, not %s", args[0])
+			}
+			n := nameArgs(args)
+			if many {
+				n = min(1, len(args))
+			}
+			edit, err := parseMetadataEdit(args[n:], labels)
 			if err != nil {
 				return err
 			}
-			edit, err := parseMetadataEdit(rest, labels)
+			if !many {
+				tg, _, err := c.patchTargetOf(ctx, args[:n], &w, resourceVersion)
+				if err != nil {
+					return err
+				}
+				return c.editMetadata(ctx, tg, nil, edit, field, past, overwrite)
+			}
+			if n == 0 {
+				return errors.New("name the TYPE of the resources to " + verb)
+			}
+			tgs, read, err := c.selectTargets(ctx, args[0], selector, &w)
 			if err != nil {
 				return err
 			}
-			for attempt := 1; ; attempt++ {
-				r, err := c.getResource(ctx, tg.t, tg.namespace, tg.name, tg.changeSet)
-				if err != nil {
-					return err
-				}
-				current := r.GetMetadata().GetAnnotations()
-				if labels {
-					current = r.GetMetadata().GetLabels()
-				}
-				patch, err := edit.patchFor(field, current, overwrite)
-				if err != nil {
-					return err
-				}
-				read := *tg
-				if read.resourceVersion == "" {
-					read.resourceVersion = r.GetMetadata().GetResourceVersion()
-				}
-				res, err := c.patch(ctx, &read, cupv1alpha1.PatchType_PATCH_TYPE_MERGE, patch)
-				if connect.CodeOf(err) == connect.CodeAborted && resourceVersion == "" && attempt < maxMetadataAttempts {
-					continue
-				}
-				if err != nil {
-					return err
-				}
-				_, err = fmt.Fprint(c.stdout, patched(res.GetResult(), tg, past))
+			if len(tgs) == 0 {
+				_, err := fmt.Fprintln(c.stderr, noResources(c.conn.namespace))
 				return err
 			}
+			for i, tg := range tgs {
+				if err := c.editMetadata(ctx, tg, read[i], edit, field, past, overwrite); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&overwrite, "overwrite", false, "change the values of "+field+" the resource has")
 	cmd.Flags().StringVar(&resourceVersion, "resource-version", "", "write only if the resource has this resourceVersion")
+	cmd.Flags().StringVarP(&selector, "selector", "l", "", "the resources of TYPE in the namespace that this label selector selects, e.g. team=web")
+	cmd.Flags().BoolVar(&all, "all", false, "every resource of TYPE in the namespace")
 	w.add(cmd.Flags())
 	return cmd
+}
+
+// selectTargets lists the resources of typ in the namespace that selector
+// selects (all of them when it is empty), at the change set of w.
+func (c *cli) selectTargets(ctx context.Context, typ, selector string, w *writeFlags) ([]*patchTarget, []*cupv1alpha1.Resource, error) {
+	t, err := c.resolveType(ctx, typ)
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, cs, err := c.writeTo(ctx, w)
+	if err != nil {
+		return nil, nil, err
+	}
+	req := &cupv1alpha1.ListRequest{
+		Group: t.group(), Version: t.version, Plural: t.plural(), Namespace: conn.namespace,
+		Revision: cs, LabelSelector: selector,
+	}
+	var read []*cupv1alpha1.Resource
+	for {
+		res, err := conn.resources.List(ctx, connect.NewRequest(req))
+		if err != nil {
+			return nil, nil, err
+		}
+		read = append(read, res.Msg.GetItems()...)
+		if res.Msg.GetNextPageToken() == "" {
+			break
+		}
+		req.PageToken = res.Msg.GetNextPageToken()
+	}
+	tgs := make([]*patchTarget, len(read))
+	for i, r := range read {
+		tgs[i] = &patchTarget{t: t, namespace: conn.namespace, name: r.GetMetadata().GetName(), w: w, changeSet: cs, key: w.key(i, len(read))}
+	}
+	return tgs, read, nil
+}
+
+// editMetadata makes edit of the labels or annotations (field) of tg's
+// resource, as read (r, or read now when nil), and prints what came of it.
+// When the resource changed since it was read, and no resourceVersion was
+// asked for, it reads it again and tries again.
+func (c *cli) editMetadata(ctx context.Context, tg *patchTarget, r *cupv1alpha1.Resource, edit *metadataEdit, field, past string, overwrite bool) error {
+	for attempt := 1; ; attempt++ {
+		if r == nil {
+			var err error
+			if r, err = c.getResource(ctx, tg.t, tg.namespace, tg.name, tg.changeSet); err != nil {
+				return err
+			}
+		}
+		current := r.GetMetadata().GetAnnotations()
+		if field == "labels" {
+			current = r.GetMetadata().GetLabels()
+		}
+		patch, err := edit.patchFor(field, current, overwrite)
+		if err != nil {
+			return &resourceError{resource: tg.t.qualified() + "/" + tg.name, err: err}
+		}
+		read := *tg
+		if read.resourceVersion == "" {
+			read.resourceVersion = r.GetMetadata().GetResourceVersion()
+		}
+		res, err := c.patch(ctx, &read, cupv1alpha1.PatchType_PATCH_TYPE_MERGE, patch)
+		if connect.CodeOf(err) == connect.CodeAborted && tg.resourceVersion == "" && attempt < maxMetadataAttempts {
+			r = nil
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprint(c.stdout, patched(res.GetResult(), tg, past))
+		return err
+	}
 }

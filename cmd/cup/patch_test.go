@@ -128,4 +128,24 @@ func TestAnnotateCommand(t *testing.T) {
 	}
 	// Annotations hold any text; their keys follow the rules of labels'.
 	fails(t, url, `"Not/a/key" is not a valid annotation key`, "annotate", "flag", "dark-mode", "Not/a/key=x")
+
+	// Every flag a selector selects, or all of them, each its own write.
+	if got := ok(t, url, "annotate", "flags", "-l", "team in (web, payments)", "reviewed=yes"); !regexp.MustCompile(
+		`^flags\.flags\.cup\.dev/dark-mode annotated: committed [0-9a-f]{7}\nflags\.flags\.cup\.dev/new-checkout annotated: committed [0-9a-f]{7}\n$`).MatchString(got) {
+		t.Fatalf("annotate -l printed %q", got)
+	}
+	if a := metadataOf(getJSON(t, url, "search-v2"), "annotations"); a["reviewed"] != nil {
+		t.Fatalf("a flag the selector does not select was annotated: %v", a)
+	}
+	got := ok(t, url, "annotate", "flags", "--all", "reviewed=yes")
+	if want := "flags.flags.cup.dev/dark-mode annotated (no change)\nflags.flags.cup.dev/new-checkout annotated (no change)\n"; !strings.HasPrefix(got, want) ||
+		!regexp.MustCompile(`flags\.flags\.cup\.dev/search-v2 annotated: committed [0-9a-f]{7}\n$`).MatchString(got) {
+		t.Fatalf("annotate --all printed %q", got)
+	}
+	fails(t, url, "'reviewed' already has a value (yes), and --overwrite is false", "annotate", "flags", "--all", "reviewed=no")
+	if r := cup(t, url, "", "annotate", "flags", "-l", "team=nobody", "reviewed=no"); r.code != 0 || r.stdout != "" || !strings.Contains(r.stderr, "No resources found") {
+		t.Fatalf("annotate -l selecting nothing: %+v", r)
+	}
+	fails(t, url, "give one", "annotate", "flags", "-l", "team=web", "--all", "a=b")
+	fails(t, url, "not with -l or --all", "annotate", "flags", "--all", "a=b", "--resource-version", "abc")
 }
