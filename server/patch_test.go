@@ -2,7 +2,9 @@ package server_test
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -338,5 +340,27 @@ func TestPatchAuthorization(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPatchIsLogged: a patch is logged as the write it is, with its own
+// verb and procedure, over Connect and REST alike.
+func TestPatchIsLogged(t *testing.T) {
+	t.Parallel()
+	logs := new(syncBuffer)
+	f := newFixture(t, servertest.WithServerOptions(server.WithLogger(slog.New(slog.NewTextHandler(logs, nil)))))
+	rs, _ := f.clients(protocols[0])
+	if _, err := rs.Patch(t.Context(), connect.NewRequest(patchReq("dark-mode", mergePatch, `{"spec":{"rollout":3}}`))); err != nil {
+		t.Fatal(err)
+	}
+	if res := f.do(t, "PATCH", flagsPath+"/dark-mode", `{"spec":{"rollout":4}}`, "Content-Type", "application/merge-patch+json"); res.status != http.StatusAccepted {
+		t.Fatalf("PATCH = %d %s", res.status, res.body)
+	}
+	for _, form := range []string{"connect", "rest"} {
+		want := regexp.MustCompile(`msg=write procedure=/cup.v1alpha1.ResourceService/Patch form=` + form +
+			` verb=patch who=anonymous resource="flags.cup.dev/v1alpha1/flags default/dark-mode" commit=[0-9a-f]{40} outcome=committed`)
+		if !want.MatchString(logs.String()) {
+			t.Errorf("no %s patch logged as a write:\n%s", form, logs)
+		}
 	}
 }
