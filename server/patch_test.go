@@ -364,3 +364,33 @@ func TestPatchIsLogged(t *testing.T) {
 		}
 	}
 }
+
+// TestPatchInChangeSet: a patch to a change set applies to the resource
+// as the change set holds it, and leaves the served branch alone.
+func TestPatchInChangeSet(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	rs, _ := f.clients(protocols[0])
+	ctx := t.Context()
+	main := f.head(t)
+	f.changeSet(t, "cup/feature")
+	first := patchReq("dark-mode", mergePatch, `{"spec":{"rollout":20}}`)
+	first.ChangeSet = "cup/feature"
+	if _, err := rs.Patch(ctx, connect.NewRequest(first)); err != nil {
+		t.Fatal(err)
+	}
+	// The test holds only against the change set's resource.
+	second := patchReq("dark-mode", jsonPatch, `[{"op":"test","path":"/spec/rollout","value":20},{"op":"replace","path":"/spec/enabled","value":true}]`)
+	second.ChangeSet = "cup/feature"
+	res, err := rs.Patch(ctx, connect.NewRequest(second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := res.Msg.Resource.Spec.AsMap(); s["rollout"] != 20.0 || s["enabled"] != true || res.Msg.Result.Branch != "cup/feature" ||
+		f.resolve(t, "cup/feature") != res.Msg.Result.Commit || f.head(t) != main {
+		t.Fatalf("patches in a change set = %v", res.Msg)
+	}
+	second.ChangeSet = ""
+	_, err = rs.Patch(ctx, connect.NewRequest(second))
+	wantCode(t, err, connect.CodeInvalidArgument)
+}
