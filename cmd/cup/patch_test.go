@@ -2,8 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -148,4 +151,50 @@ func TestAnnotateCommand(t *testing.T) {
 	}
 	fails(t, url, "give one", "annotate", "flags", "-l", "team=web", "--all", "a=b")
 	fails(t, url, "not with -l or --all", "annotate", "flags", "--all", "a=b", "--resource-version", "abc")
+}
+
+// TestLabelAfterAConcurrentChange: when another writer changes the
+// resource between label's read and its write, label reads it again: it
+// keeps the other writer's change, and checks --overwrite against it.
+func TestLabelAfterAConcurrentChange(t *testing.T) {
+	t.Parallel()
+	h := newHandler(t)
+	// The other writer's patch, sent just before cup's first patch arrives.
+	var other atomic.Pointer[string]
+	url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/cup.v1alpha1.ResourceService/Patch" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if p := other.Swap(nil); p != nil {
+			req := httptest.NewRequestWithContext(r.Context(), "PATCH", "/apis/flags.cup.dev/v1alpha1/namespaces/default/flags/dark-mode", strings.NewReader(*p))
+			req.Host = "127.0.0.1"
+			req.Header.Set("Content-Type", "application/merge-patch+json")
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != http.StatusAccepted {
+				t.Errorf("the other writer's PATCH = %d %s", rec.Code, rec.Body)
+			}
+		}
+		h.ServeHTTP(w, r)
+	}))
+	labels := func() map[string]any { return metadataOf(getJSON(t, url, "dark-mode"), "labels") }
+
+	another := `{"metadata":{"labels":{"owner":"ops"}}}`
+	other.Store(&another)
+	ok(t, url, "label", "flag", "dark-mode", "stage=beta")
+	if l := labels(); l["owner"] != "ops" || l["stage"] != "beta" || l["team"] != "web" || other.Load() != nil {
+		t.Fatalf("labels after a concurrent change %v", l)
+	}
+	conflicting := `{"metadata":{"labels":{"tier":"gold"}}}`
+	other.Store(&conflicting)
+	fails(t, url, "'tier' already has a value (gold), and --overwrite is false", "label", "flag", "dark-mode", "tier=silver")
+	if l := labels(); l["tier"] != "gold" {
+		t.Fatalf("label overwrote a concurrent change: %v", l)
+	}
+	// With --resource-version, a concurrent change fails the write.
+	rv := getJSON(t, url, "dark-mode")["metadata"].(map[string]any)["resourceVersion"].(string)
+	third := `{"metadata":{"labels":{"owner":"web"}}}`
+	other.Store(&third)
+	fails(t, url, "precondition failed", "label", "flag", "dark-mode", "stage=gamma", "--overwrite", "--resource-version", rv)
 }
