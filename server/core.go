@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -63,10 +64,12 @@ type putInput struct {
 	// "resource.spec_json" for a spec sent in that field.
 	specField string
 	// field names the resource in errors about it as a whole; its fields
-	// are named beneath it: "resource" when empty. A patched resource
-	// (patch.go) has "patch", and its fields are named as the resource's
-	// own (spec.rollout), which is what the patch wrote.
+	// are named beneath it: "resource" when empty.
 	field string
+	// patched marks a resource a patch made (patch.go): field names the
+	// patch, and the resource's fields are named as its own (spec.rollout),
+	// which is what the patch wrote.
+	patched bool
 	// specSorted tells a spec that is compact with its keys sorted (one
 	// from a google.protobuf.Struct) from one to be put in that form.
 	specSorted bool
@@ -75,13 +78,10 @@ type putInput struct {
 // fieldPrefix is what the names of the resource's fields start with in
 // errors.
 func (in *putInput) fieldPrefix() string {
-	switch in.field {
-	case "":
-		return "resource."
-	case "patch":
+	if in.patched {
 		return ""
 	}
-	return in.field + "."
+	return cmp.Or(in.field, "resource") + "."
 }
 
 // notFound is the error for a resource that is not there.

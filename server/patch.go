@@ -45,6 +45,8 @@ const maxPatchOperations = 1000
 // patchOp is a checked patch, ready to apply to each base the write
 // meets.
 type patchOp struct {
+	// field names the patch in errors: "patch", or "body" on the REST form.
+	field string
 	typ   cupv1alpha1.PatchType
 	text  []byte // compact
 	json  jsonpatch.Patch
@@ -58,13 +60,14 @@ func (p *patchOp) fingerprint() []byte {
 }
 
 // patch applies the patch text of type typ to the resource at names: it
-// returns the write's result and the resource as stored.
-func (s *Server) patch(ctx context.Context, at ref, typ cupv1alpha1.PatchType, text []byte, o writeOptions) (*cupv1alpha1.WriteResult, *entry, error) {
+// returns the write's result and the resource as stored. field names the
+// patch in errors.
+func (s *Server) patch(ctx context.Context, at ref, field string, typ cupv1alpha1.PatchType, text []byte, o writeOptions) (*cupv1alpha1.WriteResult, *entry, error) {
 	t, err := s.typeFor(ctx, at, auth.VerbPut)
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := s.checkPatch(typ, text)
+	p, err := s.checkPatch(field, typ, text)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -95,56 +98,57 @@ func (s *Server) patch(ctx context.Context, at ref, typ cupv1alpha1.PatchType, t
 // checkPatch checks what a patch can be checked for before any resource is
 // read: JSON within the depth limit, an object for a merge patch, an array
 // of known operations with known members for a JSON patch.
-func (s *Server) checkPatch(typ cupv1alpha1.PatchType, text []byte) (*patchOp, error) {
+func (s *Server) checkPatch(field string, typ cupv1alpha1.PatchType, text []byte) (*patchOp, error) {
+	p := &patchOp{field: field, typ: typ}
 	if !utf8.Valid(text) {
-		return nil, fieldError("patch", "holds bytes that are not UTF-8")
+		return nil, fieldError(p.field, "holds bytes that are not UTF-8")
 	}
 	var b bytes.Buffer
 	b.Grow(len(text))
 	if err := json.Compact(&b, text); err != nil {
-		return nil, fieldError("patch", "not JSON: %v", err)
+		return nil, fieldError(p.field, "not JSON: %v", err)
 	}
 	// The patch is a value of its own: a merge patch's object is the
 	// resource, depth 1.
 	if document.CheckDepth(b.Bytes(), s.cfg.maxDepth) != nil {
-		return nil, s.depthError("patch")
+		return nil, s.depthError(field)
 	}
-	p := &patchOp{typ: typ, text: b.Bytes()}
+	p.text = b.Bytes()
 	switch typ {
 	case cupv1alpha1.PatchType_PATCH_TYPE_MERGE:
 		if p.text[0] != '{' {
-			return nil, fieldError("patch", "a merge patch (RFC 7396) is a JSON object holding the fields to change, e.g. {\"spec\":{\"enabled\":true}}")
+			return nil, fieldError(p.field, "a merge patch (RFC 7396) is a JSON object holding the fields to change, e.g. {\"spec\":{\"enabled\":true}}")
 		}
 	case cupv1alpha1.PatchType_PATCH_TYPE_JSON:
 		if p.text[0] != '[' {
-			return nil, fieldError("patch", "a JSON patch (RFC 6902) is an array of operations, e.g. [{\"op\":\"replace\",\"path\":\"/spec/enabled\",\"value\":true}]")
+			return nil, fieldError(p.field, "a JSON patch (RFC 6902) is an array of operations, e.g. [{\"op\":\"replace\",\"path\":\"/spec/enabled\",\"value\":true}]")
 		}
 		var ops []map[string]json.RawMessage
 		if err := json.Unmarshal(p.text, &ops); err != nil {
-			return nil, fieldError("patch", "a JSON patch is an array of operations, each an object: %v", err)
+			return nil, fieldError(p.field, "a JSON patch is an array of operations, each an object: %v", err)
 		}
 		if len(ops) > maxPatchOperations {
-			return nil, fieldError("patch", "%d operations, more than the limit of %d: split the patch", len(ops), maxPatchOperations)
+			return nil, fieldError(p.field, "%d operations, more than the limit of %d: split the patch", len(ops), maxPatchOperations)
 		}
 		for i, op := range ops {
 			for k := range op {
 				if k != "op" && k != "path" && k != "from" && k != "value" {
-					return nil, fieldError(fmt.Sprintf("patch[%d].%s", i, truncate(k, 64)), "unknown member: an operation has op, path, from and value")
+					return nil, fieldError(fmt.Sprintf("%s[%d].%s", p.field, i, truncate(k, 64)), "unknown member: an operation has op, path, from and value")
 				}
 			}
 			var name string
 			if err := json.Unmarshal(op["op"], &name); err != nil || op["op"] == nil {
-				return nil, fieldError(fmt.Sprintf("patch[%d].op", i), "missing or not a string: want add, remove, replace, move, copy or test")
+				return nil, fieldError(fmt.Sprintf("%s[%d].op", p.field, i), "missing or not a string: want add, remove, replace, move, copy or test")
 			}
 			switch name {
 			case "add", "remove", "replace", "move", "copy", "test":
 			default:
-				return nil, fieldError(fmt.Sprintf("patch[%d].op", i), "%q is not an operation: want add, remove, replace, move, copy or test", truncate(name, 64))
+				return nil, fieldError(fmt.Sprintf("%s[%d].op", p.field, i), "%q is not an operation: want add, remove, replace, move, copy or test", truncate(name, 64))
 			}
 		}
 		jp, err := jsonpatch.DecodePatch(p.text)
 		if err != nil {
-			return nil, fieldError("patch", "%v", err)
+			return nil, fieldError(p.field, "%v", err)
 		}
 		p.json = jp
 	default:
@@ -191,14 +195,14 @@ func (s *Server) applyPatch(t *Type, at ref, p *patchOp, cur *entry) (*controlle
 		out, err = p.json.ApplyWithOptions(doc, opts)
 	}
 	if err != nil {
-		return nil, fieldError("patch", "does not apply to %s %q (resource_version %s): %v", t.Singular, at.name, rv, err)
+		return nil, fieldError(p.field, "does not apply to %s %q (resource_version %s): %v", t.Singular, at.name, rv, err)
 	}
 	if document.CheckDepth(out, s.cfg.maxDepth) != nil {
-		return nil, fieldError("patch", "the patched resource nests objects and arrays more than %d deep, counting the resource as 1 (cupd --max-json-depth)", s.cfg.maxDepth)
+		return nil, fieldError(p.field, "the patched resource nests objects and arrays more than %d deep, counting the resource as 1 (cupd --max-json-depth)", s.cfg.maxDepth)
 	}
 	in, err := decodeResource(out)
 	if err != nil {
-		return nil, fieldError("patch", "the patched resource is not a resource: %v", err)
+		return nil, fieldError(p.field, "the patched resource is not a resource: %v", err)
 	}
 	for _, f := range immutable {
 		if old, got := f.of(&was.resource), f.of(&in.resource); old != got {
@@ -222,13 +226,13 @@ func (s *Server) applyPatch(t *Type, at ref, p *patchOp, cur *entry) (*controlle
 		}
 		in.resource.Metadata.ResourceVersion = ""
 	}
-	in.field, in.specField = "patch", "spec"
+	in.field, in.specField, in.patched = p.field, "spec", true
 	return s.checkResource(t, at, in)
 }
 
 func (h *resourceService) Patch(ctx context.Context, req *connect.Request[cupv1alpha1.PatchRequest]) (*connect.Response[cupv1alpha1.PatchResponse], error) {
 	m := req.Msg
-	res, stored, err := h.s.patch(ctx, ref{m.Group, m.Version, m.Plural, m.Namespace, m.Name}, m.Type, []byte(m.Patch), writeOptions{
+	res, stored, err := h.s.patch(ctx, ref{m.Group, m.Version, m.Plural, m.Namespace, m.Name}, "patch", m.Type, []byte(m.Patch), writeOptions{
 		revision: m.Revision, message: m.Message, precondition: m.ResourceVersion,
 		changeSet: m.ChangeSet, idempotencyKey: m.IdempotencyKey, dryRun: m.DryRun,
 	})
@@ -289,7 +293,7 @@ func (s *Server) restPatch(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	result, stored, err := s.patch(r.Context(), restRef(r), typ, body, p.options())
+	result, stored, err := s.patch(r.Context(), restRef(r), "body", typ, body, p.options())
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -282,6 +282,8 @@ func TestPatchREST(t *testing.T) {
 		{"rename", `{"metadata":{"name":"x"}}`, merge, http.StatusBadRequest, "metadata.name"},
 		{"failed test", `[{"op":"test","path":"/spec/rollout","value":1}]`, []string{"Content-Type", "application/json-patch+json"}, http.StatusBadRequest, "test failed"},
 		{"unknown parameter", `{}`, merge, http.StatusBadRequest, "dryrun"},
+		{"unknown member", `[{"op":"remove","path":"/spec/rollout","vaule":1}]`, []string{"Content-Type", "application/json-patch+json"}, http.StatusBadRequest, "body[0].vaule: unknown member"},
+		{"not JSON", `{"spec":`, merge, http.StatusBadRequest, "body: not JSON"},
 	} {
 		path := item
 		if tc.name == "unknown parameter" {
