@@ -279,9 +279,11 @@ Each resource is read, and the change written as a merge patch on the
 condition that the resource is still as read; when someone changed it in
 between, it is read again and the change checked again (up to 3 times).
 With --resource-version, the write happens only if the resource has that
-version, and is not tried again. With several resources, each is its own
-write, in name order, and the first failure stops the rest; an
---idempotency-key KEY gives each KEY-<n>.
+version, and is not tried again. With --idempotency-key (and no
+--resource-version), the write is not conditional on the version read, so
+that running the command again after it succeeded replays it. With several
+resources, each is its own write, in name order, and the first failure
+stops the rest; an --idempotency-key KEY gives each KEY-<n>.
 
 Prints a line per resource: plural.group/name ` + past + `: committed <commit>
 (or proposed <url>, dry run: N files), or ` + past + ` (no change).`,
@@ -398,7 +400,11 @@ func (c *cli) editMetadata(ctx context.Context, tg *patchTarget, r *cupv1alpha1.
 			return &resourceError{resource: tg.t.qualified() + "/" + tg.name, err: err}
 		}
 		read := *tg
-		if read.resourceVersion == "" {
+		// With an idempotency key, the request must not depend on what was
+		// read, or a rerun after the first write succeeded (which reads the
+		// resource it made) would be another request with the same key,
+		// refused: it goes without the version read, as kubectl's does.
+		if read.resourceVersion == "" && read.key == "" {
 			read.resourceVersion = r.GetMetadata().GetResourceVersion()
 		}
 		res, err := c.patch(ctx, &read, cupv1alpha1.PatchType_PATCH_TYPE_MERGE, patch)

@@ -99,6 +99,12 @@ func TestLabelCommand(t *testing.T) {
 	ok(t, url, "label", "flag", "dark-mode", "stage=gamma", "--resource-version", rv)
 	fails(t, url, "precondition failed", "label", "flag", "dark-mode", "stage=delta", "--overwrite", "--resource-version", rv)
 
+	// A rerun with the idempotency key replays the first write.
+	first := ok(t, url, "label", "flag", "dark-mode", "reviewed=yes", "--idempotency-key", "review-1")
+	if again := ok(t, url, "label", "flag", "dark-mode", "reviewed=yes", "--idempotency-key", "review-1"); again != strings.TrimSuffix(first, "\n")+" (replayed)\n" {
+		t.Fatalf("label rerun with its key printed %q, first %q", again, first)
+	}
+
 	// Refused before anything is sent.
 	for _, tc := range []struct{ arg, want string }{
 		{"bad key=x", `"bad key" is not a valid label key`},
