@@ -267,7 +267,10 @@ func recordWrite(ctx context.Context, w *writeTarget) *writeRecord {
 		return nil
 	}
 	verb := "put"
-	if w.resourceForWrite == nil {
+	switch {
+	case w.patch != nil:
+		verb = "patch"
+	case w.resourceForWrite == nil:
 		verb = "delete"
 	}
 	c.write = &writeRecord{

@@ -76,6 +76,15 @@ func (h *resourceService) Put(ctx context.Context, req *connect.Request[cupv1alp
 		revision: m.Revision, message: m.Message, precondition: m.ResourceVersion,
 		changeSet: m.ChangeSet, idempotencyKey: m.IdempotencyKey, dryRun: m.DryRun, create: m.Create,
 	})
+	return storedResponse(res, stored, err, func(res *cupv1alpha1.WriteResult, r *cupv1alpha1.Resource) *cupv1alpha1.PutResponse {
+		return &cupv1alpha1.PutResponse{Result: res, Resource: r}
+	})
+}
+
+// storedResponse answers a write that stored a resource (a put or a patch)
+// with the response build makes of its result and the resource, or with
+// err.
+func storedResponse[T any](res *cupv1alpha1.WriteResult, stored *entry, err error, build func(*cupv1alpha1.WriteResult, *cupv1alpha1.Resource) *T) (*connect.Response[T], error) {
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +92,7 @@ func (h *resourceService) Put(ctx context.Context, req *connect.Request[cupv1alp
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&cupv1alpha1.PutResponse{Result: res, Resource: pb}), nil
+	return connect.NewResponse(build(res, pb)), nil
 }
 
 func (h *resourceService) Delete(ctx context.Context, req *connect.Request[cupv1alpha1.DeleteRequest]) (*connect.Response[cupv1alpha1.DeleteResponse], error) {

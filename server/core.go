@@ -61,19 +61,28 @@ type putInput struct {
 	// resource is what the caller sent; its Spec is JSON, and its
 	// Metadata.ResourceVersion, when set, a precondition.
 	resource controller.Resource
-	// field names the resource in errors: "resource" unless set (in a
-	// batch, "items[3].put.resource").
+	// field names the resource in errors about it as a whole; its fields
+	// are named beneath it: "resource" when empty (in a batch,
+	// "items[3].put.resource").
 	field string
 	// specField names the spec in errors: "resource.spec", or
 	// "resource.spec_json" for a spec sent in that field.
 	specField string
+	// patched marks a resource a patch made (patch.go): field names the
+	// patch, and the resource's fields are named as its own (spec.rollout),
+	// which is what the patch wrote.
+	patched bool
 	// specSorted tells a spec that is compact with its keys sorted (one
 	// from a google.protobuf.Struct) from one to be put in that form.
 	specSorted bool
 }
 
-// at names the field path of the resource, e.g. "resource.spec".
+// at names a field of the resource in errors, e.g. "resource.spec"; a
+// patched resource's fields are named as the patch wrote them ("spec").
 func (p *putInput) at(path string) string {
+	if p.patched {
+		return path
+	}
 	return cmp.Or(p.field, "resource") + "." + path
 }
 

@@ -316,6 +316,7 @@ var restProcedures = map[string]string{
 	"PUT " + itemPath:       cupv1alpha1connect.ResourceServicePutProcedure,
 	// A create is a put that refuses an existing resource.
 	"POST " + collectionPath: cupv1alpha1connect.ResourceServicePutProcedure,
+	"PATCH " + itemPath:      cupv1alpha1connect.ResourceServicePatchProcedure,
 	"DELETE " + itemPath:     cupv1alpha1connect.ResourceServiceDeleteProcedure,
 	"GET " + proposalsPath:   cupv1alpha1connect.ProposalServiceListProposalsProcedure,
 	"GET " + proposalPath:    cupv1alpha1connect.ProposalServiceGetProposalProcedure,

@@ -29,6 +29,7 @@ import (
 //	POST   /apis/{group}/{version}/namespaces/{namespace}/{plural}         create
 //	GET    /apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}  get
 //	PUT    /apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}  put
+//	PATCH  /apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}  patch (see patch.go)
 //	DELETE /apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}  delete
 //	GET    /apis/cup.dev/v1alpha1/proposals                                proposals (see proposals.go)
 //	GET    /apis/cup.dev/v1alpha1/proposals/{id}                           one proposal
@@ -64,6 +65,7 @@ func (s *Server) routeREST(mux *http.ServeMux) {
 	mux.Handle("GET "+itemPath, s.rest(s.restGet, "revision"))
 	mux.Handle("PUT "+itemPath, s.rest(s.restPut, write...))
 	mux.Handle("POST "+collectionPath, s.rest(s.restCreate, "revision", "message", "dryRun", "idempotencyKey", "changeSet"))
+	mux.Handle("PATCH "+itemPath, s.rest(s.restPatch, write...))
 	mux.Handle("DELETE "+itemPath, s.rest(s.restDelete, write...))
 	mux.Handle("GET "+proposalsPath, s.rest(s.restListProposals, "state", "group", "plural", "namespace", "name"))
 	mux.Handle("GET "+proposalPath, s.rest(s.restGetProposal))
@@ -126,7 +128,7 @@ func (s *Server) restNoRoute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeError(w, r, connect.NewError(connect.CodeNotFound, fmt.Errorf(
-		"the REST form has no %s %s: it serves GET /apis, GET and POST %s, GET %s, GET, PUT and DELETE %s, GET %s, %s and %s, GET %s, %s, %s and %s, and POST %s",
+		"the REST form has no %s %s: it serves GET /apis, GET and POST %s, GET %s, GET, PUT, PATCH and DELETE %s, GET %s, %s and %s, GET %s, %s, %s and %s, and POST %s",
 		r.Method, r.URL.Path, collectionPath, allNamespacesPath, itemPath, statusPath, renderPath, historyPath,
 		proposalsPath, proposalPath, graphPath, namespacesPath, accessReviewsPath)))
 }
@@ -157,7 +159,7 @@ func allowedMethods(path string) string {
 	case len(parts) == 5 && parts[2] == "namespaces":
 		return "GET, POST"
 	case len(parts) == 6 && parts[2] == "namespaces":
-		return "GET, PUT, DELETE"
+		return "GET, PUT, PATCH, DELETE"
 	case len(parts) == 7 && parts[2] == "namespaces" && (parts[6] == "status" || parts[6] == "history"):
 		return "GET"
 	}
@@ -341,9 +343,19 @@ func (s *Server) restWrite(w http.ResponseWriter, r *http.Request, create bool) 
 		s.writeError(w, r, err)
 		return
 	}
+	s.writeStored(w, r, result, stored)
+}
+
+// writeStored answers a write that stored a resource (a PUT or a PATCH) as
+// writeResult does, with PutResponse's form as the body: the resource as
+// stored, which is JSON already, beside the result. Its ETag is the stored
+// resource's, as a GET would answer it next; a dry run, which stored
+// nothing, has none.
+func (s *Server) writeStored(w http.ResponseWriter, r *http.Request, result *cupv1alpha1.WriteResult, stored *entry) {
+	if result.Outcome != cupv1alpha1.WriteOutcome_WRITE_OUTCOME_DRY_RUN {
+		w.Header()["Etag"] = []string{stored.etag()}
+	}
 	s.writeResultJSON(w, r, result, func() ([]byte, error) {
-		// PutResponse in protojson's form, with the resource as stored,
-		// which is JSON already.
 		b, err := marshalJSON.Marshal(result)
 		if err != nil {
 			return nil, err

@@ -302,8 +302,7 @@ func TestRESTWrongMethod(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	for _, tc := range []struct{ method, path, allow string }{
-		{"POST", flagsPath + "/dark-mode", "GET, PUT, DELETE"},
-		{"PATCH", flagsPath + "/dark-mode", "GET, PUT, DELETE"},
+		{"POST", flagsPath + "/dark-mode", "GET, PUT, PATCH, DELETE"},
 		{"PUT", flagsPath, "GET, POST"},
 		{"DELETE", "/apis", "GET"},
 		{"PUT", "/apis/cup.dev/v1alpha1/proposals/7", "GET"},

@@ -87,8 +87,8 @@ func corsHandler(h http.Handler, origins []string) http.Handler {
 	}
 	return cors.New(cors.Options{
 		AllowedOrigins: trimmed,
-		// Connect uses GET and POST; the REST form PUT and DELETE too.
-		AllowedMethods: append(connectcors.AllowedMethods(), http.MethodPut, http.MethodDelete),
+		// Connect uses GET and POST; the REST form PUT, PATCH and DELETE too.
+		AllowedMethods: append(connectcors.AllowedMethods(), http.MethodPut, http.MethodPatch, http.MethodDelete),
 		AllowedHeaders: append(connectcors.AllowedHeaders(),
 			"Authorization", "Connect-Accept-Encoding", "Connect-Content-Encoding",
 			"Grpc-Accept-Encoding", "Grpc-Encoding", "Content-Encoding",

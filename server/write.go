@@ -40,21 +40,34 @@ type writeTarget struct {
 	// changed says that the write changed the resource, and created that
 	// a put made one that was not there; set by change.
 	changed, created bool
+	// patch, for a patch, makes resourceForWrite from the current resource
+	// inside the update's Apply: from the very resource the precondition
+	// is checked against, and again from a newer one when a concurrent
+	// write moves the branch, so that no write between read and write is
+	// lost.
+	patch *patchOp
 }
 
 // fingerprint identifies what a write does, for idempotency keys: the
 // lowercase hex SHA-256 of, in this order, "cup.write.v1", the operation
-// ("put" or "delete"), group, version, plural, namespace, name, revision,
-// change set, resourceVersion precondition, message as requested, and for a
-// put the resource's canonical JSON file form (controller.Resource.MarshalFile
+// ("put", "patch" or "delete"), group, version, plural, namespace, name,
+// revision, change set, resourceVersion precondition, message as requested,
+// for a put the resource's canonical JSON file form (controller.Resource.MarshalFile
 // of the resource as the server stores it: defaults filled in, keys in a
-// fixed order, no resourceVersion) — each as a big-endian uint64 length
-// followed by its bytes. Dry runs and the key itself are not part of it.
-// So a retry matches over any protocol, whatever the JSON's spacing or key
-// order, and a different request with the same key does not.
+// fixed order, no resourceVersion), and for a patch its type and compacted
+// text (patchOp.fingerprint) — each as a big-endian uint64 length followed
+// by its bytes. Dry runs and the key itself are not part of it. So a retry
+// matches over any protocol, whatever the JSON's spacing or key order, and
+// a different request with the same key does not. A patch is fingerprinted
+// by what it says rather than by the resource it makes, which depends on
+// the resource it applies to: a retry after the first patch was written
+// replays it instead of failing or applying it twice.
 func (w *writeTarget) fingerprint() (string, error) {
 	op, body := "delete", []byte(nil)
-	if w.resourceForWrite != nil {
+	switch {
+	case w.patch != nil:
+		op, body = "patch", w.patch.fingerprint()
+	case w.resourceForWrite != nil:
 		op = "put"
 		var err error
 		if body, err = w.resourceForWrite.MarshalFile(); err != nil {
@@ -213,6 +226,9 @@ func (s *Server) commit(ctx context.Context, u *update) (result *cupv1alpha1.Wri
 // through the controller. It sets w.stored (for a put) and w.changed.
 func (s *Server) change(ctx context.Context, base *source.Snapshot, fs source.Writer, w *writeTarget) error {
 	w.stored, w.changed, w.created = nil, false, false
+	if w.patch != nil {
+		w.resourceForWrite = nil // made anew from each base
+	}
 	cur, err := s.getEntry(ctx, w.t, base, w.namespace, w.name)
 	var unread *changeCounter // set when the write goes on without having read the resource
 	switch {
@@ -229,7 +245,7 @@ func (s *Server) change(ctx context.Context, base *source.Snapshot, fs source.Wr
 				"precondition failed: %s %q does not exist, but resource_version %q was required",
 				w.t.Singular, w.name, w.precondition)}
 		}
-	case errors.Is(err, controller.ErrFailed) && w.precondition == "" && !w.create:
+	case errors.Is(err, controller.ErrFailed) && w.precondition == "" && !w.create && w.patch == nil:
 		// Controllers written for the original Cup fail (exit 1,
 		// or print nothing) to get a missing resource. Without a
 		// precondition the write needs nothing of the current
@@ -252,6 +268,13 @@ func (s *Server) change(ctx context.Context, base *source.Snapshot, fs source.Wr
 		return &sentinelError{errPreconditionFailed, fmt.Sprintf(
 			"precondition failed: %s %q has resource_version %q, not %q: read it again and retry",
 			w.t.Singular, w.name, cur.resourceVersion(), w.precondition)}
+	}
+	if w.patch != nil {
+		r, err := w.patch.apply(cur)
+		if err != nil {
+			return err
+		}
+		w.resourceForWrite = r
 	}
 	// Each controller call takes a slot of its own and gives it back
 	// before the next: holding one while waiting for another could
