@@ -23,17 +23,29 @@ var thousandItems = sync.OnceValues(func() (string, error) {
 // rows: the list, then the latest history entry of each resource, 8
 // calls at a time (as cup does), on a new server (cold: every commit read
 // for the first time) and on one that answered it before (warm). For
-// comparison, list is the list alone.
+// comparison, list is the list alone, and list+changes the list with
+// with_changes, which finds the 1,000 last changes in one walk.
 func BenchmarkAges1000(b *testing.B) {
 	dir, err := thousandItems()
 	if err != nil {
 		b.Fatal(err)
 	}
-	run := func(b *testing.B, withAges bool) func() {
+	run := func(b *testing.B, withAges, withChanges bool) func() {
 		a := openBench(b, dir)
 		b.Cleanup(func() { _ = a.Close() })
 		h := a.Handler()
 		return func() {
+			if withChanges {
+				rec := httptest.NewRecorder()
+				req := httptest.NewRequest("POST", "/cup.v1alpha1.ResourceService/List", strings.NewReader(
+					`{"group":"bench.cup.dev","version":"v1","plural":"items","namespace":"default","withChanges":true}`))
+				req.Header.Set("Content-Type", "application/json")
+				h.ServeHTTP(rec, req)
+				if rec.Code != 200 || strings.Count(rec.Body.String(), `"time":`) != 1000 {
+					b.Fatalf("list with changes: %d %.300s", rec.Code, rec.Body)
+				}
+				return
+			}
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest("GET", "/apis/bench.cup.dev/v1/namespaces/default/items", nil))
 			if rec.Code != 200 || strings.Count(rec.Body.String(), `"kind":"Item"`) != 1000 {
@@ -60,19 +72,19 @@ func BenchmarkAges1000(b *testing.B) {
 		}
 	}
 	for _, tc := range []struct {
-		name     string
-		withAges bool
-	}{{"list", false}, {"list+ages", true}} {
+		name                  string
+		withAges, withChanges bool
+	}{{"list", false, false}, {"list+ages", true, false}, {"list+changes", false, true}} {
 		b.Run(tc.name+"/cold", func(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
-				get := run(b, tc.withAges)
+				get := run(b, tc.withAges, tc.withChanges)
 				b.StartTimer()
 				get()
 			}
 		})
 		b.Run(tc.name+"/warm", func(b *testing.B) {
-			get := run(b, tc.withAges)
+			get := run(b, tc.withAges, tc.withChanges)
 			get()
 			for b.Loop() {
 				get()

@@ -63,6 +63,15 @@ func (h *resourceService) List(ctx context.Context, req *connect.Request[cupv1al
 		}
 		out.Items = append(out.Items, pb)
 	}
+	if m.WithChanges && !m.Problems {
+		t, err := h.s.lookup(m.Group, m.Version, m.Plural) // list authorized the caller
+		if err != nil {
+			return nil, err
+		}
+		if out.Changes, err = h.s.lastChanges(ctx, t, p.commit, out.Items); err != nil {
+			return nil, err
+		}
+	}
 	return connect.NewResponse(out), nil
 }
 

@@ -58,6 +58,7 @@ const (
 	memoEvents                     // a commit's events for a type and namespace
 	memoHistory                    // a page of a resource's history
 	memoNamespaces                 // the namespaces of a type at a commit
+	memoChanges                    // the last changes of a page of resources
 )
 
 type memoItem struct {

@@ -30,6 +30,7 @@ func (c *cli) getAll(ctx context.Context, namespace, selector, fieldSelector str
 		found, err := c.listItems(ctx, t, &cupv1alpha1.ListRequest{
 			Group: t.group(), Version: t.version, Plural: t.plural(), Namespace: namespace,
 			Revision: o.revision, LabelSelector: selector, FieldSelector: fieldSelector, PageSize: limit,
+			WithChanges: showsAge(o.output),
 		}, t.qualified())
 		if err != nil {
 			if ctx.Err() != nil {

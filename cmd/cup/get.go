@@ -166,7 +166,7 @@ the server closes for falling behind is resumed where it was cut.`,
 					if err != nil {
 						return err
 					}
-					items = append(items, item{t, res.GetResource(), res.GetStatus()})
+					items = append(items, item{t: t, r: res.GetResource(), status: res.GetStatus()})
 				}
 			default:
 				t, err := c.resolveType(ctx, args[0])
@@ -183,13 +183,14 @@ the server closes for falling behind is resumed where it was cut.`,
 						if err != nil {
 							return err
 						}
-						items = append(items, item{t, res.GetResource(), res.GetStatus()})
+						items = append(items, item{t: t, r: res.GetResource(), status: res.GetStatus()})
 					}
 					break
 				}
 				req := &cupv1alpha1.ListRequest{
 					Group: t.group(), Version: t.version, Plural: t.plural(), Namespace: namespace,
 					Revision: revision, LabelSelector: selector, FieldSelector: fieldSelector, PageSize: limit, Problems: problems,
+					WithChanges: showsAge(output),
 				}
 				if problems {
 					return c.printProblems(ctx, conn.resources, req)
@@ -313,6 +314,9 @@ type item struct {
 	// status is what a Get answered of a reconciler's primary; nil
 	// otherwise, and for listed resources.
 	status *cupv1alpha1.ResourceStatus
+	// changed is the time of the commit that last changed the resource,
+	// as a list with_changes answers it; "" when unknown.
+	changed string
 }
 
 // checkOutput refuses an -o cup get does not print.
@@ -328,6 +332,9 @@ func checkOutput(output string) error {
 	}
 	return fmt.Errorf("-o: %q is not one of table, wide, json, yaml, name, jsonpath=TEMPLATE, jsonpath-file=FILE, custom-columns=SPEC", output)
 }
+
+// showsAge reports whether output prints the AGE column.
+func showsAge(output string) bool { return output == "table" || output == "wide" }
 
 // isTable reports whether output prints a table.
 func isTable(output string) bool {
@@ -358,8 +365,13 @@ func (c *cli) listItems(ctx context.Context, t typeRef, req *cupv1alpha1.ListReq
 			fmt.Fprintf(c.stderr, "Warning: %d more files left out of the list; see them all with: cup get %s --problems %s\n",
 				n, typ, scope)
 		}
-		for _, r := range res.Msg.GetItems() {
-			items = append(items, item{t, r, nil})
+		changes := res.Msg.GetChanges()
+		for i, r := range res.Msg.GetItems() {
+			it := item{t: t, r: r}
+			if i < len(changes) {
+				it.changed = changes[i].GetTime()
+			}
+			items = append(items, it)
 		}
 		if res.Msg.GetNextPageToken() == "" {
 			return items, nil
@@ -420,7 +432,7 @@ func (c *cli) printItems(ctx context.Context, items []item, o printOptions) erro
 		return encode(c.stdout, v, o.output)
 	}
 	var ages []string
-	if o.output == "table" || o.output == "wide" {
+	if showsAge(o.output) {
 		var err error
 		if ages, err = c.ages(ctx, items, o.revision); err != nil {
 			return err

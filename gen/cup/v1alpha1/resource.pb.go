@@ -823,6 +823,10 @@ type ListRequest struct {
 	// "metadata.name=a,metadata.namespace!=b" ("=", "==" or "!="). Any other
 	// field is INVALID_ARGUMENT.
 	FieldSelector string `protobuf:"bytes,10,opt,name=field_selector,json=fieldSelector,proto3" json:"field_selector,omitempty"`
+	// Also answer, per item, the commit that last changed it (changes), as
+	// cup get's AGE column shows: found by one walk of the branch's
+	// first-parent history for the whole page, memoised per commit.
+	WithChanges   bool `protobuf:"varint,11,opt,name=with_changes,json=withChanges,proto3" json:"with_changes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -927,6 +931,13 @@ func (x *ListRequest) GetFieldSelector() string {
 	return ""
 }
 
+func (x *ListRequest) GetWithChanges() bool {
+	if x != nil {
+		return x.WithChanges
+	}
+	return false
+}
+
 // ListResponse holds one page of resources.
 type ListResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -941,7 +952,9 @@ type ListResponse struct {
 	// in the request to have them all.
 	Warnings []*ListWarning `protobuf:"bytes,4,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	// How many files the listing left out beyond those in warnings.
-	MoreWarnings  int32 `protobuf:"varint,5,opt,name=more_warnings,json=moreWarnings,proto3" json:"more_warnings,omitempty"`
+	MoreWarnings int32 `protobuf:"varint,5,opt,name=more_warnings,json=moreWarnings,proto3" json:"more_warnings,omitempty"`
+	// With ListRequest.with_changes: one per item, in the same order.
+	Changes       []*LastChange `protobuf:"bytes,6,rep,name=changes,proto3" json:"changes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1011,6 +1024,70 @@ func (x *ListResponse) GetMoreWarnings() int32 {
 	return 0
 }
 
+func (x *ListResponse) GetChanges() []*LastChange {
+	if x != nil {
+		return x.Changes
+	}
+	return nil
+}
+
+// LastChange is the commit that last changed a resource on the branch
+// read. Both fields are empty when it is not known: the type's controller
+// maps resources to no files, or the change is further back than the walk
+// goes (cupd walks at most 10,000 commits per page).
+type LastChange struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Commit string                 `protobuf:"bytes,1,opt,name=commit,proto3" json:"commit,omitempty"`
+	// The commit's committer time, RFC 3339.
+	Time          string `protobuf:"bytes,2,opt,name=time,proto3" json:"time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LastChange) Reset() {
+	*x = LastChange{}
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LastChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LastChange) ProtoMessage() {}
+
+func (x *LastChange) ProtoReflect() protoreflect.Message {
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LastChange.ProtoReflect.Descriptor instead.
+func (*LastChange) Descriptor() ([]byte, []int) {
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *LastChange) GetCommit() string {
+	if x != nil {
+		return x.Commit
+	}
+	return ""
+}
+
+func (x *LastChange) GetTime() string {
+	if x != nil {
+		return x.Time
+	}
+	return ""
+}
+
 // ListWarning is a file a listing left out: it does not decode, holds a
 // resource of another namespace, or another name than its path gives, or a
 // name that is not a valid resource name (which Get could not ask for).
@@ -1028,7 +1105,7 @@ type ListWarning struct {
 
 func (x *ListWarning) Reset() {
 	*x = ListWarning{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[8]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1040,7 +1117,7 @@ func (x *ListWarning) String() string {
 func (*ListWarning) ProtoMessage() {}
 
 func (x *ListWarning) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[8]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1053,7 +1130,7 @@ func (x *ListWarning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWarning.ProtoReflect.Descriptor instead.
 func (*ListWarning) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{8}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListWarning) GetPath() string {
@@ -1110,7 +1187,7 @@ type PutRequest struct {
 
 func (x *PutRequest) Reset() {
 	*x = PutRequest{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[9]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1122,7 +1199,7 @@ func (x *PutRequest) String() string {
 func (*PutRequest) ProtoMessage() {}
 
 func (x *PutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[9]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1135,7 +1212,7 @@ func (x *PutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutRequest.ProtoReflect.Descriptor instead.
 func (*PutRequest) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{9}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PutRequest) GetGroup() string {
@@ -1241,7 +1318,7 @@ type PutResponse struct {
 
 func (x *PutResponse) Reset() {
 	*x = PutResponse{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[10]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1253,7 +1330,7 @@ func (x *PutResponse) String() string {
 func (*PutResponse) ProtoMessage() {}
 
 func (x *PutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[10]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1266,7 +1343,7 @@ func (x *PutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutResponse.ProtoReflect.Descriptor instead.
 func (*PutResponse) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{10}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PutResponse) GetResult() *WriteResult {
@@ -1318,7 +1395,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[11]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1330,7 +1407,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[11]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1343,7 +1420,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{11}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DeleteRequest) GetGroup() string {
@@ -1433,7 +1510,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[12]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1445,7 +1522,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[12]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1458,7 +1535,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{12}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DeleteResponse) GetResult() *WriteResult {
@@ -1489,7 +1566,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[13]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1501,7 +1578,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[13]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1514,7 +1591,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{13}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ApplyRequest) GetItems() []*ApplyItem {
@@ -1573,7 +1650,7 @@ type ApplyItem struct {
 
 func (x *ApplyItem) Reset() {
 	*x = ApplyItem{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[14]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1585,7 +1662,7 @@ func (x *ApplyItem) String() string {
 func (*ApplyItem) ProtoMessage() {}
 
 func (x *ApplyItem) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[14]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1598,7 +1675,7 @@ func (x *ApplyItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyItem.ProtoReflect.Descriptor instead.
 func (*ApplyItem) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{14}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ApplyItem) GetOperation() isApplyItem_Operation {
@@ -1663,7 +1740,7 @@ type ApplyPut struct {
 
 func (x *ApplyPut) Reset() {
 	*x = ApplyPut{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[15]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1675,7 +1752,7 @@ func (x *ApplyPut) String() string {
 func (*ApplyPut) ProtoMessage() {}
 
 func (x *ApplyPut) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[15]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1688,7 +1765,7 @@ func (x *ApplyPut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyPut.ProtoReflect.Descriptor instead.
 func (*ApplyPut) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{15}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ApplyPut) GetGroup() string {
@@ -1767,7 +1844,7 @@ type ApplyDelete struct {
 
 func (x *ApplyDelete) Reset() {
 	*x = ApplyDelete{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[16]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1779,7 +1856,7 @@ func (x *ApplyDelete) String() string {
 func (*ApplyDelete) ProtoMessage() {}
 
 func (x *ApplyDelete) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[16]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1792,7 +1869,7 @@ func (x *ApplyDelete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyDelete.ProtoReflect.Descriptor instead.
 func (*ApplyDelete) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{16}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ApplyDelete) GetGroup() string {
@@ -1857,7 +1934,7 @@ type ApplyResponse struct {
 
 func (x *ApplyResponse) Reset() {
 	*x = ApplyResponse{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[17]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1869,7 +1946,7 @@ func (x *ApplyResponse) String() string {
 func (*ApplyResponse) ProtoMessage() {}
 
 func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[17]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1882,7 +1959,7 @@ func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyResponse) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{17}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ApplyResponse) GetResult() *WriteResult {
@@ -1915,7 +1992,7 @@ type ApplyItemResult struct {
 
 func (x *ApplyItemResult) Reset() {
 	*x = ApplyItemResult{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[18]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1927,7 +2004,7 @@ func (x *ApplyItemResult) String() string {
 func (*ApplyItemResult) ProtoMessage() {}
 
 func (x *ApplyItemResult) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[18]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1940,7 +2017,7 @@ func (x *ApplyItemResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyItemResult.ProtoReflect.Descriptor instead.
 func (*ApplyItemResult) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{18}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ApplyItemResult) GetOutcome() WriteOutcome {
@@ -1996,7 +2073,7 @@ type PatchRequest struct {
 
 func (x *PatchRequest) Reset() {
 	*x = PatchRequest{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[19]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2008,7 +2085,7 @@ func (x *PatchRequest) String() string {
 func (*PatchRequest) ProtoMessage() {}
 
 func (x *PatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[19]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2021,7 +2098,7 @@ func (x *PatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PatchRequest.ProtoReflect.Descriptor instead.
 func (*PatchRequest) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{19}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PatchRequest) GetGroup() string {
@@ -2127,7 +2204,7 @@ type PatchResponse struct {
 
 func (x *PatchResponse) Reset() {
 	*x = PatchResponse{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[20]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2139,7 +2216,7 @@ func (x *PatchResponse) String() string {
 func (*PatchResponse) ProtoMessage() {}
 
 func (x *PatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[20]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2152,7 +2229,7 @@ func (x *PatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PatchResponse.ProtoReflect.Descriptor instead.
 func (*PatchResponse) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{20}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PatchResponse) GetResult() *WriteResult {
@@ -2194,7 +2271,7 @@ type WriteResult struct {
 
 func (x *WriteResult) Reset() {
 	*x = WriteResult{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[21]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2206,7 +2283,7 @@ func (x *WriteResult) String() string {
 func (*WriteResult) ProtoMessage() {}
 
 func (x *WriteResult) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[21]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2219,7 +2296,7 @@ func (x *WriteResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteResult.ProtoReflect.Descriptor instead.
 func (*WriteResult) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{21}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *WriteResult) GetOutcome() WriteOutcome {
@@ -2285,7 +2362,7 @@ type FileChange struct {
 
 func (x *FileChange) Reset() {
 	*x = FileChange{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[22]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2297,7 +2374,7 @@ func (x *FileChange) String() string {
 func (*FileChange) ProtoMessage() {}
 
 func (x *FileChange) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[22]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2310,7 +2387,7 @@ func (x *FileChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileChange.ProtoReflect.Descriptor instead.
 func (*FileChange) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{22}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *FileChange) GetPath() string {
@@ -2369,7 +2446,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[23]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2381,7 +2458,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[23]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2394,7 +2471,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{23}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *WatchRequest) GetGroup() string {
@@ -2485,7 +2562,7 @@ type WatchResponse struct {
 
 func (x *WatchResponse) Reset() {
 	*x = WatchResponse{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[24]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2497,7 +2574,7 @@ func (x *WatchResponse) String() string {
 func (*WatchResponse) ProtoMessage() {}
 
 func (x *WatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[24]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2510,7 +2587,7 @@ func (x *WatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchResponse.ProtoReflect.Descriptor instead.
 func (*WatchResponse) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{24}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *WatchResponse) GetType() WatchEventType {
@@ -2572,7 +2649,7 @@ type HistoryRequest struct {
 
 func (x *HistoryRequest) Reset() {
 	*x = HistoryRequest{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[25]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2584,7 +2661,7 @@ func (x *HistoryRequest) String() string {
 func (*HistoryRequest) ProtoMessage() {}
 
 func (x *HistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[25]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2597,7 +2674,7 @@ func (x *HistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryRequest.ProtoReflect.Descriptor instead.
 func (*HistoryRequest) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{25}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *HistoryRequest) GetGroup() string {
@@ -2677,7 +2754,7 @@ type HistoryResponse struct {
 
 func (x *HistoryResponse) Reset() {
 	*x = HistoryResponse{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[26]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2689,7 +2766,7 @@ func (x *HistoryResponse) String() string {
 func (*HistoryResponse) ProtoMessage() {}
 
 func (x *HistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[26]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2702,7 +2779,7 @@ func (x *HistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryResponse.ProtoReflect.Descriptor instead.
 func (*HistoryResponse) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{26}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *HistoryResponse) GetEntries() []*HistoryEntry {
@@ -2755,7 +2832,7 @@ type HistoryEntry struct {
 
 func (x *HistoryEntry) Reset() {
 	*x = HistoryEntry{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[27]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2767,7 +2844,7 @@ func (x *HistoryEntry) String() string {
 func (*HistoryEntry) ProtoMessage() {}
 
 func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[27]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2780,7 +2857,7 @@ func (x *HistoryEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryEntry.ProtoReflect.Descriptor instead.
 func (*HistoryEntry) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{27}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *HistoryEntry) GetCommit() string {
@@ -2870,7 +2947,7 @@ type GetStatusRequest struct {
 
 func (x *GetStatusRequest) Reset() {
 	*x = GetStatusRequest{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[28]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2882,7 +2959,7 @@ func (x *GetStatusRequest) String() string {
 func (*GetStatusRequest) ProtoMessage() {}
 
 func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[28]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2895,7 +2972,7 @@ func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetStatusRequest) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{28}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetStatusRequest) GetGroup() string {
@@ -2954,7 +3031,7 @@ type GetStatusResponse struct {
 
 func (x *GetStatusResponse) Reset() {
 	*x = GetStatusResponse{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[29]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2966,7 +3043,7 @@ func (x *GetStatusResponse) String() string {
 func (*GetStatusResponse) ProtoMessage() {}
 
 func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[29]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2979,7 +3056,7 @@ func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetStatusResponse) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{29}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetStatusResponse) GetConditions() []*Condition {
@@ -3013,7 +3090,7 @@ type RenderRequest struct {
 
 func (x *RenderRequest) Reset() {
 	*x = RenderRequest{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[30]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3025,7 +3102,7 @@ func (x *RenderRequest) String() string {
 func (*RenderRequest) ProtoMessage() {}
 
 func (x *RenderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[30]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3038,7 +3115,7 @@ func (x *RenderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderRequest.ProtoReflect.Descriptor instead.
 func (*RenderRequest) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{30}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RenderRequest) GetGroup() string {
@@ -3097,7 +3174,7 @@ type RenderResponse struct {
 
 func (x *RenderResponse) Reset() {
 	*x = RenderResponse{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[31]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3109,7 +3186,7 @@ func (x *RenderResponse) String() string {
 func (*RenderResponse) ProtoMessage() {}
 
 func (x *RenderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[31]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3122,7 +3199,7 @@ func (x *RenderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderResponse.ProtoReflect.Descriptor instead.
 func (*RenderResponse) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{31}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RenderResponse) GetCommit() string {
@@ -3162,7 +3239,7 @@ type Rendering struct {
 
 func (x *Rendering) Reset() {
 	*x = Rendering{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[32]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3174,7 +3251,7 @@ func (x *Rendering) String() string {
 func (*Rendering) ProtoMessage() {}
 
 func (x *Rendering) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[32]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3187,7 +3264,7 @@ func (x *Rendering) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rendering.ProtoReflect.Descriptor instead.
 func (*Rendering) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{32}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Rendering) GetReconciler() string {
@@ -3248,7 +3325,7 @@ type RenderedChange struct {
 
 func (x *RenderedChange) Reset() {
 	*x = RenderedChange{}
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[33]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3260,7 +3337,7 @@ func (x *RenderedChange) String() string {
 func (*RenderedChange) ProtoMessage() {}
 
 func (x *RenderedChange) ProtoReflect() protoreflect.Message {
-	mi := &file_cup_v1alpha1_resource_proto_msgTypes[33]
+	mi := &file_cup_v1alpha1_resource_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3273,7 +3350,7 @@ func (x *RenderedChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderedChange.ProtoReflect.Descriptor instead.
 func (*RenderedChange) Descriptor() ([]byte, []int) {
-	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{33}
+	return file_cup_v1alpha1_resource_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RenderedChange) GetOperation() string {
@@ -3373,7 +3450,7 @@ const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x12+\n" +
 	"\x11observed_revision\x18\x06 \x01(\tR\x10observedRevision\x120\n" +
-	"\x14last_transition_time\x18\a \x01(\tR\x12lastTransitionTime\"\x9f\x05\n" +
+	"\x14last_transition_time\x18\a \x01(\tR\x12lastTransitionTime\"\xc2\x05\n" +
 	"\vListRequest\x12c\n" +
 	"\x05group\x18\x01 \x01(\tBM\xbaHJrH\x10\x01\x18\xfd\x012A^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$R\x05group\x12D\n" +
 	"\aversion\x18\x02 \x01(\tB*\xbaH'r%\x10\x01\x18?2\x1f^[a-z0-9]([-a-z0-9]*[a-z0-9])?$R\aversion\x12B\n" +
@@ -3387,13 +3464,19 @@ const file_cup_v1alpha1_resource_proto_rawDesc = "" +
 	"page_token\x18\b \x01(\tB\b\xbaH\x05r\x03\x18\x80\x10R\tpageToken\x12\x1a\n" +
 	"\bproblems\x18\t \x01(\bR\bproblems\x12/\n" +
 	"\x0efield_selector\x18\n" +
-	" \x01(\tB\b\xbaH\x05r\x03\x18\x80 R\rfieldSelector\"\xd8\x01\n" +
+	" \x01(\tB\b\xbaH\x05r\x03\x18\x80 R\rfieldSelector\x12!\n" +
+	"\fwith_changes\x18\v \x01(\bR\vwithChanges\"\x8c\x02\n" +
 	"\fListResponse\x12,\n" +
 	"\x05items\x18\x01 \x03(\v2\x16.cup.v1alpha1.ResourceR\x05items\x12\x16\n" +
 	"\x06commit\x18\x02 \x01(\tR\x06commit\x12&\n" +
 	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\x125\n" +
 	"\bwarnings\x18\x04 \x03(\v2\x19.cup.v1alpha1.ListWarningR\bwarnings\x12#\n" +
-	"\rmore_warnings\x18\x05 \x01(\x05R\fmoreWarnings\"9\n" +
+	"\rmore_warnings\x18\x05 \x01(\x05R\fmoreWarnings\x122\n" +
+	"\achanges\x18\x06 \x03(\v2\x18.cup.v1alpha1.LastChangeR\achanges\"8\n" +
+	"\n" +
+	"LastChange\x12\x16\n" +
+	"\x06commit\x18\x01 \x01(\tR\x06commit\x12\x12\n" +
+	"\x04time\x18\x02 \x01(\tR\x04time\"9\n" +
 	"\vListWarning\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xd1\a\n" +
@@ -3659,7 +3742,7 @@ func file_cup_v1alpha1_resource_proto_rawDescGZIP() []byte {
 }
 
 var file_cup_v1alpha1_resource_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_cup_v1alpha1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_cup_v1alpha1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_cup_v1alpha1_resource_proto_goTypes = []any{
 	(PatchType)(0),            // 0: cup.v1alpha1.PatchType
 	(WriteOutcome)(0),         // 1: cup.v1alpha1.WriteOutcome
@@ -3674,102 +3757,104 @@ var file_cup_v1alpha1_resource_proto_goTypes = []any{
 	(*Condition)(nil),         // 10: cup.v1alpha1.Condition
 	(*ListRequest)(nil),       // 11: cup.v1alpha1.ListRequest
 	(*ListResponse)(nil),      // 12: cup.v1alpha1.ListResponse
-	(*ListWarning)(nil),       // 13: cup.v1alpha1.ListWarning
-	(*PutRequest)(nil),        // 14: cup.v1alpha1.PutRequest
-	(*PutResponse)(nil),       // 15: cup.v1alpha1.PutResponse
-	(*DeleteRequest)(nil),     // 16: cup.v1alpha1.DeleteRequest
-	(*DeleteResponse)(nil),    // 17: cup.v1alpha1.DeleteResponse
-	(*ApplyRequest)(nil),      // 18: cup.v1alpha1.ApplyRequest
-	(*ApplyItem)(nil),         // 19: cup.v1alpha1.ApplyItem
-	(*ApplyPut)(nil),          // 20: cup.v1alpha1.ApplyPut
-	(*ApplyDelete)(nil),       // 21: cup.v1alpha1.ApplyDelete
-	(*ApplyResponse)(nil),     // 22: cup.v1alpha1.ApplyResponse
-	(*ApplyItemResult)(nil),   // 23: cup.v1alpha1.ApplyItemResult
-	(*PatchRequest)(nil),      // 24: cup.v1alpha1.PatchRequest
-	(*PatchResponse)(nil),     // 25: cup.v1alpha1.PatchResponse
-	(*WriteResult)(nil),       // 26: cup.v1alpha1.WriteResult
-	(*FileChange)(nil),        // 27: cup.v1alpha1.FileChange
-	(*WatchRequest)(nil),      // 28: cup.v1alpha1.WatchRequest
-	(*WatchResponse)(nil),     // 29: cup.v1alpha1.WatchResponse
-	(*HistoryRequest)(nil),    // 30: cup.v1alpha1.HistoryRequest
-	(*HistoryResponse)(nil),   // 31: cup.v1alpha1.HistoryResponse
-	(*HistoryEntry)(nil),      // 32: cup.v1alpha1.HistoryEntry
-	(*GetStatusRequest)(nil),  // 33: cup.v1alpha1.GetStatusRequest
-	(*GetStatusResponse)(nil), // 34: cup.v1alpha1.GetStatusResponse
-	(*RenderRequest)(nil),     // 35: cup.v1alpha1.RenderRequest
-	(*RenderResponse)(nil),    // 36: cup.v1alpha1.RenderResponse
-	(*Rendering)(nil),         // 37: cup.v1alpha1.Rendering
-	(*RenderedChange)(nil),    // 38: cup.v1alpha1.RenderedChange
-	nil,                       // 39: cup.v1alpha1.ObjectMeta.LabelsEntry
-	nil,                       // 40: cup.v1alpha1.ObjectMeta.AnnotationsEntry
-	(*structpb.Struct)(nil),   // 41: google.protobuf.Struct
-	(*Proposal)(nil),          // 42: cup.v1alpha1.Proposal
+	(*LastChange)(nil),        // 13: cup.v1alpha1.LastChange
+	(*ListWarning)(nil),       // 14: cup.v1alpha1.ListWarning
+	(*PutRequest)(nil),        // 15: cup.v1alpha1.PutRequest
+	(*PutResponse)(nil),       // 16: cup.v1alpha1.PutResponse
+	(*DeleteRequest)(nil),     // 17: cup.v1alpha1.DeleteRequest
+	(*DeleteResponse)(nil),    // 18: cup.v1alpha1.DeleteResponse
+	(*ApplyRequest)(nil),      // 19: cup.v1alpha1.ApplyRequest
+	(*ApplyItem)(nil),         // 20: cup.v1alpha1.ApplyItem
+	(*ApplyPut)(nil),          // 21: cup.v1alpha1.ApplyPut
+	(*ApplyDelete)(nil),       // 22: cup.v1alpha1.ApplyDelete
+	(*ApplyResponse)(nil),     // 23: cup.v1alpha1.ApplyResponse
+	(*ApplyItemResult)(nil),   // 24: cup.v1alpha1.ApplyItemResult
+	(*PatchRequest)(nil),      // 25: cup.v1alpha1.PatchRequest
+	(*PatchResponse)(nil),     // 26: cup.v1alpha1.PatchResponse
+	(*WriteResult)(nil),       // 27: cup.v1alpha1.WriteResult
+	(*FileChange)(nil),        // 28: cup.v1alpha1.FileChange
+	(*WatchRequest)(nil),      // 29: cup.v1alpha1.WatchRequest
+	(*WatchResponse)(nil),     // 30: cup.v1alpha1.WatchResponse
+	(*HistoryRequest)(nil),    // 31: cup.v1alpha1.HistoryRequest
+	(*HistoryResponse)(nil),   // 32: cup.v1alpha1.HistoryResponse
+	(*HistoryEntry)(nil),      // 33: cup.v1alpha1.HistoryEntry
+	(*GetStatusRequest)(nil),  // 34: cup.v1alpha1.GetStatusRequest
+	(*GetStatusResponse)(nil), // 35: cup.v1alpha1.GetStatusResponse
+	(*RenderRequest)(nil),     // 36: cup.v1alpha1.RenderRequest
+	(*RenderResponse)(nil),    // 37: cup.v1alpha1.RenderResponse
+	(*Rendering)(nil),         // 38: cup.v1alpha1.Rendering
+	(*RenderedChange)(nil),    // 39: cup.v1alpha1.RenderedChange
+	nil,                       // 40: cup.v1alpha1.ObjectMeta.LabelsEntry
+	nil,                       // 41: cup.v1alpha1.ObjectMeta.AnnotationsEntry
+	(*structpb.Struct)(nil),   // 42: google.protobuf.Struct
+	(*Proposal)(nil),          // 43: cup.v1alpha1.Proposal
 }
 var file_cup_v1alpha1_resource_proto_depIdxs = []int32{
 	6,  // 0: cup.v1alpha1.Resource.metadata:type_name -> cup.v1alpha1.ObjectMeta
-	41, // 1: cup.v1alpha1.Resource.spec:type_name -> google.protobuf.Struct
-	39, // 2: cup.v1alpha1.ObjectMeta.labels:type_name -> cup.v1alpha1.ObjectMeta.LabelsEntry
-	40, // 3: cup.v1alpha1.ObjectMeta.annotations:type_name -> cup.v1alpha1.ObjectMeta.AnnotationsEntry
+	42, // 1: cup.v1alpha1.Resource.spec:type_name -> google.protobuf.Struct
+	40, // 2: cup.v1alpha1.ObjectMeta.labels:type_name -> cup.v1alpha1.ObjectMeta.LabelsEntry
+	41, // 3: cup.v1alpha1.ObjectMeta.annotations:type_name -> cup.v1alpha1.ObjectMeta.AnnotationsEntry
 	5,  // 4: cup.v1alpha1.GetResponse.resource:type_name -> cup.v1alpha1.Resource
-	42, // 5: cup.v1alpha1.GetResponse.proposals:type_name -> cup.v1alpha1.Proposal
+	43, // 5: cup.v1alpha1.GetResponse.proposals:type_name -> cup.v1alpha1.Proposal
 	9,  // 6: cup.v1alpha1.GetResponse.status:type_name -> cup.v1alpha1.ResourceStatus
 	10, // 7: cup.v1alpha1.ResourceStatus.conditions:type_name -> cup.v1alpha1.Condition
 	5,  // 8: cup.v1alpha1.ListResponse.items:type_name -> cup.v1alpha1.Resource
-	13, // 9: cup.v1alpha1.ListResponse.warnings:type_name -> cup.v1alpha1.ListWarning
-	5,  // 10: cup.v1alpha1.PutRequest.resource:type_name -> cup.v1alpha1.Resource
-	26, // 11: cup.v1alpha1.PutResponse.result:type_name -> cup.v1alpha1.WriteResult
-	5,  // 12: cup.v1alpha1.PutResponse.resource:type_name -> cup.v1alpha1.Resource
-	26, // 13: cup.v1alpha1.DeleteResponse.result:type_name -> cup.v1alpha1.WriteResult
-	19, // 14: cup.v1alpha1.ApplyRequest.items:type_name -> cup.v1alpha1.ApplyItem
-	20, // 15: cup.v1alpha1.ApplyItem.put:type_name -> cup.v1alpha1.ApplyPut
-	21, // 16: cup.v1alpha1.ApplyItem.delete:type_name -> cup.v1alpha1.ApplyDelete
-	5,  // 17: cup.v1alpha1.ApplyPut.resource:type_name -> cup.v1alpha1.Resource
-	26, // 18: cup.v1alpha1.ApplyResponse.result:type_name -> cup.v1alpha1.WriteResult
-	23, // 19: cup.v1alpha1.ApplyResponse.items:type_name -> cup.v1alpha1.ApplyItemResult
-	1,  // 20: cup.v1alpha1.ApplyItemResult.outcome:type_name -> cup.v1alpha1.WriteOutcome
-	5,  // 21: cup.v1alpha1.ApplyItemResult.resource:type_name -> cup.v1alpha1.Resource
-	0,  // 22: cup.v1alpha1.PatchRequest.type:type_name -> cup.v1alpha1.PatchType
-	26, // 23: cup.v1alpha1.PatchResponse.result:type_name -> cup.v1alpha1.WriteResult
-	5,  // 24: cup.v1alpha1.PatchResponse.resource:type_name -> cup.v1alpha1.Resource
-	1,  // 25: cup.v1alpha1.WriteResult.outcome:type_name -> cup.v1alpha1.WriteOutcome
-	27, // 26: cup.v1alpha1.WriteResult.changes:type_name -> cup.v1alpha1.FileChange
-	42, // 27: cup.v1alpha1.WriteResult.proposal:type_name -> cup.v1alpha1.Proposal
-	2,  // 28: cup.v1alpha1.FileChange.operation:type_name -> cup.v1alpha1.FileOperation
-	3,  // 29: cup.v1alpha1.WatchResponse.type:type_name -> cup.v1alpha1.WatchEventType
-	5,  // 30: cup.v1alpha1.WatchResponse.resource:type_name -> cup.v1alpha1.Resource
-	32, // 31: cup.v1alpha1.HistoryResponse.entries:type_name -> cup.v1alpha1.HistoryEntry
-	4,  // 32: cup.v1alpha1.HistoryEntry.change:type_name -> cup.v1alpha1.ChangeType
-	10, // 33: cup.v1alpha1.GetStatusResponse.conditions:type_name -> cup.v1alpha1.Condition
-	37, // 34: cup.v1alpha1.RenderResponse.renderings:type_name -> cup.v1alpha1.Rendering
-	5,  // 35: cup.v1alpha1.Rendering.outputs:type_name -> cup.v1alpha1.Resource
-	5,  // 36: cup.v1alpha1.Rendering.primary:type_name -> cup.v1alpha1.Resource
-	38, // 37: cup.v1alpha1.Rendering.changes:type_name -> cup.v1alpha1.RenderedChange
-	10, // 38: cup.v1alpha1.Rendering.conditions:type_name -> cup.v1alpha1.Condition
-	7,  // 39: cup.v1alpha1.ResourceService.Get:input_type -> cup.v1alpha1.GetRequest
-	11, // 40: cup.v1alpha1.ResourceService.List:input_type -> cup.v1alpha1.ListRequest
-	14, // 41: cup.v1alpha1.ResourceService.Put:input_type -> cup.v1alpha1.PutRequest
-	16, // 42: cup.v1alpha1.ResourceService.Delete:input_type -> cup.v1alpha1.DeleteRequest
-	18, // 43: cup.v1alpha1.ResourceService.Apply:input_type -> cup.v1alpha1.ApplyRequest
-	24, // 44: cup.v1alpha1.ResourceService.Patch:input_type -> cup.v1alpha1.PatchRequest
-	28, // 45: cup.v1alpha1.ResourceService.Watch:input_type -> cup.v1alpha1.WatchRequest
-	30, // 46: cup.v1alpha1.ResourceService.History:input_type -> cup.v1alpha1.HistoryRequest
-	33, // 47: cup.v1alpha1.ResourceService.GetStatus:input_type -> cup.v1alpha1.GetStatusRequest
-	35, // 48: cup.v1alpha1.ResourceService.Render:input_type -> cup.v1alpha1.RenderRequest
-	8,  // 49: cup.v1alpha1.ResourceService.Get:output_type -> cup.v1alpha1.GetResponse
-	12, // 50: cup.v1alpha1.ResourceService.List:output_type -> cup.v1alpha1.ListResponse
-	15, // 51: cup.v1alpha1.ResourceService.Put:output_type -> cup.v1alpha1.PutResponse
-	17, // 52: cup.v1alpha1.ResourceService.Delete:output_type -> cup.v1alpha1.DeleteResponse
-	22, // 53: cup.v1alpha1.ResourceService.Apply:output_type -> cup.v1alpha1.ApplyResponse
-	25, // 54: cup.v1alpha1.ResourceService.Patch:output_type -> cup.v1alpha1.PatchResponse
-	29, // 55: cup.v1alpha1.ResourceService.Watch:output_type -> cup.v1alpha1.WatchResponse
-	31, // 56: cup.v1alpha1.ResourceService.History:output_type -> cup.v1alpha1.HistoryResponse
-	34, // 57: cup.v1alpha1.ResourceService.GetStatus:output_type -> cup.v1alpha1.GetStatusResponse
-	36, // 58: cup.v1alpha1.ResourceService.Render:output_type -> cup.v1alpha1.RenderResponse
-	49, // [49:59] is the sub-list for method output_type
-	39, // [39:49] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	14, // 9: cup.v1alpha1.ListResponse.warnings:type_name -> cup.v1alpha1.ListWarning
+	13, // 10: cup.v1alpha1.ListResponse.changes:type_name -> cup.v1alpha1.LastChange
+	5,  // 11: cup.v1alpha1.PutRequest.resource:type_name -> cup.v1alpha1.Resource
+	27, // 12: cup.v1alpha1.PutResponse.result:type_name -> cup.v1alpha1.WriteResult
+	5,  // 13: cup.v1alpha1.PutResponse.resource:type_name -> cup.v1alpha1.Resource
+	27, // 14: cup.v1alpha1.DeleteResponse.result:type_name -> cup.v1alpha1.WriteResult
+	20, // 15: cup.v1alpha1.ApplyRequest.items:type_name -> cup.v1alpha1.ApplyItem
+	21, // 16: cup.v1alpha1.ApplyItem.put:type_name -> cup.v1alpha1.ApplyPut
+	22, // 17: cup.v1alpha1.ApplyItem.delete:type_name -> cup.v1alpha1.ApplyDelete
+	5,  // 18: cup.v1alpha1.ApplyPut.resource:type_name -> cup.v1alpha1.Resource
+	27, // 19: cup.v1alpha1.ApplyResponse.result:type_name -> cup.v1alpha1.WriteResult
+	24, // 20: cup.v1alpha1.ApplyResponse.items:type_name -> cup.v1alpha1.ApplyItemResult
+	1,  // 21: cup.v1alpha1.ApplyItemResult.outcome:type_name -> cup.v1alpha1.WriteOutcome
+	5,  // 22: cup.v1alpha1.ApplyItemResult.resource:type_name -> cup.v1alpha1.Resource
+	0,  // 23: cup.v1alpha1.PatchRequest.type:type_name -> cup.v1alpha1.PatchType
+	27, // 24: cup.v1alpha1.PatchResponse.result:type_name -> cup.v1alpha1.WriteResult
+	5,  // 25: cup.v1alpha1.PatchResponse.resource:type_name -> cup.v1alpha1.Resource
+	1,  // 26: cup.v1alpha1.WriteResult.outcome:type_name -> cup.v1alpha1.WriteOutcome
+	28, // 27: cup.v1alpha1.WriteResult.changes:type_name -> cup.v1alpha1.FileChange
+	43, // 28: cup.v1alpha1.WriteResult.proposal:type_name -> cup.v1alpha1.Proposal
+	2,  // 29: cup.v1alpha1.FileChange.operation:type_name -> cup.v1alpha1.FileOperation
+	3,  // 30: cup.v1alpha1.WatchResponse.type:type_name -> cup.v1alpha1.WatchEventType
+	5,  // 31: cup.v1alpha1.WatchResponse.resource:type_name -> cup.v1alpha1.Resource
+	33, // 32: cup.v1alpha1.HistoryResponse.entries:type_name -> cup.v1alpha1.HistoryEntry
+	4,  // 33: cup.v1alpha1.HistoryEntry.change:type_name -> cup.v1alpha1.ChangeType
+	10, // 34: cup.v1alpha1.GetStatusResponse.conditions:type_name -> cup.v1alpha1.Condition
+	38, // 35: cup.v1alpha1.RenderResponse.renderings:type_name -> cup.v1alpha1.Rendering
+	5,  // 36: cup.v1alpha1.Rendering.outputs:type_name -> cup.v1alpha1.Resource
+	5,  // 37: cup.v1alpha1.Rendering.primary:type_name -> cup.v1alpha1.Resource
+	39, // 38: cup.v1alpha1.Rendering.changes:type_name -> cup.v1alpha1.RenderedChange
+	10, // 39: cup.v1alpha1.Rendering.conditions:type_name -> cup.v1alpha1.Condition
+	7,  // 40: cup.v1alpha1.ResourceService.Get:input_type -> cup.v1alpha1.GetRequest
+	11, // 41: cup.v1alpha1.ResourceService.List:input_type -> cup.v1alpha1.ListRequest
+	15, // 42: cup.v1alpha1.ResourceService.Put:input_type -> cup.v1alpha1.PutRequest
+	17, // 43: cup.v1alpha1.ResourceService.Delete:input_type -> cup.v1alpha1.DeleteRequest
+	19, // 44: cup.v1alpha1.ResourceService.Apply:input_type -> cup.v1alpha1.ApplyRequest
+	25, // 45: cup.v1alpha1.ResourceService.Patch:input_type -> cup.v1alpha1.PatchRequest
+	29, // 46: cup.v1alpha1.ResourceService.Watch:input_type -> cup.v1alpha1.WatchRequest
+	31, // 47: cup.v1alpha1.ResourceService.History:input_type -> cup.v1alpha1.HistoryRequest
+	34, // 48: cup.v1alpha1.ResourceService.GetStatus:input_type -> cup.v1alpha1.GetStatusRequest
+	36, // 49: cup.v1alpha1.ResourceService.Render:input_type -> cup.v1alpha1.RenderRequest
+	8,  // 50: cup.v1alpha1.ResourceService.Get:output_type -> cup.v1alpha1.GetResponse
+	12, // 51: cup.v1alpha1.ResourceService.List:output_type -> cup.v1alpha1.ListResponse
+	16, // 52: cup.v1alpha1.ResourceService.Put:output_type -> cup.v1alpha1.PutResponse
+	18, // 53: cup.v1alpha1.ResourceService.Delete:output_type -> cup.v1alpha1.DeleteResponse
+	23, // 54: cup.v1alpha1.ResourceService.Apply:output_type -> cup.v1alpha1.ApplyResponse
+	26, // 55: cup.v1alpha1.ResourceService.Patch:output_type -> cup.v1alpha1.PatchResponse
+	30, // 56: cup.v1alpha1.ResourceService.Watch:output_type -> cup.v1alpha1.WatchResponse
+	32, // 57: cup.v1alpha1.ResourceService.History:output_type -> cup.v1alpha1.HistoryResponse
+	35, // 58: cup.v1alpha1.ResourceService.GetStatus:output_type -> cup.v1alpha1.GetStatusResponse
+	37, // 59: cup.v1alpha1.ResourceService.Render:output_type -> cup.v1alpha1.RenderResponse
+	50, // [50:60] is the sub-list for method output_type
+	40, // [40:50] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_cup_v1alpha1_resource_proto_init() }
@@ -3778,18 +3863,18 @@ func file_cup_v1alpha1_resource_proto_init() {
 		return
 	}
 	file_cup_v1alpha1_proposal_proto_init()
-	file_cup_v1alpha1_resource_proto_msgTypes[14].OneofWrappers = []any{
+	file_cup_v1alpha1_resource_proto_msgTypes[15].OneofWrappers = []any{
 		(*ApplyItem_Put)(nil),
 		(*ApplyItem_Delete)(nil),
 	}
-	file_cup_v1alpha1_resource_proto_msgTypes[23].OneofWrappers = []any{}
+	file_cup_v1alpha1_resource_proto_msgTypes[24].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cup_v1alpha1_resource_proto_rawDesc), len(file_cup_v1alpha1_resource_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   36,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -384,6 +384,15 @@ export declare type ListRequest = Message<"cup.v1alpha1.ListRequest"> & {
    * @generated from field: string field_selector = 10;
    */
   fieldSelector: string;
+
+  /**
+   * Also answer, per item, the commit that last changed it (changes), as
+   * cup get's AGE column shows: found by one walk of the branch's
+   * first-parent history for the whole page, memoised per commit.
+   *
+   * @generated from field: bool with_changes = 11;
+   */
+  withChanges: boolean;
 };
 
 /**
@@ -433,6 +442,13 @@ export declare type ListResponse = Message<"cup.v1alpha1.ListResponse"> & {
    * @generated from field: int32 more_warnings = 5;
    */
   moreWarnings: number;
+
+  /**
+   * With ListRequest.with_changes: one per item, in the same order.
+   *
+   * @generated from field: repeated cup.v1alpha1.LastChange changes = 6;
+   */
+  changes: LastChange[];
 };
 
 /**
@@ -440,6 +456,34 @@ export declare type ListResponse = Message<"cup.v1alpha1.ListResponse"> & {
  * Use `create(ListResponseSchema)` to create a new message.
  */
 export declare const ListResponseSchema: GenMessage<ListResponse>;
+
+/**
+ * LastChange is the commit that last changed a resource on the branch
+ * read. Both fields are empty when it is not known: the type's controller
+ * maps resources to no files, or the change is further back than the walk
+ * goes (cupd walks at most 10,000 commits per page).
+ *
+ * @generated from message cup.v1alpha1.LastChange
+ */
+export declare type LastChange = Message<"cup.v1alpha1.LastChange"> & {
+  /**
+   * @generated from field: string commit = 1;
+   */
+  commit: string;
+
+  /**
+   * The commit's committer time, RFC 3339.
+   *
+   * @generated from field: string time = 2;
+   */
+  time: string;
+};
+
+/**
+ * Describes the message cup.v1alpha1.LastChange.
+ * Use `create(LastChangeSchema)` to create a new message.
+ */
+export declare const LastChangeSchema: GenMessage<LastChange>;
 
 /**
  * ListWarning is a file a listing left out: it does not decode, holds a
