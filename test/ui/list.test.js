@@ -43,13 +43,20 @@ describe("list view", () => {
     try {
       await waitForRows(page, ["dark-mode", "new-checkout", "search-v2"]);
       const headers = await page.locator('[data-testid="rows"] thead th').allTextContents();
-      assert.deepEqual(headers, ["Name", "Labels", "Resource version"]);
-      assert.equal(await page.locator('[data-testid="rows"] thead th[scope="col"]').count(), 3);
+      // The type's printer columns of priority 0 (Description is -o wide only), then labels, age, version.
+      assert.deepEqual(headers, ["Name", "Enabled", "Rollout", "Labels", "Age", "Resource version"]);
+      assert.equal(await page.locator('[data-testid="rows"] thead th[scope="col"]').count(), 6);
       const row = page.locator('[data-testid="row-dark-mode"]');
       assert.equal(await row.locator("a").getAttribute("href"), `${flagsIn("default")}/dark-mode`);
       assert.equal(await row.locator(".chip").innerText(), "team=web");
       const got = await api.resources.get({ group: "flags.cup.dev", version: "v1alpha1", plural: "flags", namespace: "default", name: "dark-mode" });
       assert.equal(await row.locator("code.sha").getAttribute("title"), got.resource.metadata.resourceVersion);
+      const cells = await row.locator("td").allInnerTexts();
+      assert.deepEqual(cells.slice(1, 3), [String(got.resource.spec.enabled), String(got.resource.spec.rollout)]);
+      // AGE: the time of the commit that last changed it, as its history says.
+      const h = await api.resources.history({ group: "flags.cup.dev", version: "v1alpha1", plural: "flags", namespace: "default", name: "dark-mode", pageSize: 1 });
+      assert.equal(Date.parse(await row.locator("time").getAttribute("datetime")), Date.parse(h.entries[0].time));
+      assert.match(cells[4], /^[0-9]+[smhd]$/);
       assert.match(await page.locator('[data-testid="count"]').innerText(), /^3 resources on page 1 of 3 in this namespace\.$/);
       assert.equal(await page.locator('[data-testid="namespace-select"]').inputValue(), "default");
       await screenshot(page, "list");
@@ -80,7 +87,7 @@ describe("list view", () => {
       await page.waitForURL(`**${allFlags}`, { timeout: 10_000 });
       await page.locator('[data-testid="row-production-new-checkout"]').waitFor({ timeout: 15_000 });
       const headers = await page.locator('[data-testid="rows"] thead th').allTextContents();
-      assert.deepEqual(headers, ["Name", "Namespace", "Labels", "Resource version"]);
+      assert.deepEqual(headers, ["Name", "Namespace", "Enabled", "Rollout", "Labels", "Age", "Resource version"]);
       const rows = await page.locator('[data-testid="rows"] tbody tr').evaluateAll((trs) => trs.map((tr) => `${tr.dataset.namespace}/${tr.dataset.name}`));
       assert.deepEqual(rows, [
         "default/dark-mode",

@@ -7,7 +7,9 @@ import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
 
 import { discovery, errorCode, Code } from "../api";
-import { ErrorBox, Labels, Link, Loading } from "../components/common";
+import { Ago, ErrorBox, Labels, Link, Loading } from "../components/common";
+import { dateOf } from "../components/dates";
+import { cellText, objectOf, parsePath, valueAt } from "./jsonpath";
 import { base, listPath, navigate, resourcePath, setQuery, type Route } from "../route";
 import { findDefinition, useAccess, useLoad } from "../store";
 import { useLiveList, type LiveState, type Row } from "./listlive";
@@ -32,38 +34,52 @@ const previousOf = new Map<string, string>();
 const numberOf = new Map<string, number>();
 
 /**
- * A column of the list. The API has no printer columns yet: when a
- * ResourceDefinition carries them (additionalPrinterColumns: name, type,
- * jsonPath), columnsFor adds one Column per printer column after NAME (as
- * kubectl does), its cell reading the jsonPath from the resource, rendered
- * as text like every other cell.
+ * A column of the list: NAME (and NAMESPACE across namespaces), then the
+ * type's printer columns of priority 0 (additionalPrinterColumns, as
+ * kubectl shows them), LABELS, AGE and the resource version. Every cell is
+ * rendered as text.
  */
 export type Column = {
   id: string;
   header: string;
-  cell: (r: Resource, t: { group: string; version: string; plural: string }) => ComponentChildren;
+  cell: (row: Row, t: { group: string; version: string; plural: string }) => ComponentChildren;
 };
 
-export function columnsFor(_def: ResourceDefinition | undefined, allNamespaces: boolean): Column[] {
+export function columnsFor(def: ResourceDefinition | undefined, version: string, allNamespaces: boolean): Column[] {
   const cols: Column[] = [
     {
       id: "name",
       header: "Name",
-      cell: (r, t) => (
+      cell: ({ resource: r }, t) => (
         <Link href={resourcePath(t, r.metadata?.namespace ?? "", r.metadata?.name ?? "")}>{r.metadata?.name ?? ""}</Link>
       ),
     },
   ];
   if (allNamespaces) {
-    cols.push({ id: "namespace", header: "Namespace", cell: (r) => r.metadata?.namespace ?? "" });
+    cols.push({ id: "namespace", header: "Namespace", cell: ({ resource: r }) => r.metadata?.namespace ?? "" });
   }
-  // Printer columns go here, once the API has them.
+  const printer = def?.versions.find((v) => v.name === version)?.additionalPrinterColumns ?? [];
+  for (const [i, pc] of printer.entries()) {
+    if (pc.priority > 0) continue;
+    const path = parsePath(pc.jsonPath);
+    cols.push({
+      id: `printer-${i}`,
+      header: pc.name,
+      cell: ({ resource: r }) => {
+        const v = path ? valueAt(objectOf(r), path) : undefined;
+        if (v === undefined || v === null) return <span class="muted">—</span>;
+        if (pc.type === "date" && typeof v === "string") return <Ago date={dateOf(v)} />;
+        return cellText(v);
+      },
+    });
+  }
   cols.push(
-    { id: "labels", header: "Labels", cell: (r) => <Labels labels={r.metadata?.labels} /> },
+    { id: "labels", header: "Labels", cell: ({ resource: r }) => <Labels labels={r.metadata?.labels} /> },
+    { id: "age", header: "Age", cell: ({ changed }) => <Ago date={changed ? new Date(changed) : undefined} /> },
     {
       id: "resourceVersion",
       header: "Resource version",
-      cell: (r) => {
+      cell: ({ resource: r }) => {
         const rv = r.metadata?.resourceVersion ?? "";
         return rv ? (
           <code class="sha" title={rv}>
@@ -208,7 +224,7 @@ export function ListView(props: { route: ListRoute; query: URLSearchParams }) {
     return s ? `?${s}` : "";
   };
 
-  const cols = columnsFor(def.data, namespace === "");
+  const cols = columnsFor(def.data, t.version, namespace === "");
   const now = Date.now();
   const rows: Row[] = list.rows.slice(0, pageSize);
   const pageNo = page ? numberOf.get(page) : 1;
@@ -364,7 +380,7 @@ export function ListView(props: { route: ListRoute; query: URLSearchParams }) {
                       data-namespace={ns}
                     >
                       {cols.map((c) => (
-                        <td key={c.id}>{c.cell(r.resource, t)}</td>
+                        <td key={c.id}>{c.cell(r, t)}</td>
                       ))}
                     </tr>
                   );

@@ -21,8 +21,12 @@ export type ListParams = {
   pageToken: string;
 };
 
-/** A row: the resource, and until when it flashes (a change just landed). */
-export type Row = { key: string; resource: Resource; flashUntil: number; flashes: number };
+/**
+ * A row: the resource, when it last changed (ms since the epoch; from the
+ * listing's with_changes, or the arrival of the event that changed it; 0
+ * when unknown), and until when it flashes (a change just landed).
+ */
+export type Row = { key: string; resource: Resource; changed: number; flashUntil: number; flashes: number };
 
 export type LiveState = "off" | "connecting" | "live" | "retrying";
 
@@ -98,12 +102,12 @@ export function applyEvent(rows: Row[], b: Bounds, type: WatchEventType, r: Reso
   if (type !== WatchEventType.ADDED && type !== WatchEventType.MODIFIED) return rows;
   if (i >= 0) {
     const out = rows.slice();
-    out[i] = { key, resource: r, flashUntil: now + flashMs, flashes: rows[i].flashes + 1 };
+    out[i] = { key, resource: r, changed: now, flashUntil: now + flashMs, flashes: rows[i].flashes + 1 };
     return out;
   }
   if (!inBounds(b, key)) return rows;
   const at = -i - 1;
-  return [...rows.slice(0, at), { key, resource: r, flashUntil: now + flashMs, flashes: 1 }, ...rows.slice(at)];
+  return [...rows.slice(0, at), { key, resource: r, changed: now, flashUntil: now + flashMs, flashes: 1 }, ...rows.slice(at)];
 }
 
 /**
@@ -154,6 +158,7 @@ export function useLiveList(p: ListParams, reloads: number, onLostPage: () => vo
               labelSelector: p.labelSelector,
               pageSize: p.pageSize,
               pageToken: p.pageToken,
+              withChanges: true,
             },
             { signal },
           );
@@ -161,7 +166,10 @@ export function useLiveList(p: ListParams, reloads: number, onLostPage: () => vo
           set((s) => ({ ...s, loading: false, error, rows: [], live: "off" }));
           return;
         }
-        const rows: Row[] = res.items.map((r) => ({ key: rowKey(r), resource: r, flashUntil: 0, flashes: 0 }));
+        const rows: Row[] = res.items.map((r, i) => {
+          const changed = Date.parse(res.changes[i]?.time ?? "");
+          return { key: rowKey(r), resource: r, changed: Number.isNaN(changed) ? 0 : changed, flashUntil: 0, flashes: 0 };
+        });
         rows.sort((a, b) => cmp(a.key, b.key));
         const bounds: Bounds = {
           lower: p.pageToken && rows.length ? rows[0].key : undefined,
