@@ -192,15 +192,14 @@ func (m *Manager) propose(ctx context.Context, branch string, req *source.Update
 	}
 	data.Branch = branch
 	if p != nil {
-		have := resourcesOf(p.Body)
+		have, more := resourcesOf(p.Body)
 		all := mergeRefs(have, req.Resources)
 		if len(all) != len(have) {
-			data.Resources, data.Base = all, p.Base
-			body, err := render(m.cfg.Templates.Body, data)
+			data.Base = p.Base
+			body, err := description(m.cfg.Templates.Body, data, all, more)
 			if err != nil {
 				return nil, fmt.Errorf("proposals: body template: %w", err)
 			}
-			body = withResources(body, all)
 			if err := m.cfg.Provider.SetBody(ctx, p.ID, body); err != nil {
 				return nil, err
 			}
@@ -217,13 +216,13 @@ func (m *Manager) propose(ctx context.Context, branch string, req *source.Update
 	if err != nil {
 		return nil, fmt.Errorf("proposals: title template: %w", err)
 	}
-	body, err := render(m.cfg.Templates.Body, data)
+	body, err := description(m.cfg.Templates.Body, data, data.Resources, 0)
 	if err != nil {
 		return nil, fmt.Errorf("proposals: body template: %w", err)
 	}
 	p, err = m.cfg.Provider.Open(ctx, &scm.OpenRequest{
 		Title:  strings.TrimSpace(title),
-		Body:   withResources(body, data.Resources),
+		Body:   body,
 		Head:   branch,
 		Base:   data.Base,
 		Labels: m.cfg.Labels,
@@ -305,7 +304,8 @@ func touchesAll(have, want []source.ResourceRef) bool {
 
 // info is what the Manager knows of p.
 func (m *Manager) info(p *scm.Proposal) *scm.Tracked {
-	return &scm.Tracked{Proposal: *p, Resources: resourcesOf(p.Body), Provider: m.cfg.Provider.Name()}
+	rs, _ := resourcesOf(p.Body)
+	return &scm.Tracked{Proposal: *p, Resources: rs, Provider: m.cfg.Provider.Name()}
 }
 
 // remember records p in the list, replacing an older copy.

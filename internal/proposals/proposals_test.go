@@ -491,3 +491,55 @@ func TestChangeSetKeepsItsBase(t *testing.T) {
 		t.Fatalf("second write %+v, %d proposals opened, first for %s", second, f.scm.count("Open"), f.scm.props[0].Base)
 	}
 }
+
+// manyFlags is a write of n flags in one commit, as a batch makes.
+func manyFlags(n int, from int) *source.UpdateRequest {
+	req := &source.UpdateRequest{Message: fmt.Sprintf("Apply %d resources\n", n), Requester: "alice"}
+	for i := range n {
+		req.Resources = append(req.Resources, source.ResourceRef{Group: "flags.cup.dev", Version: "v1alpha1", Kind: "Flag", Plural: "flags",
+			Namespace: "default", Name: fmt.Sprintf("flag-%05d", from+i)})
+	}
+	req.Apply = func(_ context.Context, _ *source.Snapshot, w source.Writer) error {
+		for _, r := range req.Resources {
+			if err := w.WriteFile("flags/default/"+r.Name+".yaml", []byte("x: 1\n"), 0o644); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return req
+}
+
+// TestLargeBatchFitsTheDescription: a proposal of 10,000 resources lists
+// as many as fit in a description GitHub takes (65,536 characters), says
+// how many more there are, and reads back what it lists; a later write
+// into the change set counts its resources among the more.
+func TestLargeBatchFitsTheDescription(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	res, err := f.m.Update(t.Context(), manyFlags(10_000, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := f.scm.props[0].Body
+	listed := strings.Count(body, "| Flag (flags.cup.dev/v1alpha1) | default | flag-")
+	if len(body) > 60_000 || listed < 100 || listed >= 10_000 {
+		t.Fatalf("description of %d bytes lists %d of 10,000", len(body), listed)
+	}
+	if want := fmt.Sprintf("| and %d more | | |", 10_000-listed); !strings.Contains(body, want) {
+		t.Errorf("body lacks %q", want)
+	}
+	got := f.m.List(where(scm.StateOpen, "flag-00000"))
+	if len(got) != 1 || len(got[0].Resources) != listed {
+		t.Fatalf("List: %d proposals, want one listing %d resources", len(got), listed)
+	}
+	more := manyFlags(3, 10_000)
+	more.ChangeSet = res.Branch
+	if _, err := f.m.Update(t.Context(), more); err != nil {
+		t.Fatal(err)
+	}
+	body = f.scm.props[0].Body
+	if len(body) > 60_000 || !strings.Contains(body, fmt.Sprintf("| and %d more | | |", 10_003-listed)) {
+		t.Errorf("after 3 more: %d bytes, lacks the new count:\n%.300s", len(body), body[len(body)-300:])
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/template"
 
@@ -36,8 +37,12 @@ type TemplateData struct {
 	// Subject is Message's first line.
 	Subject string
 	// Resources are the resources the proposal changes (for Commit: the
-	// ones this write changes).
+	// ones this write changes). In Body, those that fit: a description
+	// holds at most maxBody bytes (GitHub's limit is 65,536 characters),
+	// so a large batch's lists as many as fit, and More counts the rest.
 	Resources []source.ResourceRef
+	// More counts the resources Body's Resources leave out.
+	More int
 	// Requester is who asked for the change; empty when unknown.
 	Requester string
 	// Branch is the change set's branch, Base the branch it proposes to
@@ -53,6 +58,7 @@ const (
 | type | namespace | name |
 |---|---|---|
 {{range .Resources}}| {{.Kind}} ({{.Group}}/{{.Version}}) | {{.Namespace}} | {{.Name}} |
+{{end}}{{with .More}}| and {{.}} more | | |
 {{end}}
 Branch ` + "`{{.Branch}}`" + ` into ` + "`{{.Base}}`" + `.
 `
@@ -122,32 +128,85 @@ func render(t *template.Template, d *TemplateData) (string, error) {
 // do not show.
 const resourcesMarker = "<!-- cup:resources "
 
-// withResources appends the machine-readable list of resources to body.
-func withResources(body string, rs []source.ResourceRef) string {
-	b, _ := json.Marshal(refsJSON(rs))
-	return strings.TrimRight(body, "\n") + "\n\n" + resourcesMarker + string(b) + " -->\n"
+// maxBody bounds a description: GitHub refuses one of more than 65,536
+// characters, after the branch is pushed, and GitLab's and Gitea's limits
+// are higher.
+const maxBody = 60_000
+
+// description renders the Body template of data for the resources rs,
+// more of which were left out before, with the machine-readable list
+// appended: all of rs when that fits in maxBody, else as many as fit, with
+// data.More counting the rest (a binary search: log(len(rs)) renders).
+func description(t *template.Template, data *TemplateData, rs []source.ResourceRef, more int) (string, error) {
+	try := func(n int) (string, error) {
+		d := *data
+		d.Resources, d.More = rs[:n], more+len(rs)-n
+		body, err := render(t, &d)
+		if err != nil {
+			return "", err
+		}
+		return withResources(body, rs[:n], d.More), nil
+	}
+	body, err := try(len(rs))
+	if err != nil || len(body) <= maxBody {
+		return body, err
+	}
+	lo, hi := 0, len(rs) // the most that fit is in [lo, hi)
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		b, err := try(mid)
+		if err != nil {
+			return "", err
+		}
+		if len(b) <= maxBody {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return try(lo)
 }
 
-// resourcesOf reads back the list withResources appended.
-func resourcesOf(body string) []source.ResourceRef {
+// moreMarker follows the list of resources when it leaves some out.
+const moreMarker = "<!-- cup:resources-more "
+
+// withResources appends the machine-readable list of resources to body,
+// and the count of those it leaves out.
+func withResources(body string, rs []source.ResourceRef, more int) string {
+	b, _ := json.Marshal(refsJSON(rs))
+	out := strings.TrimRight(body, "\n") + "\n\n" + resourcesMarker + string(b) + " -->\n"
+	if more > 0 {
+		out += moreMarker + strconv.Itoa(more) + " -->\n"
+	}
+	return out
+}
+
+// resourcesOf reads back the list withResources appended, and the count
+// of resources it leaves out.
+func resourcesOf(body string) ([]source.ResourceRef, int) {
+	more := 0
+	if i := strings.LastIndex(body, moreMarker); i >= 0 {
+		n, _, _ := strings.Cut(body[i+len(moreMarker):], " -->")
+		more, _ = strconv.Atoi(n)
+	}
 	i := strings.LastIndex(body, resourcesMarker)
 	if i < 0 {
-		return nil
+		return nil, more
 	}
 	rest := body[i+len(resourcesMarker):]
 	j := strings.Index(rest, " -->")
 	if j < 0 {
-		return nil
+		return nil, more
 	}
 	var rs []refJSON
 	if json.Unmarshal([]byte(rest[:j]), &rs) != nil {
-		return nil
+		return nil, more
 	}
 	out := make([]source.ResourceRef, len(rs))
 	for i, r := range rs {
 		out[i] = source.ResourceRef(r)
 	}
-	return out
+	return out, more
 }
 
 // refJSON is source.ResourceRef with JSON names.
