@@ -156,6 +156,36 @@ func (b *batchItem) proto() *cupv1alpha1.ApplyItem {
 	}}}
 }
 
+// apply sends req with items as its items, and names the resource of the
+// files in an error the server answers about one of them.
+func (c *cli) apply(ctx context.Context, items []batchItem, req *cupv1alpha1.ApplyRequest) (*cupv1alpha1.ApplyResponse, error) {
+	conn, err := c.connect()
+	if err != nil {
+		return nil, err
+	}
+	req.Items = make([]*cupv1alpha1.ApplyItem, len(items))
+	for i := range items {
+		req.Items[i] = items[i].proto()
+	}
+	res, err := conn.resources.Apply(ctx, connect.NewRequest(req))
+	if err == nil {
+		return res.Msg, nil
+	}
+	// The server names the item; say which resource of the files it is.
+	if m := itemIndex.FindStringSubmatch(errorMessage(err)); m != nil {
+		if i, aerr := strconv.Atoi(m[1]); aerr == nil && i < len(items) {
+			return nil, &resourceError{resource: items[i].name(), err: err}
+		}
+	}
+	if len(items) == 1 { // whatever failed, it was about this one
+		return nil, &resourceError{resource: items[0].name(), err: err}
+	}
+	if connect.CodeOf(err) == connect.CodeResourceExhausted {
+		return nil, fmt.Errorf("%s: a batch of %d resources is too much for the server at once; pass --atomic=false to write them one by one, or split the files", errorMessage(err), len(items))
+	}
+	return nil, err
+}
+
 // itemIndex finds the item an Apply error names ("items[3]...").
 var itemIndex = regexp.MustCompile(`^items\[(\d+)\]`)
 
@@ -166,39 +196,18 @@ func (c *cli) applyBatch(ctx context.Context, items []batchItem, w *writeFlags, 
 	if len(items) > maxBatch {
 		return fmt.Errorf("%d resources are more than the %d one batch takes: split them, or pass --atomic=false to write them one by one", len(items), maxBatch)
 	}
-	conn, err := c.connect()
-	if err != nil {
-		return err
-	}
-	req := &cupv1alpha1.ApplyRequest{
-		Items:  make([]*cupv1alpha1.ApplyItem, len(items)),
+	res, err := c.apply(ctx, items, &cupv1alpha1.ApplyRequest{
 		DryRun: w.dryRun, Message: w.message, ChangeSet: changeSet, IdempotencyKey: w.idempotencyKey,
-	}
-	for i := range items {
-		req.Items[i] = items[i].proto()
-	}
-	res, err := conn.resources.Apply(ctx, connect.NewRequest(req))
+	})
 	if err != nil {
-		// The server names the item; say which resource of the files it is.
-		if m := itemIndex.FindStringSubmatch(errorMessage(err)); m != nil {
-			if i, aerr := strconv.Atoi(m[1]); aerr == nil && i < len(items) {
-				return &resourceError{resource: items[i].name(), err: err}
-			}
-		}
-		if len(items) == 1 { // whatever failed, it was about this one
-			return &resourceError{resource: items[0].name(), err: err}
-		}
-		if connect.CodeOf(err) == connect.CodeResourceExhausted {
-			return fmt.Errorf("%s: a batch of %d resources is too much for the server at once; pass --atomic=false to write them one by one, or split the files", errorMessage(err), len(items))
-		}
 		return err
 	}
-	result := res.Msg.GetResult()
+	result := res.GetResult()
 	dry := ""
 	if result.GetOutcome() == cupv1alpha1.WriteOutcome_WRITE_OUTCOME_DRY_RUN {
 		dry = " (dry run)"
 	}
-	for i, it := range res.Msg.GetItems() {
+	for i, it := range res.GetItems() {
 		if i >= len(items) {
 			break
 		}
@@ -523,13 +532,31 @@ func (c *cli) diff(ctx context.Context, files []string, proposal string) (bool, 
 	if err != nil {
 		return false, err
 	}
-	differs := false
-	for _, tg := range tgs {
-		res, err := c.put(ctx, tg, &w, cs, "", true, "")
-		if err != nil {
-			return false, &resourceError{resource: tg.t.qualified() + "/" + tg.r.GetMetadata().GetName(), err: err}
+	// One dry run of the whole batch, as apply would write it; past a
+	// batch's size, one per resource.
+	var results []*cupv1alpha1.WriteResult
+	if len(tgs) <= maxBatch {
+		items := make([]batchItem, len(tgs))
+		for i, tg := range tgs {
+			items[i] = batchItem{target: tg}
 		}
-		for _, ch := range res.GetResult().GetChanges() {
+		res, err := c.apply(ctx, items, &cupv1alpha1.ApplyRequest{DryRun: true, ChangeSet: cs})
+		if err != nil {
+			return false, err
+		}
+		results = append(results, res.GetResult())
+	} else {
+		for _, tg := range tgs {
+			res, err := c.put(ctx, tg, &w, cs, "", true, "")
+			if err != nil {
+				return false, &resourceError{resource: tg.t.qualified() + "/" + tg.r.GetMetadata().GetName(), err: err}
+			}
+			results = append(results, res.GetResult())
+		}
+	}
+	differs := false
+	for _, r := range results {
+		for _, ch := range r.GetChanges() {
 			differs = true
 			d := ch.GetDiff()
 			if d != "" && d[len(d)-1] != '\n' {
