@@ -192,7 +192,7 @@ func (s *Server) applyPatch(t *Type, at ref, p *patchOp, cur *entry) (*controlle
 		// Copies could double the resource with each operation.
 		opts.AccumulatedCopySizeLimit = s.cfg.maxResource
 		opts.EscapeHTML = false
-		out, err = p.json.ApplyWithOptions(doc, opts)
+		out, err = applyJSONPatch(doc, p.json, opts, s.cfg.maxResource)
 	}
 	if err != nil {
 		return nil, fieldError(p.field, "does not apply to %s %q (resource_version %s): %v", t.Singular, at.name, rv, err)

@@ -180,6 +180,28 @@ func TestPatchKeepsExactNumbers(t *testing.T) {
 	if res := f.do(t, "GET", path, ""); !strings.Contains(string(res.body), want) {
 		t.Fatalf("GET after patches = %s, want %s", res.body, want)
 	}
+	// A test compares numbers by value, as RFC 6902 says, and exactly:
+	// 1.0 equals 1, 1234567890123456789e1 equals big, big+1 does not (a
+	// float64 would not tell them apart), and objects match in any key
+	// order.
+	for _, tc := range []struct {
+		test string
+		ok   bool
+	}{
+		{`{"op":"test","path":"/spec/big","value":1234567890123456789e1}`, true},
+		{`{"op":"test","path":"/spec/big","value":12345678901234567891}`, false},
+		{`{"op":"test","path":"/spec/small","value":1000000000000000055511151231257827e-34}`, true},
+		{`{"op":"test","path":"/spec/small","value":0.1}`, false},
+		{`{"op":"test","path":"/spec","value":{"small":` + small + `,"enabled":true,"big":` + big + `.0,"added":` + big + `1}}`, true},
+		{`{"op":"test","path":"/spec/nothing","value":1}`, false},
+	} {
+		req := patchReq("exact", jsonPatch, `[`+tc.test+`,{"op":"replace","path":"/spec/enabled","value":true}]`)
+		req.Plural = "bundles"
+		_, err := rs.Patch(t.Context(), connect.NewRequest(req))
+		if tc.ok && err != nil || !tc.ok && connect.CodeOf(err) != connect.CodeInvalidArgument {
+			t.Errorf("%s: %v", tc.test, err)
+		}
+	}
 	files, err := f.repo.Files("main")
 	if err != nil {
 		t.Fatal(err)
