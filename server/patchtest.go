@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +9,8 @@ import (
 	"strings"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+
+	"github.com/cup-dev/cup/internal/document"
 )
 
 // applyJSONPatch applies a JSON patch to doc as RFC 6902 says: the library
@@ -63,15 +64,15 @@ func testOp(doc []byte, op jsonpatch.Operation) error {
 	if raw == nil {
 		return fmt.Errorf("testing value %s failed: the test has no value", path)
 	}
-	want, err := decodeExact(*raw)
+	want, err := document.Decode(*raw)
 	if err != nil {
 		return fmt.Errorf("testing value %s failed: %w", path, err)
 	}
-	all, err := decodeExact(doc)
+	all, err := document.Decode(doc)
 	if err != nil {
 		return err
 	}
-	got, ok := jsonPointer(all, path)
+	got, ok := document.Pointer(all, path)
 	if !ok {
 		return fmt.Errorf("testing value %s failed: no value at that path", path)
 	}
@@ -79,46 +80,6 @@ func testOp(doc []byte, op jsonpatch.Operation) error {
 		return fmt.Errorf("testing value %s failed: test failed", path)
 	}
 	return nil
-}
-
-// decodeExact decodes JSON keeping numbers as json.Number.
-func decodeExact(b []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	return v, nil
-}
-
-// jsonPointer is the value at the JSON pointer p (RFC 6901) in v.
-func jsonPointer(v any, p string) (any, bool) {
-	if p == "" {
-		return v, true
-	}
-	if !strings.HasPrefix(p, "/") {
-		return nil, false
-	}
-	for _, tok := range strings.Split(p[1:], "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch x := v.(type) {
-		case map[string]any:
-			var ok bool
-			if v, ok = x[tok]; !ok {
-				return nil, false
-			}
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(x) || (len(tok) > 1 && tok[0] == '0') {
-				return nil, false
-			}
-			v = x[i]
-		default:
-			return nil, false
-		}
-	}
-	return v, true
 }
 
 // jsonEqual compares JSON values as RFC 6902's test does: numbers by

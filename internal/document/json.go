@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -154,4 +155,35 @@ func ScanJSON(data []byte) (*JSONLocator, []string) {
 	}
 	_ = walk("") // not an error for a valid text; the caller checked it
 	return &JSONLocator{lines: lines}, dups
+}
+
+// Pointer is the value at the JSON Pointer ptr (RFC 6901) in v, a value
+// Decode (or encoding/json) made; false when there is none. An array
+// index is decimal without leading zeros.
+func Pointer(v any, ptr string) (any, bool) {
+	if ptr == "" {
+		return v, true
+	}
+	if !strings.HasPrefix(ptr, "/") {
+		return nil, false
+	}
+	for _, tok := range strings.Split(ptr[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch x := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = x[tok]; !ok {
+				return nil, false
+			}
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(x) || (len(tok) > 1 && tok[0] == '0') {
+				return nil, false
+			}
+			v = x[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
 }

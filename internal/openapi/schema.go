@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/cup-dev/cup/internal/document"
 )
 
 // maxDepth bounds the nesting of a schema Convert walks: deeper schemas
@@ -117,29 +119,7 @@ func asObject(s any) map[string]any {
 
 // resolve finds the value at the JSON Pointer ptr.
 func (cv *converter) resolve(ptr string) (any, bool) {
-	v := cv.root
-	if ptr == "" {
-		return v, true
-	}
-	for _, tok := range strings.Split(ptr[1:], "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch x := v.(type) {
-		case map[string]any:
-			var ok bool
-			if v, ok = x[tok]; !ok {
-				return nil, false
-			}
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(x) {
-				return nil, false
-			}
-			v = x[i]
-		default:
-			return nil, false
-		}
-	}
-	return v, true
+	return document.Pointer(cv.root, ptr)
 }
 
 // anchor finds the JSON Pointer of the subschema with $anchor name (or,
