@@ -43,6 +43,8 @@ describe("generated package @cup-dev/api", () => {
         ["List", "list", "unary"],
         ["Put", "put", "unary"],
         ["Delete", "delete", "unary"],
+        ["Apply", "apply", "unary"],
+        ["Patch", "patch", "unary"],
         ["Watch", "watch", "server_streaming"],
         ["History", "history", "unary"],
         ["GetStatus", "getStatus", "unary"],
@@ -52,6 +54,7 @@ describe("generated package @cup-dev/api", () => {
     // Reads are marked side-effect free, so Connect clients may use HTTP GET.
     assert.equal(ResourceService.method.get.idempotency, MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS);
     assert.equal(ResourceService.method.put.idempotency, MethodOptions_IdempotencyLevel.IDEMPOTENCY_UNKNOWN);
+    assert.equal(ResourceService.method.apply.idempotency, MethodOptions_IdempotencyLevel.IDEMPOTENCY_UNKNOWN);
     assert.equal(ResourceService.method.watch.idempotency, MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS);
     assert.equal(DiscoveryService.typeName, "cup.v1alpha1.DiscoveryService");
     assert.deepEqual(
