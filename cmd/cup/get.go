@@ -349,15 +349,11 @@ func (c *cli) listItems(ctx context.Context, t typeRef, req *cupv1alpha1.ListReq
 		return nil, err
 	}
 	var items []item
-	for {
-		res, err := conn.resources.List(ctx, connect.NewRequest(req))
-		if err != nil {
-			return nil, err
-		}
-		for _, w := range res.Msg.GetWarnings() {
+	err = eachPage(ctx, conn, req, func(res *cupv1alpha1.ListResponse) {
+		for _, w := range res.GetWarnings() {
 			fmt.Fprintf(c.stderr, "Warning: %s\n", warningText(w))
 		}
-		if n := res.Msg.GetMoreWarnings(); n > 0 {
+		if n := res.GetMoreWarnings(); n > 0 {
 			scope := "-n " + req.GetNamespace()
 			if req.GetNamespace() == "" {
 				scope = "-A"
@@ -365,16 +361,29 @@ func (c *cli) listItems(ctx context.Context, t typeRef, req *cupv1alpha1.ListReq
 			fmt.Fprintf(c.stderr, "Warning: %d more files left out of the list; see them all with: cup get %s --problems %s\n",
 				n, typ, scope)
 		}
-		changes := res.Msg.GetChanges()
-		for i, r := range res.Msg.GetItems() {
+		changes := res.GetChanges()
+		for i, r := range res.GetItems() {
 			it := item{t: t, r: r}
 			if i < len(changes) {
 				it.changed = changes[i].GetTime()
 			}
 			items = append(items, it)
 		}
+	})
+	return items, err
+}
+
+// eachPage lists every page of req (all of one commit: the page tokens pin
+// it), handing each response to page in order.
+func eachPage(ctx context.Context, conn *connection, req *cupv1alpha1.ListRequest, page func(*cupv1alpha1.ListResponse)) error {
+	for {
+		res, err := conn.resources.List(ctx, connect.NewRequest(req))
+		if err != nil {
+			return err
+		}
+		page(res.Msg)
 		if res.Msg.GetNextPageToken() == "" {
-			return items, nil
+			return nil
 		}
 		req.PageToken = res.Msg.GetNextPageToken()
 	}

@@ -361,16 +361,8 @@ func (c *cli) selectTargets(ctx context.Context, typ, selector string, w *writeF
 		Revision: cs, LabelSelector: selector,
 	}
 	var read []*cupv1alpha1.Resource
-	for {
-		res, err := conn.resources.List(ctx, connect.NewRequest(req))
-		if err != nil {
-			return nil, nil, err
-		}
-		read = append(read, res.Msg.GetItems()...)
-		if res.Msg.GetNextPageToken() == "" {
-			break
-		}
-		req.PageToken = res.Msg.GetNextPageToken()
+	if err := eachPage(ctx, conn, req, func(res *cupv1alpha1.ListResponse) { read = append(read, res.GetItems()...) }); err != nil {
+		return nil, nil, err
 	}
 	tgs := make([]*patchTarget, len(read))
 	for i, r := range read {

@@ -467,23 +467,16 @@ func (c *cli) selected(ctx context.Context, t typeRef, namespace, selector strin
 		Group: t.group(), Version: t.version, Plural: t.plural(), Namespace: namespace, LabelSelector: selector,
 	}
 	var items []batchItem
-	for {
-		res, err := conn.resources.List(ctx, connect.NewRequest(req))
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range res.Msg.GetItems() {
+	err = eachPage(ctx, conn, req, func(res *cupv1alpha1.ListResponse) {
+		for _, r := range res.GetItems() {
 			md := r.GetMetadata()
 			items = append(items, batchItem{
 				target: target{t: t, namespace: md.GetNamespace(), r: &cupv1alpha1.Resource{Metadata: &cupv1alpha1.ObjectMeta{Name: md.GetName()}}},
 				delete: true, resourceVersion: md.GetResourceVersion(),
 			})
 		}
-		if res.Msg.GetNextPageToken() == "" {
-			return items, nil
-		}
-		req.PageToken = res.Msg.GetNextPageToken()
-	}
+	})
+	return items, err
 }
 
 func (c *cli) newDiffCommand() *cobra.Command {
