@@ -47,6 +47,15 @@ export function valueAt(v: Value | undefined, path: (string | number)[]): Value 
  * number's text, where the browser gives JSON.parse's reviver the source.
  */
 export function objectOf(r: Resource): Value {
+  // Each cell of a row asks, at every render: the resource is read once.
+  let v = objects.get(r);
+  if (v === undefined) objects.set(r, (v = readObject(r)));
+  return v;
+}
+
+const objects = new WeakMap<Resource, Value>();
+
+function readObject(r: Resource): Value {
   const m = r.metadata;
   const metadata: Value = {
     name: m?.name ?? "",
