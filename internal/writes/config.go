@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/cup-dev/cup/internal/changeset"
 	"github.com/cup-dev/cup/internal/gitfs"
 	"github.com/cup-dev/cup/source"
@@ -33,7 +35,27 @@ type Config struct {
 	Clock func() time.Time
 	// Signer, when set, signs every commit. Default: none.
 	Signer source.Signer
+	// GroupMax bounds how many queued updates of one branch are committed
+	// together, each its own commit, and published with one
+	// compare-and-swap (one push): group commit. 1 publishes every update
+	// on its own. Default 64.
+	GroupMax int
+	// GroupWait is how long a group waits for more updates before it is
+	// committed, when it has fewer than GroupMax. Default 0: a group is
+	// whatever queued while the previous one was published, so a lone
+	// writer waits for nothing.
+	GroupWait time.Duration
+	// Metrics, when set, receives the group-commit metrics (see
+	// metrics.go). Default: none.
+	Metrics prometheus.Registerer
 }
+
+// DefaultGroupMax is the default of Config.GroupMax.
+const DefaultGroupMax = 64
+
+// MaxGroupWait bounds Config.GroupWait: a longer wait would only add
+// latency.
+const MaxGroupWait = time.Second
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
@@ -43,6 +65,7 @@ func DefaultConfig() Config {
 		AuthorName:   source.DefaultAuthorName,
 		AuthorEmail:  source.DefaultAuthorEmail,
 		MaxRetries:   5,
+		GroupMax:     DefaultGroupMax,
 		Logger:       slog.New(slog.DiscardHandler),
 		Clock:        time.Now,
 	}
@@ -56,6 +79,10 @@ func (c *Config) check() error {
 		return errors.New("author name and email must not be empty")
 	case c.MaxRetries < 0:
 		return fmt.Errorf("negative number of retries %d", c.MaxRetries)
+	case c.GroupMax < 1:
+		return fmt.Errorf("write group size %d: want at least 1", c.GroupMax)
+	case c.GroupWait < 0 || c.GroupWait > MaxGroupWait:
+		return fmt.Errorf("write group wait %v: want 0 to %v", c.GroupWait, MaxGroupWait)
 	case c.Clock == nil:
 		return errors.New("nil clock")
 	case c.Mode != source.ModeDirect && c.Mode != source.ModeBranch:
@@ -99,6 +126,14 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithClock sets Config.Clock.
 func WithClock(now func() time.Time) Option { return func(c *Config) { c.Clock = now } }
+
+// WithGroup sets Config.GroupMax and Config.GroupWait.
+func WithGroup(max int, wait time.Duration) Option {
+	return func(c *Config) { c.GroupMax, c.GroupWait = max, wait }
+}
+
+// WithMetrics sets Config.Metrics.
+func WithMetrics(reg prometheus.Registerer) Option { return func(c *Config) { c.Metrics = reg } }
 
 // WithSigner sets Config.Signer.
 func WithSigner(s source.Signer) Option { return func(c *Config) { c.Signer = s } }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -51,15 +52,33 @@ type Swap struct {
 	Branch string
 	// Old is where the branch must be; zero when it must not exist.
 	Old plumbing.Hash
-	// New is the commit it moves to, whose first parent is the head the
-	// change was applied on, and Tree that commit's tree.
+	// New is the commit it moves to, and Tree that commit's tree. Its
+	// first parent is the last of Earlier, or Old when there are none.
 	New, Tree plumbing.Hash
 	// Changes are the files New changes against its parent: with Tree,
 	// all the objects New adds to what its parent reaches.
 	Changes []gitfs.Change
+	// Earlier are the commits between Old and New, oldest first, when a
+	// group of updates is published at once (group commit): the oldest's
+	// first parent is Old, and each is the first parent of the next.
+	Earlier []Link
 	// Committer and Message describe the move, for a reflog.
 	Committer source.Signature
 	Message   string
+}
+
+// Link is one commit a swap publishes besides its New.
+type Link struct {
+	// Commit and Tree are the commit and its tree.
+	Commit, Tree plumbing.Hash
+	// Changes are the files Commit changes against its first parent.
+	Changes []gitfs.Change
+}
+
+// Links returns the commits u publishes, oldest first: Earlier, then
+// New.
+func (u *Swap) Links() []Link {
+	return append(u.Earlier[:len(u.Earlier):len(u.Earlier)], Link{Commit: u.New, Tree: u.Tree, Changes: u.Changes})
 }
 
 // Syncer is a RefStore whose branches may lag the repository's (a clone
@@ -87,6 +106,11 @@ const maxNameAttempts = 8
 type Engine struct {
 	cfg   Config
 	locks changeset.Locks
+
+	mu     sync.Mutex
+	queues map[string]*queue // branch → updates waiting to be committed on it
+
+	metrics *metrics // nil without Config.Metrics
 }
 
 // New returns an engine configured by cfg, after checking it.
@@ -94,7 +118,11 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	return &Engine{cfg: cfg}, nil
+	m, err := newMetrics(cfg.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	return &Engine{cfg: cfg, metrics: m}, nil
 }
 
 // Config returns the engine's configuration, defaults filled in.
@@ -122,6 +150,11 @@ func (e *Engine) Config() Config { return e.cfg }
 // with source.ErrConflict. Nothing is written on a dry run, when the
 // change leaves the tree as it was, or when Apply fails; Apply's error is
 // returned as it is.
+//
+// Updates of a branch that exists queue while an earlier group is
+// published, and are then committed together (see group.go): each is
+// applied on the one before it and makes a commit of its own, and one
+// compare-and-swap publishes them all. Each answers when that lands.
 func (e *Engine) Update(ctx context.Context, refs RefStore, objects *gitfs.Store, req *source.UpdateRequest) (*source.UpdateResult, error) {
 	if req == nil || req.Apply == nil {
 		return nil, errors.New("update request without Apply")
@@ -146,6 +179,9 @@ func (e *Engine) Update(ctx context.Context, refs RefStore, objects *gitfs.Store
 	if req.DryRun {
 		result, _, err := w.attempt(ctx)
 		return result, err
+	}
+	if !w.create {
+		return e.grouped(ctx, w)
 	}
 	if w.write != "" {
 		unlock, err := e.locks.Lock(ctx, w.write)

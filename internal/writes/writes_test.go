@@ -28,6 +28,8 @@ type refs struct {
 	syncs    int
 	refuse   string                    // branch CheckWritable refuses
 	override func(u writes.Swap) error // runs before a swap; an error fails it
+	gate     func(u writes.Swap)       // runs before a swap takes the lock
+	groups   []int                     // the commits each swap asked for published
 }
 
 func newRefs(t *testing.T) *refs {
@@ -66,9 +68,13 @@ func (r *refs) Resolve(_ context.Context, rev string) (writes.Ref, error) {
 }
 
 func (r *refs) CompareAndSwap(_ context.Context, u writes.Swap) error {
+	if r.gate != nil {
+		r.gate(u)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.swaps = append(r.swaps, u.Branch)
+	r.groups = append(r.groups, len(u.Links()))
 	if r.override != nil {
 		if err := r.override(u); err != nil {
 			return err

@@ -126,6 +126,15 @@ func WithMaxRetries(n int) Option {
 	return engine(writes.WithMaxRetries(n))
 }
 
+// WithWriteGroup sets group commit: updates of a branch that queue while
+// an earlier group is published are committed together, each its own
+// commit, and published at once, at most max at a time (1: each on its
+// own), waiting up to wait for a group to fill. The defaults are 64 and 0
+// (no added wait).
+func WithWriteGroup(max int, wait time.Duration) Option {
+	return engine(writes.WithGroup(max, wait))
+}
+
 // WithLogger sets the logger for fetches and retried updates. By default
 // nothing is logged.
 func WithLogger(l *slog.Logger) Option {
@@ -160,11 +169,13 @@ func WithSigner(s source.Signer) Option {
 // cup_git_fetches_total and cup_git_pushes_total, counters labelled by
 // outcome (fetches: success, unchanged, canceled, error; pushes: success,
 // conflict, rejected, canceled, error), and the histograms
-// cup_git_fetch_duration_seconds and cup_git_push_duration_seconds.
+// cup_git_fetch_duration_seconds and cup_git_push_duration_seconds, and
+// the write engine's group-commit metrics (cup_write_group_commits,
+// cup_write_queue_seconds, cup_write_group_reapplied_total).
 // Sources that share reg share the metrics. By default (or with a nil
 // reg) nothing is registered.
 func WithMetrics(reg prometheus.Registerer) Option {
-	return func(c *config) { c.metrics = reg }
+	return func(c *config) { c.metrics, c.Config.Metrics = reg, reg }
 }
 
 // WithTracerProvider sets where the source's spans go: one span, of kind

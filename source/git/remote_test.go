@@ -469,3 +469,56 @@ func TestRunPolls(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestGroupCommit: writes that queue while a push is in flight are
+// pushed together, each its own commit, in a directory large enough for
+// the pushed trees to travel as deltas; the remote takes the packs and
+// fsck finds nothing wrong.
+func TestGroupCommit(t *testing.T) {
+	t.Parallel()
+	srv := gittest.NewServer(t, gittest.WithBasicAuth(user, password))
+	r := &remote{srv: srv, dir: srv.Path(repoName), url: srv.URL(repoName)}
+	if _, err := gitrepo.Init(r.dir, "main", gitrepo.Generate("items", 2000), "initial\n"); err != nil {
+		t.Fatal(err)
+	}
+	obs := newObserved(t)
+	src := r.start(t, obs.opts...)
+	const n = 40
+	var wg sync.WaitGroup
+	results := make([]*source.UpdateResult, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			results[i], errs[i] = src.Update(t.Context(), &source.UpdateRequest{
+				Message: fmt.Sprintf("write %d\n", i),
+				Apply:   write(fmt.Sprintf("items/file-%05d.yaml", i*37), fmt.Sprintf("i: %d\n", i)),
+			})
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	log, err := gitrepo.Log(r.dir, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) != n+1 {
+		t.Fatalf("%d commits, want %d", len(log), n+1)
+	}
+	answered := map[string]bool{}
+	for _, res := range results {
+		answered[res.Commit] = true
+	}
+	for _, c := range log[:n] {
+		if !answered[c.ID] {
+			t.Errorf("commit %s on the remote answers no write", c)
+		}
+	}
+	if pushes := obs.count(t, "cup_git_pushes_total", "success"); pushes > n/2 {
+		t.Errorf("%v pushes for %d concurrent writes: want them grouped", pushes, n)
+	}
+	if out, err := exec.Command("git", "--git-dir", r.dir, "fsck", "--strict").CombinedOutput(); err != nil {
+		t.Errorf("git fsck: %v\n%s", err, out)
+	}
+}

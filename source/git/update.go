@@ -85,14 +85,11 @@ func (rs *refStore) Resolve(_ context.Context, rev string) (writes.Ref, error) {
 // Sync fetches.
 func (rs *refStore) Sync(ctx context.Context) error { return (*Source)(rs).Fetch(ctx) }
 
-// CompareAndSwap pushes u.New's new objects and moves the remote branch,
-// then records the branch's new value for reads.
+// CompareAndSwap pushes the new objects of u's commits and moves the
+// remote branch, then records the branch's new value for reads.
 func (rs *refStore) CompareAndSwap(ctx context.Context, u writes.Swap) error {
 	s := (*Source)(rs)
-	objects, err := s.newObjects(u.New, u.Tree, u.Changes)
-	if err != nil {
-		return err
-	}
+	objects := s.newObjects(u.Links())
 	branch := strings.TrimPrefix(u.Branch, "refs/heads/")
 	if err := s.push(ctx, branch, u.Old, u.New, objects); err != nil {
 		return err
@@ -101,33 +98,38 @@ func (rs *refStore) CompareAndSwap(ctx context.Context, u writes.Swap) error {
 	return nil
 }
 
-// newObjects lists the objects a commit may add to what its parent holds:
-// the commit, the trees along every changed path and the changed files.
-// The remote has everything else, since it has the parent.
-func (s *Source) newObjects(commit, tree plumbing.Hash, changes []gitfs.Change) ([]plumbing.Hash, error) {
-	fsys := s.store.FS(tree)
-	seen := map[plumbing.Hash]bool{commit: true, tree: true}
-	out := []plumbing.Hash{commit, tree}
+// newObjects lists the objects commits may add to what the first one's
+// parent holds: each commit, the trees along every path it changes and
+// the files it writes. The remote has everything else, since it has the
+// parent.
+func (s *Source) newObjects(links []writes.Link) []plumbing.Hash {
+	seen := map[plumbing.Hash]bool{}
+	var out []plumbing.Hash
 	add := func(h plumbing.Hash) {
 		if !seen[h] {
 			seen[h] = true
 			out = append(out, h)
 		}
 	}
-	for i := range changes {
-		c := &changes[i]
-		if c.Op != source.OpDelete {
-			add(c.Hash)
-		}
-		for dir := path.Dir(c.Path); dir != "."; dir = path.Dir(dir) {
-			h, err := fsys.ObjectID(dir)
-			if err != nil {
-				continue // the directory went away with the change
+	for _, l := range links {
+		fsys := s.store.FS(l.Tree)
+		add(l.Commit)
+		add(l.Tree)
+		for i := range l.Changes {
+			c := &l.Changes[i]
+			if c.Op != source.OpDelete {
+				add(c.Hash)
 			}
-			add(h)
+			for dir := path.Dir(c.Path); dir != "."; dir = path.Dir(dir) {
+				h, err := fsys.ObjectID(dir)
+				if err != nil {
+					continue // the directory went away with the change
+				}
+				add(h)
+			}
 		}
 	}
-	return out, nil
+	return out
 }
 
 // errMoved reports that the remote branch was not where the push expected.
@@ -170,7 +172,11 @@ func (s *Source) push(ctx context.Context, name string, old, new plumbing.Hash, 
 		}
 	}
 	var pack bytes.Buffer
-	if err := s.store.WritePack(&pack, objects); err != nil {
+	var popts []gitfs.PackOption
+	if adv != nil && adv.Capabilities.Supports(capability.OFSDelta) {
+		popts = append(popts, gitfs.WithTreeDeltas()) // a group's trees, each a delta of the one before
+	}
+	if err := s.store.WritePack(&pack, objects, popts...); err != nil {
 		return fmt.Errorf("git: pack objects: %w", err)
 	}
 	req := packp.NewReferenceUpdateRequest()

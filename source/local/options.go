@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/cup-dev/cup/internal/gitfs"
 	"github.com/cup-dev/cup/internal/writes"
 	"github.com/cup-dev/cup/source"
@@ -55,6 +57,23 @@ func WithAuthor(name, email string) Option {
 // source.ErrConflict. The default is 5.
 func WithMaxRetries(n int) Option {
 	return engine(writes.WithMaxRetries(n))
+}
+
+// WithWriteGroup sets group commit: updates of a branch that queue while
+// an earlier group is published are committed together, each its own
+// commit, and published at once, at most max at a time (1: each on its
+// own), waiting up to wait for a group to fill. The defaults are 64 and 0
+// (no added wait).
+func WithWriteGroup(max int, wait time.Duration) Option {
+	return engine(writes.WithGroup(max, wait))
+}
+
+// WithMetrics registers the write engine's group-commit metrics
+// (cup_write_group_commits, cup_write_queue_seconds,
+// cup_write_group_reapplied_total) with reg; sources that share reg share
+// them. By default there are none.
+func WithMetrics(reg prometheus.Registerer) Option {
+	return engine(writes.WithMetrics(reg))
 }
 
 // WithLogger sets the logger for debugging events such as retried updates.
