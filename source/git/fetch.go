@@ -53,8 +53,24 @@ func (s *Source) Fetch(ctx context.Context) error {
 	if s.store == nil {
 		return fmt.Errorf("%w: the source was not started", source.ErrUnavailable)
 	}
+	// A fetch that started after this call did brings what this one
+	// would: callers that queue behind a fetch in flight (the keyed writes
+	// of a group, a webhook per push) share the next one.
+	after := s.fetchStarted.Load()
 	s.fetchMu.Lock()
 	defer s.fetchMu.Unlock()
+	if s.fetchDone > after && !errors.Is(s.fetchErr, context.Canceled) && !errors.Is(s.fetchErr, context.DeadlineExceeded) {
+		return s.fetchErr // not its caller's having left
+	}
+	gen := s.fetchStarted.Add(1)
+	defer func() { s.fetchDone = gen }()
+	err := s.fetchLocked(ctx)
+	s.fetchErr = err
+	return err
+}
+
+// fetchLocked is Fetch under fetchMu.
+func (s *Source) fetchLocked(ctx context.Context) error {
 	ctx, o := s.startOp(ctx, "git.fetch")
 	stale := s.stale.Swap(false)
 	changed, err := s.fetch(ctx, stale)

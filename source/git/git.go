@@ -74,7 +74,10 @@ type Source struct {
 	state   atomic.Pointer[refState]
 	stale   atomic.Bool // the cache's references may lag the state: fetch them all (see repairRefs)
 
-	fetchMu sync.Mutex // one fetch at a time
+	fetchMu      sync.Mutex    // one fetch at a time
+	fetchStarted atomic.Uint64 // fetches begun; written under fetchMu
+	fetchDone    uint64        // the number of the last fetch finished, under fetchMu
+	fetchErr     error         // its error, under fetchMu
 
 	eng *writes.Engine // target resolution, locking, retries, replay
 

@@ -522,3 +522,37 @@ func TestGroupCommit(t *testing.T) {
 		t.Errorf("git fsck: %v\n%s", err, out)
 	}
 }
+
+// TestFetchesShared: fetches asked for while one is in flight share the
+// next one (the keyed writes of a group each sync before they look for
+// their key).
+func TestFetchesShared(t *testing.T) {
+	t.Parallel()
+	r := newRemote(t)
+	src := r.start(t)
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var listings atomic.Int64
+	r.srv.OnRequest(func(req *http.Request) {
+		if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/info/refs") {
+			listings.Add(1)
+			once.Do(func() { close(entered); <-release })
+		}
+	})
+	var wg sync.WaitGroup
+	errs := make([]error, 21)
+	wg.Go(func() { errs[0] = src.Fetch(t.Context()) })
+	<-entered // the first fetch is listing the remote's references
+	for i := 1; i < len(errs); i++ {
+		wg.Go(func() { errs[i] = src.Fetch(t.Context()) })
+	}
+	time.Sleep(50 * time.Millisecond) // for the 20 to queue behind the first
+	close(release)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if n := listings.Load(); n > 3 {
+		t.Errorf("21 fetches, 20 of them asked for during the first, listed the remote %d times; want them to share", n)
+	}
+}
