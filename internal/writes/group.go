@@ -178,9 +178,8 @@ func (e *Engine) commitGroup(group []*op) {
 		}
 	}()
 	first := group[0].w
-	// The swap (a push) is the group's, not one caller's: it goes on when
-	// the caller whose context carries it leaves.
-	ctx := context.WithoutCancel(group[0].ctx)
+	ctx, cancel := groupContext(group)
+	defer cancel()
 	for attempt := 0; ; attempt++ {
 		head, err := first.head(ctx)
 		if err != nil {
@@ -242,6 +241,26 @@ func (e *Engine) commitGroup(group []*op) {
 		}
 		return
 	}
+}
+
+// groupContext returns the context of a group's reads of the branch and
+// of its swap (a push). They are the group's, not one caller's: they go on
+// when the caller whose context carries them (its trace, its values)
+// leaves, until the last deadline of the group's callers, if they all
+// have one.
+func groupContext(group []*op) (context.Context, context.CancelFunc) {
+	ctx := context.WithoutCancel(group[0].ctx)
+	var last time.Time
+	for _, o := range group {
+		d, ok := o.ctx.Deadline()
+		if !ok {
+			return context.WithCancel(ctx)
+		}
+		if d.After(last) {
+			last = d
+		}
+	}
+	return context.WithDeadline(ctx, last)
 }
 
 // apply applies o's update on tip (the branch's head, or the commit the

@@ -421,3 +421,43 @@ func TestGroupConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupContext: a group's swap runs until the last of its callers'
+// deadlines, not the first's.
+func TestGroupContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRefs(t)
+		e := engine(t, nil)
+		release := held(r)
+		first := start(t.Context(), e, r, &source.UpdateRequest{Message: "first\n", Apply: writing("other.txt", "x")})
+		synctest.Wait()
+		short, cancelShort := context.WithTimeout(t.Context(), time.Second)
+		long, cancelLong := context.WithTimeout(t.Context(), time.Minute)
+		defer cancelLong()
+		wantDeadline, _ := long.Deadline()
+		a := start(short, e, r, &source.UpdateRequest{Message: "a\n", Apply: writing("a.txt", "a")})
+		synctest.Wait()
+		b := start(long, e, r, &source.UpdateRequest{Message: "b\n", Apply: writing("b.txt", "b")})
+		synctest.Wait()
+		var (
+			swapDeadline time.Time
+			hasDeadline  bool
+			swapErr      error
+		)
+		r.gate = func(writes.Swap) {}
+		r.ctxSeen = func(ctx context.Context) {
+			swapDeadline, hasDeadline = ctx.Deadline()
+			swapErr = ctx.Err()
+		}
+		defer cancelShort()
+		release()
+		<-first
+		oa, ob := <-a, <-b
+		if ob.err != nil || oa.err != nil {
+			t.Fatalf("a: %v, b: %v", oa.err, ob.err)
+		}
+		if !hasDeadline || !swapDeadline.Equal(wantDeadline) || swapErr != nil {
+			t.Fatalf("the group's swap ran with deadline %v (%v), err %v; want b's, %v", swapDeadline, hasDeadline, swapErr, wantDeadline)
+		}
+	})
+}

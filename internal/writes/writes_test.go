@@ -30,6 +30,7 @@ type refs struct {
 	override func(u writes.Swap) error // runs before a swap; an error fails it
 	gate     func(u writes.Swap)       // runs before a swap takes the lock
 	groups   []int                     // the commits each swap asked for published
+	ctxSeen  func(ctx context.Context) // sees each swap's context
 }
 
 func newRefs(t *testing.T) *refs {
@@ -67,7 +68,10 @@ func (r *refs) Resolve(_ context.Context, rev string) (writes.Ref, error) {
 	return writes.Ref{Commit: h, Tree: c.Tree, Branch: name}, nil
 }
 
-func (r *refs) CompareAndSwap(_ context.Context, u writes.Swap) error {
+func (r *refs) CompareAndSwap(ctx context.Context, u writes.Swap) error {
+	if r.ctxSeen != nil {
+		r.ctxSeen(ctx)
+	}
 	if r.gate != nil {
 		r.gate(u)
 	}
