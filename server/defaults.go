@@ -19,7 +19,7 @@ const (
 	// DefaultRequestTimeout is the default of WithRequestTimeout: a minute.
 	DefaultRequestTimeout = time.Minute
 	// DefaultMaxConcurrentWrites is the default of WithMaxConcurrentWrites.
-	DefaultMaxConcurrentWrites = 32
+	DefaultMaxConcurrentWrites = 128
 	// DefaultMaxJSONDepth is the default of WithMaxJSONDepth: 64, as
 	// Kubernetes' guard on JSON bodies.
 	DefaultMaxJSONDepth = 64

@@ -31,6 +31,7 @@ import (
 	"github.com/cup-dev/cup/internal/cueeval"
 	"github.com/cup-dev/cup/internal/proposals"
 	"github.com/cup-dev/cup/internal/registry"
+	"github.com/cup-dev/cup/internal/writes"
 	"github.com/cup-dev/cup/scm"
 	"github.com/cup-dev/cup/server"
 	"github.com/cup-dev/cup/source"
@@ -87,6 +88,8 @@ type serveFlags struct {
 	branchPrefix  string
 	authorName    string
 	authorEmail   string
+	groupMax      int
+	groupWait     time.Duration
 	cacheDir      string
 	fetchInterval time.Duration
 	strict        bool
@@ -173,6 +176,8 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.StringVar(&f.branchPrefix, "branch-prefix", source.DefaultBranchPrefix, "prefix of the branches --write-mode=branch creates")
 	fl.StringVar(&f.authorName, "author-name", source.DefaultAuthorName, "name commits are made under")
 	fl.StringVar(&f.authorEmail, "author-email", source.DefaultAuthorEmail, "email commits are made under")
+	fl.IntVar(&f.groupMax, "write-group-max", writes.DefaultGroupMax, "group commit: most writes of a branch, queued while a push is in flight, committed together (each its own commit) and published with one push (1: each on its own)")
+	fl.DurationVar(&f.groupWait, "write-group-wait", 0, "group commit: how long a group waits for more writes before it is committed (0: no added wait; at most 1s)")
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "remote repositories: keep objects in this directory (reused on restart) instead of in memory")
 	fl.DurationVar(&f.fetchInterval, "fetch-interval", gitsource.DefaultFetchInterval, "remote repositories: how often to fetch (0 fetches only on POST /hooks/fetch)")
 	fl.BoolVar(&f.strict, "strict", false, "remote repositories: fail start-up when the remote is unreachable, even with a warm --cache-dir")
@@ -432,6 +437,12 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 	case f.tlsClientCAFile != "" || f.tlsRequireCert:
 		return errors.New("--tls-client-ca-file and --tls-require-client-cert need --tls-cert-file and --tls-key-file")
 	}
+	if f.groupMax < 1 {
+		return fmt.Errorf("--write-group-max: %d: want at least 1 (1 publishes each write on its own)", f.groupMax)
+	}
+	if f.groupWait < 0 || f.groupWait > writes.MaxGroupWait {
+		return fmt.Errorf("--write-group-wait: %v: want 0 to %v", f.groupWait, writes.MaxGroupWait)
+	}
 	hosts, err := allowedHosts(f.address, f.allowedHosts)
 	if err != nil {
 		return err
@@ -492,6 +503,8 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 		BranchPrefix:                 f.branchPrefix,
 		AuthorName:                   f.authorName,
 		AuthorEmail:                  f.authorEmail,
+		WriteGroupMax:                f.groupMax,
+		WriteGroupWait:               f.groupWait,
 		WebhookSecret:                f.webhookSecret,
 		MaxConnections:               unbounded(maxConns),
 		AllowedHosts:                 hosts,

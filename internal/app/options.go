@@ -56,6 +56,12 @@ type Options struct {
 	// AuthorName and AuthorEmail are the identity commits are made as;
 	// empty keeps the source's default ("cup <cup@localhost>").
 	AuthorName, AuthorEmail string
+	// WriteGroupMax bounds how many queued writes of a branch are
+	// committed together and published with one push (group commit);
+	// zero keeps the default (64), 1 publishes each on its own.
+	WriteGroupMax int
+	// WriteGroupWait is how long a group waits to fill; zero adds no wait.
+	WriteGroupWait time.Duration
 	// Auth configures authentication and authorization; the zero value
 	// leaves both off.
 	Auth Auth

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cup-dev/cup/internal/registry"
 	"github.com/cup-dev/cup/internal/signing"
+	"github.com/cup-dev/cup/internal/writes"
 	"github.com/cup-dev/cup/source"
 	gitsource "github.com/cup-dev/cup/source/git"
 	"github.com/cup-dev/cup/source/local"
@@ -29,6 +30,10 @@ type repoSource interface {
 // exports its fetch and push metrics to reg.
 func (a *App) openSource(ctx context.Context, opts Options, mode source.WriteMode, reg prometheus.Registerer) (repoSource, error) {
 	prefix := or(opts.BranchPrefix, source.DefaultBranchPrefix)
+	groupMax := opts.WriteGroupMax
+	if groupMax == 0 {
+		groupMax = writes.DefaultGroupMax
+	}
 	var signer source.Signer
 	if opts.SigningKeyFile != "" {
 		key, err := os.ReadFile(opts.SigningKeyFile)
@@ -43,7 +48,8 @@ func (a *App) openSource(ctx context.Context, opts Options, mode source.WriteMod
 		signer = s
 	}
 	if !gitsource.IsURL(a.repo) {
-		lopts := []local.Option{local.WithLogger(opts.Logger), local.WithWriteMode(mode), local.WithBranchPrefix(prefix), local.WithSigner(signer)}
+		lopts := []local.Option{local.WithLogger(opts.Logger), local.WithWriteMode(mode), local.WithBranchPrefix(prefix), local.WithSigner(signer),
+			local.WithWriteGroup(groupMax, opts.WriteGroupWait), local.WithMetrics(reg)}
 		if opts.Branch != "" {
 			lopts = append(lopts, local.WithBranch(opts.Branch))
 		}
@@ -62,6 +68,7 @@ func (a *App) openSource(ctx context.Context, opts Options, mode source.WriteMod
 		gitsource.WithStrict(r.Strict),
 		gitsource.WithSigner(signer),
 		gitsource.WithMetrics(reg),
+		gitsource.WithWriteGroup(groupMax, opts.WriteGroupWait),
 	}
 	if opts.Branch != "" {
 		gopts = append(gopts, gitsource.WithBranch(opts.Branch))
