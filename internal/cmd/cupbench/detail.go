@@ -1,12 +1,6 @@
-// Command cupbench measures cupd the way a user meets it: it generates a
-// repository of N resources, starts the cupd binary on it (127.0.0.1 only),
-// drives the REST form with keep-alive clients and reports throughput,
-// latency percentiles and the server's resident memory.
-//
-//	go build -o bin/ ./cmd/cupd ./internal/cmd/cupbench
-//	bin/cupbench -cupd bin/cupd -resources 1000,10000
-//
-// Every phase is bounded in requests and time.
+// The detailed report of one binary (-detail): the form cupbench had before
+// the table of figures.
+
 package main
 
 import (
@@ -14,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -30,42 +23,7 @@ import (
 	"github.com/cup-dev/cup/internal/benchrepo"
 )
 
-func main() {
-	cupd := flag.String("cupd", "bin/cupd", "path of the cupd binary to measure")
-	sizes := flag.String("resources", "1000,10000", "comma-separated repository sizes (resources in one namespace)")
-	clients := flag.Int("clients", 8, "concurrent keep-alive clients for the get phase")
-	getFor := flag.Duration("get-duration", 5*time.Second, "how long the get phase runs")
-	lists := flag.Int("lists", 30, "list requests of the whole namespace")
-	writes := flag.Int("writes", 100, "sequential put requests (direct commits)")
-	layout := flag.String("layout", "flat", "file layout: flat (items/<namespace>/<name>.json) or sharded (items/<namespace>/<shard>/<name>.json)")
-	watchers := flag.Int("watchers", 1000, "idle watches to open after the load, for the resident memory they cost and the delivery of one write's event to all (0: none)")
-	setup := flag.String("setup", "", "only generate the repository (DIR/repo.git) and configuration (DIR/config) of the first size into DIR, for use with other load tools such as wrk, and exit")
-	flag.Parse()
-
-	for _, s := range strings.Split(*sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			fatalf("-resources: %q is not a positive number", s)
-		}
-		if *setup != "" {
-			raw, err := benchrepo.Generate(*setup, n, benchrepo.Layout(*layout))
-			if err != nil {
-				fatalf("%v", err)
-			}
-			fmt.Printf("generated %d resources (%d bytes) in %s\n", n, raw, *setup)
-			return
-		}
-		if err := run(*cupd, n, benchrepo.Layout(*layout), *clients, *getFor, *lists, *writes, *watchers); err != nil {
-			fatalf("%d resources: %v", n, err)
-		}
-	}
-}
-
-func fatalf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "cupbench: "+format+"\n", args...)
-	os.Exit(1)
-}
-
+// run reports on cupd at n resources: gets, lists, puts, watches.
 func run(cupd string, n int, layout benchrepo.Layout, clients int, getFor time.Duration, lists, writes, watchers int) error {
 	dir, err := os.MkdirTemp("", "cupbench-*")
 	if err != nil {
