@@ -40,6 +40,7 @@ type options struct {
 	starts         int
 	flagSizes      []int
 	flagRequests   int
+	flagBudget     time.Duration
 	cacheFlag      string
 	cupdArgs       string
 	phaseTimeout   time.Duration
@@ -59,7 +60,7 @@ func defaultOptions() *options {
 		puts: 50, firstGets: 1000,
 		clients: 64, getFor: 5 * time.Second, getMax: 200000,
 		lists: 3, starts: 3,
-		flagSizes: []int{1000, 10000}, flagRequests: 5,
+		flagSizes: []int{1000, 10000}, flagRequests: 3, flagBudget: 8 * time.Second,
 		phaseTimeout: 3 * time.Minute,
 	}
 }
@@ -152,6 +153,7 @@ func figures(ctx context.Context, o *options) (*table, error) {
 		{"startup", o.rows["startup"], func(ctx context.Context, b *binary) error { return measureStartup(ctx, o, b, t) }},
 		{"flagfile", o.rows["flagfile"], func(ctx context.Context, b *binary) error { return measureFlagfile(ctx, o, b, data, t) }},
 	}
+	var errs []error
 	for _, p := range phases {
 		if !p.on {
 			continue
@@ -162,7 +164,11 @@ func figures(ctx context.Context, o *options) (*table, error) {
 			err := p.run(pctx, b)
 			cancel()
 			if err != nil {
-				return t, fmt.Errorf("%s: %s: %w", b.label, p.name, err)
+				// The other phases still run: one that fails leaves its
+				// rows without figures, and the error under the table.
+				err = fmt.Errorf("%s: %s: %w", b.label, p.name, err)
+				t.note("error: " + err.Error())
+				errs = append(errs, err)
 			}
 		}
 	}
@@ -175,7 +181,7 @@ func figures(ctx context.Context, o *options) (*table, error) {
 	if o.rows["trivial"] {
 		ratioTrivial(t, bins)
 	}
-	return t, nil
+	return t, errors.Join(errs...)
 }
 
 // ratioTrivial adds the ratio of cupd's GET throughput to the trivial

@@ -50,6 +50,7 @@ func main() {
 	flag.IntVar(&o.starts, "starts", o.starts, "start-ups of the demo timed, for each of a cold and a warm compile cache (startup)")
 	flagSizes := flag.String("flagfile-entries", "1000,10000", "comma-separated sizes of the flagfile controller's file (flagfile)")
 	flag.IntVar(&o.flagRequests, "flagfile-requests", o.flagRequests, "requests of each kind (list, get, get missing, put) at each size (flagfile)")
+	flag.DurationVar(&o.flagBudget, "flagfile-budget", o.flagBudget, "time for the requests of one kind at one size, and the most one may take (flagfile)")
 	flag.StringVar(&o.cacheFlag, "wasm-cache-flag", "", "cupd's flag naming its WASM compile cache directory (startup); empty: found in `cupd serve --help`, the first flag with wasm and cache in its name")
 	flag.StringVar(&o.cupdArgs, "cupd-args", "", "more flags for every cupd that serves a generated repository, space-separated (e.g. \"--max-concurrent-writes 64\")")
 	flag.DurationVar(&o.phaseTimeout, "phase-timeout", o.phaseTimeout, "longest time one phase of one binary may take")
