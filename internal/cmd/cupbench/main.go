@@ -63,16 +63,26 @@ func main() {
 	dWrites := flag.Int("detail-writes", 100, "-detail: sequential put requests (direct commits)")
 	layout := flag.String("layout", "flat", "-detail and -setup: file layout: flat (items/<namespace>/<name>.json) or sharded (items/<namespace>/<shard>/<name>.json)")
 	watchers := flag.Int("watchers", 1000, "-detail: idle watches to open after the load, for the resident memory they cost and the delivery of one write's event to all (0: none)")
-	setup := flag.String("setup", "", "only generate the repository (DIR/repo.git) and configuration (DIR/config) of -n resources into DIR, for use with other load tools such as wrk, and exit")
+	setup := flag.String("setup", "", "only generate the repository (DIR/repo.git) and configuration (DIR/config) of -n resources (or the first of -resources) into DIR, for use with other load tools such as wrk, and exit")
 	flag.Parse()
 
 	switch {
 	case *setup != "":
-		raw, err := benchrepo.Generate(*setup, o.n, benchrepo.Layout(*layout))
+		n := o.n
+		flag.Visit(func(f *flag.Flag) { // -resources, as before -n
+			if f.Name == "resources" {
+				ns, err := parseSizes("-resources", *sizes)
+				if err != nil {
+					fatalf("%v", err)
+				}
+				n = ns[0]
+			}
+		})
+		raw, err := benchrepo.Generate(*setup, n, benchrepo.Layout(*layout))
 		if err != nil {
 			fatalf("%v", err)
 		}
-		fmt.Printf("generated %d resources (%d bytes) in %s\n", o.n, raw, *setup)
+		fmt.Printf("generated %d resources (%d bytes) in %s\n", n, raw, *setup)
 		return
 	case *detail:
 		ns, err := parseSizes("-resources", *sizes)
