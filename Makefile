@@ -191,10 +191,14 @@ test-fuzz: ## Run each fuzz target for 3 seconds (CI)
 	$(call phase,Fuzzing: each target for 3 seconds)
 	$(MAKE) fuzz FUZZTIME=3s
 
+# BASELINE is a cupd binary that make load measures beside bin/cupd, e.g. one
+# built from an older commit: make load BASELINE=/path/to/old/cupd.
+BASELINE ?=
+
 .PHONY: load
-load: ## Measure a real cupd on generated repositories of 1,000 and 10,000 resources
-	go build -o bin/ ./cmd/cupd ./internal/cmd/cupbench
-	bin/cupbench -cupd bin/cupd -resources 1000,10000
+load: build ## Measure bin/cupd (and BASELINE, when set, in the same run) on generated repositories: a table of figures, about 10 minutes
+	go build -o bin/ ./internal/cmd/cupbench
+	bin/cupbench -cupd bin/cupd $(if $(BASELINE),-baseline $(BASELINE))
 
 .PHONY: soak
 soak: ## Soak a real cupd for 5 minutes: concurrent writers and readers, then check every write, the remote and for leaks

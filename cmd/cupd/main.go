@@ -83,6 +83,7 @@ type serveFlags struct {
 	bookmarkEvery   time.Duration
 	watchPoll       time.Duration
 	reconcile       bool
+	benchTrivial    bool
 
 	writeMode     string
 	branchPrefix  string
@@ -170,6 +171,8 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.BoolVar(&f.ui, "ui", true, "serve the web UI at /ui/, where GET / sends browsers (built into cupd by make ui or make build; a cupd built without it says so at /ui/); false serves none")
 	fl.BoolVar(&f.reconcile, "reconcile", true, "run the reconcilers of the configuration; false serves their status and dependency graph without writing outputs (a replica that only reads)")
 	fl.DurationVar(&f.watchPoll, "watch-poll-interval", server.DefaultWatchPollInterval, "how often the served branch's head is read while watches are open, to see commits made outside cupd; writes through cupd are seen at once (0: the default)")
+	fl.BoolVar(&f.benchTrivial, "bench-trivial", false, "also serve a Connect procedure that does nothing, "+app.TrivialProcedure+", beside the API on the same server (for cupbench; hidden)")
+	_ = fl.MarkHidden("bench-trivial")
 	fl.StringVar(&f.debugAddress, "debug-address", "", "host:port for /debug/pprof (off when empty; never expose it publicly)")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to let calls in flight finish on SIGINT or SIGTERM")
 	fl.StringVar(&f.writeMode, "write-mode", "", "where writes go: direct (commit on the branch), branch (a new branch cup/<id> per write: a change set) or proposal (a change set and its pull/merge request); default proposal with --scm, else direct")
@@ -515,6 +518,7 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 		WatchBookmarkInterval:        f.bookmarkEvery,
 		WatchPollInterval:            f.watchPoll,
 		NoReconcile:                  !f.reconcile,
+		BenchTrivial:                 f.benchTrivial,
 		SCM: app.SCM{
 			Provider: f.scm, URL: f.scmURL, Repository: f.scmRepository,
 			TokenFile: f.scmTokenFile, TokenEnv: f.scmTokenEnv,

@@ -205,7 +205,12 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		}
 		srv.SetReconcilers(a.runtime)
 	}
-	a.handler = withHosts(withOperations(srv.Handler(), a.remote, a.proposals, reg, opts.WebhookSecret, opts.Logger), opts.AllowedHosts)
+	ops := withOperations(srv.Handler(), a.remote, a.proposals, reg, opts.WebhookSecret, opts.Logger)
+	if opts.BenchTrivial {
+		ops = withTrivial(ops)
+		opts.Logger.WarnContext(ctx, "serving the benchmark's trivial procedure (--bench-trivial)", "procedure", TrivialProcedure)
+	}
+	a.handler = withHosts(ops, opts.AllowedHosts)
 	if len(types) > 0 {
 		t := types[0]
 		a.example = fmt.Sprintf("/apis/%s/%s/namespaces/default/%s", t.Group, t.Version, t.Plural)

@@ -47,6 +47,11 @@ type Options struct {
 	// NoReconcile serves the reconcilers' status and graph without running
 	// them: a replica that never writes outputs.
 	NoReconcile bool
+	// BenchTrivial also serves a Connect unary procedure that does nothing,
+	// [TrivialProcedure], on the same HTTP server, connection limit and
+	// host check as the API but past none of the API's handlers and
+	// interceptors: the floor that cupbench compares the API's reads with.
+	BenchTrivial bool
 	// Remote configures the source when Repository is a URL.
 	Remote Remote
 	// WriteMode is where writes go: "direct" (the default) or "branch".
