@@ -200,6 +200,10 @@ load: ## Measure a real cupd on generated repositories of 1,000 and 10,000 resou
 soak: ## Soak a real cupd for 5 minutes: concurrent writers and readers, then check every write, the remote and for leaks
 	go run ./internal/cmd/cupsoak -duration 5m
 
+.PHONY: soak-replicas
+soak-replicas: ## Soak 3 cupd replicas on one remote for 5 minutes: writes through any, watchers on each, idempotency across them
+	go run ./internal/cmd/cupsoak -duration 5m -replicas 3
+
 .PHONY: test-soak
 test-soak: ## A short bounded soak for CI: the run, checks included, ends within 60 seconds
 	$(call phase,Soak: a real cupd under concurrent writers and readers for 20 seconds)

@@ -118,6 +118,13 @@ func checkHistory(writes []*write, st *remoteState, pathOf func(name string) str
 			case a.Commit != ids[0]:
 				c1.failf("%s was answered with commit %s, but the commit recording its key is %s", w.describe(), a.Commit, ids[0])
 			}
+			// An answer the client dropped named the commit: the
+			// repeat, on any replica, must answer it again, as a replay.
+			for _, d := range w.Attempts {
+				if d.Dropped && d.Commit != "" && (d.Commit != a.Commit || !a.Replayed) {
+					c1.failf("%s: the dropped answer named commit %s, but the repeat answered %s (replayed: %v)", w.describe(), d.Commit, a.Commit, a.Replayed)
+				}
+			}
 		case refused:
 			counts[c]++
 			switch {

@@ -85,6 +85,7 @@ type attempt struct {
 	Err       string
 	Replica   int       // the cupd it was sent to
 	Cut       bool      // the client gave up on it early on purpose (-cut-percent)
+	Dropped   bool      // the client dropped its answer as if lost (-drop-percent)
 	End       time.Time // when its answer came
 }
 
@@ -314,24 +315,37 @@ func (l *load) writeOnce(ctx context.Context, w *writer, s *phaseStats, b *budge
 		if !b.take() {
 			break
 		}
-		// Some first attempts are given up early, leaving the write
-		// ambiguous on purpose, so that its repeat tests the key.
+		// Some first attempts are given up early, or their answer
+		// dropped, leaving the write ambiguous on purpose, so that its
+		// repeat tests the key.
 		var cut time.Duration
-		if i == 0 && i < l.o.retries && w.rng.IntN(100) < l.o.cutPercent {
-			cut = time.Duration(10+w.rng.IntN(490)) * time.Millisecond
+		drop := false
+		if i == 0 && i < l.o.retries {
+			switch p := w.rng.IntN(100); {
+			case p < l.o.cutPercent:
+				cut = time.Duration(10+w.rng.IntN(490)) * time.Millisecond
+			case p < l.o.cutPercent+l.o.dropPercent:
+				drop = true
+			}
 		}
 		t0 := time.Now()
 		a := l.send(ctx, wr, replica, cut)
-		wr.Attempts = append(wr.Attempts, a)
-		what := wr.Op + "/" + wr.Via + " " + a.Outcome
-		if a.Cut {
-			what += " (given up)"
-		}
-		s.wrote(what, t0, a.Latency)
-		s.outcomes[what]++
 		if a.Class == accepted && !a.Unchanged && !a.Replayed && l.acked != nil {
 			l.acked(replica)
 		}
+		if drop && a.Class == accepted {
+			a.Class, a.Dropped = ambiguous, true
+		}
+		wr.Attempts = append(wr.Attempts, a)
+		what := wr.Op + "/" + wr.Via + " " + a.Outcome
+		switch {
+		case a.Cut:
+			what += " (given up)"
+		case a.Dropped:
+			what += " (answer dropped)"
+		}
+		s.wrote(what, t0, a.Latency)
+		s.outcomes[what]++
 		if a.Class != ambiguous {
 			break
 		}

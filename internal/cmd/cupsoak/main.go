@@ -24,8 +24,10 @@
 // state, and a push that is not a fast-forward makes the replica fetch and
 // apply the write again on the new head. Each write request goes to a
 // replica chosen at random; a repeat goes to another one, so that the
-// idempotency key is tested across replicas, and -cut-percent of the
-// writes have their first request given up after 10-500ms on purpose.
+// idempotency key is tested across replicas: -cut-percent of the writes
+// have their first request given up after 10-500ms on purpose, and
+// -drop-percent their first answer dropped as if lost (the repeat must
+// then answer that answer's commit, as a replay).
 // Readers are spread over the replicas, each reading from one. The
 // replicas see each other's commits by -propagate: webhook (the default:
 // after each accepted write cupsoak calls POST /hooks/fetch on the other
@@ -139,6 +141,7 @@ type options struct {
 	watchReconnect time.Duration
 	watchPoll      time.Duration
 	cutPercent     int
+	dropPercent    int
 }
 
 func main() {
@@ -198,6 +201,7 @@ func newOptions(fs *flag.FlagSet) *options {
 	fs.DurationVar(&o.watchReconnect, "watch-reconnect", 5*time.Second, "a watcher drops its stream about this often on purpose and resumes from its last event (0: never)")
 	fs.DurationVar(&o.watchPoll, "watch-poll-interval", time.Second, "cupd --watch-poll-interval: how soon watches see a commit a fetch brought")
 	fs.IntVar(&o.cutPercent, "cut-percent", -1, "share of writes whose first request the client gives up on after 10-500ms, then repeats with the same key on another replica (default: 5 with -replicas > 1, else 0)")
+	fs.IntVar(&o.dropPercent, "drop-percent", -1, "share of writes whose first answer the client drops as if lost, then repeats the request with the same key on another replica, which must answer with the first commit, as a replay (default: 5 with -replicas > 1, else 0)")
 	return o
 }
 
@@ -225,13 +229,15 @@ func (o *options) validate() error {
 		return fmt.Errorf("-propagate: want %s or %s", propagateWebhook, propagateFetch)
 	case o.watchers < 0 || o.watchReconnect < 0 || o.watchPoll <= 0:
 		return errors.New("-watchers and -watch-reconnect must not be negative, -watch-poll-interval positive")
-	case o.cutPercent < -1 || o.cutPercent > 100:
-		return errors.New("-cut-percent: want 0 to 100")
+	case o.cutPercent < -1 || o.dropPercent < -1 || o.cutPercent+o.dropPercent > 100:
+		return errors.New("-cut-percent and -drop-percent: want shares adding up to at most 100")
 	}
-	if o.cutPercent == -1 {
-		o.cutPercent = 0
-		if o.replicas > 1 {
-			o.cutPercent = 5
+	for _, p := range []*int{&o.cutPercent, &o.dropPercent} {
+		if *p == -1 {
+			*p = 0
+			if o.replicas > 1 {
+				*p = 5
+			}
 		}
 	}
 	return nil
@@ -326,8 +332,9 @@ func run(ctx context.Context, o *options, out io.Writer) (ok bool, err error) {
 		} else {
 			fmt.Fprintf(out, "replicas see each other's commits by fetching every %v\n", o.fetchInterval)
 		}
-		if o.cutPercent > 0 {
-			fmt.Fprintf(out, "%d%% of writes have their first request given up after 10-500ms and repeated on another replica\n", o.cutPercent)
+		if o.cutPercent > 0 || o.dropPercent > 0 {
+			fmt.Fprintf(out, "%d%% of writes have their first request given up after 10-500ms, %d%% their first answer dropped as if lost; both are repeated on another replica\n",
+				o.cutPercent, o.dropPercent)
 		}
 	}
 

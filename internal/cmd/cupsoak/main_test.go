@@ -176,6 +176,25 @@ func TestCheckHistory(t *testing.T) {
 			},
 		},
 		{
+			name: "answer dropped, repeat answered it as a replay",
+			make: func(f *remoteFixture) {
+				w := f.write("put", benchrepo.Name(0), "transport error", "202")
+				id := f.commit(w, nil)
+				w.Attempts[0] = attempt{Outcome: "202", Class: ambiguous, Dropped: true, Commit: id}
+				w.Attempts[1].Replayed = true
+			},
+		},
+		{
+			name: "answer dropped, repeat wrote again",
+			make: func(f *remoteFixture) {
+				w := f.write("put", benchrepo.Name(0), "transport error", "202")
+				f.commit(w, nil)
+				w.Attempts[0] = attempt{Outcome: "202", Class: ambiguous, Dropped: true, Commit: strings.Repeat("d", 40)}
+			},
+			failed: []string{"1"},
+			phrase: "the dropped answer named commit dddd",
+		},
+		{
 			name: "lost write",
 			make: func(f *remoteFixture) {
 				f.commit(f.write("put", benchrepo.Name(0)), nil)
@@ -407,8 +426,9 @@ github.com/cup-dev/cup/source/git.(*Source).Fetch(0x1, {0x2})
 
 // TestReplicas runs the soak briefly on three cupd replicas of one remote:
 // writers send each request to any replica and repeat a request they gave
-// up on with the same key on another, a watcher on each replica follows
-// every change, and every check must pass. It builds cupd.
+// up on, or whose answer they dropped, with the same key on another, a
+// watcher on each replica follows every change, and every check must
+// pass. It builds cupd.
 func TestReplicas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds cupd and runs three of them for 10 s")
@@ -419,7 +439,7 @@ func TestReplicas(t *testing.T) {
 	if err := fs.Parse([]string{
 		"-replicas", "3", "-duration", "10s", "-warmup", "1s", "-settle", "10s",
 		"-resources", "200", "-writers", "4", "-readers", "3", "-watchers", "1", "-watch-reconnect", "2s",
-		"-cut-percent", "25", "-stall", "0",
+		"-cut-percent", "20", "-drop-percent", "20", "-stall", "0",
 	}); err != nil {
 		t.Fatal(err)
 	}

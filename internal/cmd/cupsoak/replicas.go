@@ -185,7 +185,7 @@ func (l *load) awaitHead(ctx context.Context, replica int, head string, wait tim
 // reportRaces says how often pushes lost a race, and what the writes
 // whose first request was given up and repeated elsewhere were answered.
 func reportRaces(out io.Writer, writes []*write, conflicts float64) {
-	var attempts, aborted, cut, elsewhere, replayed, madeThere, acceptedWrites int
+	var attempts, aborted, cut, dropped, elsewhere, replayed, madeThere, acceptedWrites int
 	for _, w := range writes {
 		attempts += len(w.Attempts)
 		for i, a := range w.Attempts {
@@ -194,6 +194,9 @@ func reportRaces(out io.Writer, writes []*write, conflicts float64) {
 			}
 			if a.Cut {
 				cut++
+			}
+			if a.Dropped {
+				dropped++
 			}
 			if i > 0 && a.Replica != w.Attempts[i-1].Replica {
 				elsewhere++
@@ -215,6 +218,8 @@ func reportRaces(out io.Writer, writes []*write, conflicts float64) {
 		conflicts, conflicts/float64(max(acceptedWrites, 1)))
 	fmt.Fprintf(out, "  ABORTED answers (the branch moved on every try): %d of %d write requests (%.2f%%)\n",
 		aborted, attempts, 100*float64(aborted)/float64(max(attempts, 1)))
-	fmt.Fprintf(out, "  requests given up on purpose: %d; repeats sent to another replica: %d, and %d writes accepted there: %d as a replay of the commit the first request made, %d made there\n",
-		cut, elsewhere, replayed+madeThere, replayed, madeThere)
+	if elsewhere > 0 || cut > 0 || dropped > 0 {
+		fmt.Fprintf(out, "  requests given up on purpose: %d, answers dropped on purpose: %d; repeats sent to another replica: %d, and %d writes accepted there: %d as a replay of the commit an earlier request made, %d made there\n",
+			cut, dropped, elsewhere, replayed+madeThere, replayed, madeThere)
+	}
 }
