@@ -204,6 +204,10 @@ load: build ## Measure bin/cupd (and BASELINE, when set, in the same run) on gen
 soak: ## Soak a real cupd for 5 minutes: concurrent writers and readers, then check every write, the remote and for leaks
 	go run ./internal/cmd/cupsoak -duration 5m
 
+.PHONY: soak-replicas
+soak-replicas: ## Soak 3 cupd replicas on one remote for 5 minutes: writes through any, watchers on each, idempotency across them
+	go run ./internal/cmd/cupsoak -duration 5m -replicas 3
+
 .PHONY: test-soak
 test-soak: ## A short bounded soak for CI: the run, checks included, ends within 60 seconds
 	$(call phase,Soak: a real cupd under concurrent writers and readers for 20 seconds)

@@ -333,3 +333,52 @@ func (s *Server) hubMembers() int {
 	defer s.hub.mu.Unlock()
 	return s.hub.members
 }
+
+// TestWatchJoinsBehindHub starts a watch at a head that the hub, kept by
+// an earlier watch, has not read yet. The watch must not take the hub's
+// older head for the branch going back: it sent that "change" back, then
+// the commit's own events once more (several cupd replicas on one remote,
+// whose fetches move the head between two polls, did so at every watch
+// that resumed).
+func TestWatchJoinsBehindHub(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		s, repo := watchedServer(t, WithWatchPollInterval(time.Hour))
+		ctx, cancel := context.WithCancel(t.Context())
+		no := false
+		errc := make(chan error, 2)
+		go func() {
+			errc <- s.watch(ctx, items, watchQuery{sendInitial: &no}, func(*watchEvent) error { return nil })
+		}()
+		synctest.Wait() // the first watch is live: the hub read the initial head
+		h1, err := repo.Commit("main", map[string][]byte{"items/a/x.yaml": itemFile("a", "x", 1)}, "outside\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		go func() {
+			errc <- s.watch(ctx, items, watchQuery{revision: h1}, func(ev *watchEvent) error {
+				if ev.typ != cupv1alpha1.WatchEventType_WATCH_EVENT_TYPE_BOOKMARK {
+					got = append(got, note(ev))
+				}
+				return nil
+			})
+		}()
+		synctest.Wait() // the second watch is live, from h1
+		h2, err := repo.Commit("main", map[string][]byte{"items/a/x.yaml": itemFile("a", "x", 2)}, "outside\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Hour) // the hub reads the head
+		synctest.Wait()
+		cancel()
+		for range 2 {
+			if err := <-errc; err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("watch: %v", err)
+			}
+		}
+		if want := []string{fmt.Sprintf(`MODIFIED a/x={"v":2}@%s`, h2)}; !slices.Equal(got, want) {
+			t.Errorf("the watch from %s got\n%s\nwant\n%s", h1, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	})
+}

@@ -136,12 +136,18 @@ func (h *watchHub) poke() {
 	}
 }
 
-// join counts a live watch, starting the poller with the first.
+// join counts a live watch, starting the poller with the first, and reads
+// the head now for the others.
 func (h *watchHub) join() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.members++
 	if h.members > 1 || h.stop != nil {
+		// The poller runs, but the head it last read may be older than
+		// the one this watch has reached (a fetch, or a commit outside
+		// cupd, moved it since): read it now, or the watch would take
+		// the older head for the branch going back.
+		h.readLocked(context.Background())
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -74,7 +74,7 @@ type Source struct {
 	state   atomic.Pointer[refState]
 	stale   atomic.Bool // the cache's references may lag the state: fetch them all (see repairRefs)
 
-	fetchMu      sync.Mutex    // one fetch at a time
+	fetchMu      sync.Mutex    // one fetch at a time, and no push recorded during one (see setHead)
 	fetchStarted atomic.Uint64 // fetches begun; written under fetchMu
 	fetchDone    uint64        // the number of the last fetch finished, under fetchMu
 	fetchErr     error         // its error, under fetchMu
@@ -291,7 +291,15 @@ func (s *Source) loadState(head string) (bool, error) {
 // failure to record the branch in the cache directory (a full disk) is
 // logged rather than returned: the state reads use has the new value, and
 // the next fetch writes the cache's references again (see repairRefs).
+//
+// It waits for a fetch under way: one that listed the remote's references
+// before the push landed would otherwise record the branch's older value
+// after this one, and reads (and watches) would see the branch go back
+// until the next fetch. A fetch that starts after this one lists the
+// remote after the push.
 func (s *Source) setHead(ctx context.Context, branch string, h plumbing.Hash) {
+	s.fetchMu.Lock()
+	defer s.fetchMu.Unlock()
 	if err := s.locked.SetReference(plumbing.NewHashReference(plumbing.NewBranchReferenceName(branch), h)); err != nil {
 		s.cfg.Logger.WarnContext(ctx, "the push landed, but recording the branch in the cache failed; the next fetch records it",
 			"branch", branch, "commit", h.String(), "error", err)

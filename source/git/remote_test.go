@@ -556,3 +556,71 @@ func TestFetchesShared(t *testing.T) {
 		t.Errorf("21 fetches, 20 of them asked for during the first, listed the remote %d times; want them to share", n)
 	}
 }
+
+// TestFetchDuringPushKeepsNewerHead makes a fetch list the remote's
+// references, then lets a push of the same source land before the fetch
+// records what it listed. The branch must stay at the pushed commit: were
+// the fetch's older value recorded after the push's, reads and watches
+// would see the branch go back until the next fetch (several cupd
+// replicas on one remote, each fetching on every webhook call, did). The
+// remote gets a commit on another branch first, so that the fetch has
+// something to bring.
+func TestFetchDuringPushKeepsNewerHead(t *testing.T) {
+	t.Parallel()
+	r := newRemote(t)
+	src := r.start(t)
+	if err := gitrepo.Branch(r.dir, "other", "main"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gitrepo.Commit(r.dir, "other", map[string][]byte{"config/o.yaml": []byte("o: 1\n")}, "other\n"); err != nil {
+		t.Fatal(err)
+	}
+	listed, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	r.srv.OnRequest(func(req *http.Request) {
+		if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, gittest.UploadPack) {
+			once.Do(func() { close(listed); <-release })
+		}
+	})
+	defer r.srv.OnRequest(nil)
+	fetched := make(chan error, 1)
+	go func() { fetched <- src.Fetch(t.Context()) }()
+	<-listed // the fetch has listed main at the initial commit
+
+	type result struct {
+		res *source.UpdateResult
+		err error
+	}
+	updated := make(chan result, 1)
+	go func() {
+		res, err := src.Update(t.Context(), &source.UpdateRequest{Message: "ours\n", Apply: write("config/a.yaml", "a: 2\n")})
+		updated <- result{res, err}
+	}()
+	// The fetch goes on once the push landed.
+	for r.branchHead(t, "main") == r.head {
+		select {
+		case u := <-updated:
+			t.Fatalf("Update ended before its push landed: %v", u.err)
+		default:
+			time.Sleep(time.Millisecond)
+		}
+	}
+	close(release)
+	if err := <-fetched; err != nil {
+		t.Fatalf("Fetch: %v", err)
+	}
+	up := <-updated
+	if up.err != nil {
+		t.Fatalf("Update: %v", up.err)
+	}
+	snap, err := src.View(t.Context(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Commit != up.res.Commit {
+		t.Errorf("after the fetch and the push, the source serves %s; want the pushed %s (the initial commit is %s)", snap.Commit, up.res.Commit, r.head)
+	}
+	if got := readFile(t, src, "", "config/a.yaml"); got != "a: 2\n" {
+		t.Errorf("config/a.yaml = %q after the push, want a: 2", got)
+	}
+}

@@ -48,8 +48,13 @@ func (c *checkResult) failf(format string, args ...any) {
 // describe names a write in failure messages.
 func (w *write) describe() string {
 	var outcomes []string
+	several := slices.ContainsFunc(w.Attempts, func(a attempt) bool { return a.Replica != 0 })
 	for _, a := range w.Attempts {
-		outcomes = append(outcomes, a.Outcome)
+		if several {
+			outcomes = append(outcomes, fmt.Sprintf("%s from cupd %d", a.Outcome, a.Replica))
+		} else {
+			outcomes = append(outcomes, a.Outcome)
+		}
 	}
 	return fmt.Sprintf("%s %s (writer %d seq %d key %s, %s: %s)", w.Op, w.Name, w.Writer, w.Seq, w.Key, w.Via, strings.Join(outcomes, " → "))
 }
@@ -113,9 +118,21 @@ func checkHistory(writes []*write, st *remoteState, pathOf func(name string) str
 			case a.Commit != ids[0]:
 				c1.failf("%s was answered with commit %s, but the commit recording its key is %s", w.describe(), a.Commit, ids[0])
 			}
+			// An answer the client dropped named the commit: the
+			// repeat, on any replica, must answer it again, as a replay.
+			for _, d := range w.Attempts {
+				if d.Dropped && d.Commit != "" && (d.Commit != a.Commit || !a.Replayed) {
+					c1.failf("%s: the dropped answer named commit %s, but the repeat answered %s (replayed: %v)", w.describe(), d.Commit, a.Commit, a.Replayed)
+				}
+			}
 		case refused:
 			counts[c]++
-			if len(idx) > 0 {
+			switch {
+			case len(idx) > 1:
+				c2.failf("duplicated: %s was refused, yet commits %v record its key", w.describe(), ids)
+			case len(idx) == 1 && w.mayHaveLanded():
+				// An attempt the client gave up on landed after all.
+			case len(idx) > 0:
 				c2.failf("%s was refused, yet commits %v record its key", w.describe(), ids)
 			}
 		case ambiguous:
@@ -125,14 +142,20 @@ func checkHistory(writes []*write, st *remoteState, pathOf func(name string) str
 			}
 		}
 	}
-	landedAmbiguous := 0
+	landedAmbiguous, refusedLanded := 0, 0
 	for _, w := range writes {
-		if w.Class() == ambiguous && len(commitsOf[w.Key]) > 0 {
+		if w.mayHaveLanded() && len(commitsOf[w.Key]) > 0 {
 			landedAmbiguous++
+			if w.Class() == refused {
+				refusedLanded++
+			}
 		}
 	}
 	c1.Notes = append(c1.Notes, fmt.Sprintf("%d accepted writes, %d commits on the branch since the initial one", counts[accepted], len(st.Commits)))
-	c2.Notes = append(c2.Notes, fmt.Sprintf("%d refused writes; %d ambiguous writes, of which %d landed", counts[refused], counts[ambiguous], landedAmbiguous))
+	c2.Notes = append(c2.Notes, fmt.Sprintf("%d refused writes; %d ambiguous writes, of which %d landed", counts[refused], counts[ambiguous], landedAmbiguous-refusedLanded))
+	if refusedLanded > 0 {
+		c2.Notes = append(c2.Notes, fmt.Sprintf("%d writes refused after an ambiguous attempt landed by that attempt", refusedLanded))
+	}
 
 	// Each commit is exactly its write.
 	for _, c := range st.Commits {
@@ -180,7 +203,7 @@ func checkHistory(writes []*write, st *remoteState, pathOf func(name string) str
 	last := map[string]*write{}
 	for _, w := range writes {
 		a := w.acceptedAttempt()
-		counted := a != nil && !a.Unchanged || w.Class() == ambiguous && len(commitsOf[w.Key]) > 0
+		counted := a != nil && !a.Unchanged || w.mayHaveLanded() && len(commitsOf[w.Key]) > 0
 		if counted && (last[w.Name] == nil || w.Seq > last[w.Name].Seq) {
 			last[w.Name] = w
 		}

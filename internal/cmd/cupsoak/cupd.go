@@ -16,26 +16,34 @@ import (
 
 // cupd is the cupd subprocess, with its pprof endpoints.
 type cupd struct {
+	id int // the replica's number, from 0
 	*cupdproc.Process
 	debugURL string       // http://127.0.0.1:PORT, serving /debug/pprof/
 	hc       *http.Client // for the debug endpoints: no connection stays open
 }
 
-// startCupd starts cupd on the remote at repoURL and waits until it is
-// ready.
-func startCupd(ctx context.Context, o *options, bin, dir, repoURL, configDir string) (*cupd, error) {
+// startCupd starts replica i of cupd on the remote at repoURL and waits
+// until it is ready. Each replica has a cache directory and a log of its
+// own: cache and cupd.log when there is one, cache-<i> and cupd-<i>.log
+// when there are several.
+func startCupd(ctx context.Context, o *options, i int, bin, dir, repoURL, configDir string) (*cupd, error) {
 	debugAddr, err := cupdproc.FreeAddress()
 	if err != nil {
 		return nil, err
 	}
-	p, err := cupdproc.Start(ctx, bin, filepath.Join(dir, "cupd.log"), "serve",
+	cache, log := "cache", "cupd.log"
+	if o.replicas > 1 {
+		cache, log = fmt.Sprintf("cache-%d", i), fmt.Sprintf("cupd-%d.log", i)
+	}
+	p, err := cupdproc.Start(ctx, bin, filepath.Join(dir, log), "serve",
 		"--repository", repoURL,
 		"--config", configDir,
 		"--write-mode", "direct",
-		"--cache-dir", filepath.Join(dir, "cache"),
+		"--cache-dir", filepath.Join(dir, cache),
 		"--address", "127.0.0.1:0",
 		"--debug-address", debugAddr,
 		"--fetch-interval", o.fetchInterval.String(),
+		"--watch-poll-interval", o.watchPoll.String(),
 		"--cache-bytes", strconv.FormatInt(o.cacheBytes, 10),
 		"--log-format", "json",
 		"--log-level", o.logLevel,
@@ -44,6 +52,7 @@ func startCupd(ctx context.Context, o *options, bin, dir, repoURL, configDir str
 		return nil, err
 	}
 	return &cupd{
+		id:       i,
 		Process:  p,
 		debugURL: "http://" + debugAddr,
 		hc:       &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}},

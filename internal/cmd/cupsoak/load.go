@@ -83,6 +83,24 @@ type attempt struct {
 	Unchanged bool // 204, or WRITE_OUTCOME_UNCHANGED
 	Latency   time.Duration
 	Err       string
+	Replica   int       // the cupd it was sent to
+	Cut       bool      // the client gave up on it early on purpose (-cut-percent)
+	Dropped   bool      // the client dropped its answer as if lost (-drop-percent)
+	End       time.Time // when its answer came
+}
+
+// mayHaveLanded reports whether the write was not accepted and yet may be
+// on the branch: its answers end ambiguous, or one of them was ambiguous
+// and a later refusal cannot tell whether that one lands (a request that
+// a cupd still makes after its client gave up).
+func (w *write) mayHaveLanded() bool {
+	switch w.Class() {
+	case ambiguous:
+		return true
+	case refused:
+		return slices.ContainsFunc(w.Attempts, func(a attempt) bool { return a.Class == ambiguous })
+	}
+	return false
 }
 
 // Class is what the write's answers say: accepted when one attempt was,
@@ -128,12 +146,20 @@ func (b *budget) spent() bool { return b.used.Load() >= b.max }
 // load is the writers and readers with the state they keep across phases.
 type load struct {
 	o       *options
-	base    string // cupd's address
+	eps     []endpoint // one per cupd replica
 	tr      *http.Transport
 	hc      *http.Client
-	rc      cupv1alpha1connect.ResourceServiceClient
 	writers []*writer
 	readers []*reader
+	// acked, when set, is called after replica accepted a write with a
+	// new commit (the webhook fan-out).
+	acked func(replica int)
+}
+
+// endpoint is one cupd replica as the clients reach it.
+type endpoint struct {
+	base string // its address
+	rc   cupv1alpha1connect.ResourceServiceClient
 }
 
 type writer struct {
@@ -151,6 +177,7 @@ type writer struct {
 
 type reader struct {
 	id      int
+	replica int // the cupd it reads from, always the same
 	rng     *rand.Rand
 	lastSeq map[string]int
 	lastAt  map[string]string // the commit lastSeq was read at
@@ -158,11 +185,17 @@ type reader struct {
 	nStale  int
 }
 
-func newLoad(o *options, base string) *load {
+// newLoad makes the writers and readers of the cupd replicas at bases:
+// every write request goes to a replica chosen at random, each reader
+// reads from one replica.
+func newLoad(o *options, bases []string) *load {
 	conns := o.writers + o.readers + 4
-	tr := &http.Transport{MaxIdleConns: conns, MaxIdleConnsPerHost: conns, IdleConnTimeout: time.Minute}
+	tr := &http.Transport{MaxIdleConns: conns * len(bases), MaxIdleConnsPerHost: conns, IdleConnTimeout: time.Minute}
 	hc := &http.Client{Transport: tr, Timeout: o.requestTimeout}
-	l := &load{o: o, base: base, tr: tr, hc: hc, rc: cupv1alpha1connect.NewResourceServiceClient(hc, base)}
+	l := &load{o: o, tr: tr, hc: hc}
+	for _, b := range bases {
+		l.eps = append(l.eps, endpoint{base: b, rc: cupv1alpha1connect.NewResourceServiceClient(hc, b)})
+	}
 	for id := range o.writers {
 		w := &writer{id: id, rng: rand.New(rand.NewPCG(o.seed, uint64(id))), present: map[string]bool{}, known: map[string]bool{}}
 		for i := id; i < o.resources; i += o.writers {
@@ -172,7 +205,7 @@ func newLoad(o *options, base string) *load {
 		l.writers = append(l.writers, w)
 	}
 	for id := range o.readers {
-		l.readers = append(l.readers, &reader{id: id, rng: rand.New(rand.NewPCG(o.seed, uint64(1000+id))),
+		l.readers = append(l.readers, &reader{id: id, replica: id % len(bases), rng: rand.New(rand.NewPCG(o.seed, uint64(1000+id))),
 			lastSeq: map[string]int{}, lastAt: map[string]string{}})
 	}
 	return l
@@ -269,18 +302,50 @@ func (l *load) writeOnce(ctx context.Context, w *writer, s *phaseStats, b *budge
 			"note":     fmt.Sprintf("cupsoak writer %d seq %d key %s %s", w.id, w.seq, wr.Key, strings.Repeat("n", 150)),
 		}
 	}
+	// The first attempt goes to a replica chosen at random, each repeat
+	// to another one: the idempotency key must hold across replicas.
+	replica := w.rng.IntN(len(l.eps))
 	for i := 0; i <= l.o.retries && ctx.Err() == nil; i++ {
 		if i > 0 {
 			time.Sleep(time.Duration(i) * 100 * time.Millisecond)
+			if n := len(l.eps); n > 1 {
+				replica = (replica + 1 + w.rng.IntN(n-1)) % n
+			}
 		}
 		if !b.take() {
 			break
 		}
+		// Some first attempts are given up early, or their answer
+		// dropped, leaving the write ambiguous on purpose, so that its
+		// repeat tests the key.
+		var cut time.Duration
+		drop := false
+		if i == 0 && i < l.o.retries {
+			switch p := w.rng.IntN(100); {
+			case p < l.o.cutPercent:
+				cut = time.Duration(10+w.rng.IntN(490)) * time.Millisecond
+			case p < l.o.cutPercent+l.o.dropPercent:
+				drop = true
+			}
+		}
 		t0 := time.Now()
-		a := l.send(ctx, wr)
+		a := l.send(ctx, wr, replica, cut)
+		if a.Class == accepted && !a.Unchanged && !a.Replayed && l.acked != nil {
+			l.acked(replica)
+		}
+		if drop && a.Class == accepted {
+			a.Class, a.Dropped = ambiguous, true
+		}
 		wr.Attempts = append(wr.Attempts, a)
-		s.wrote(wr.Op+"/"+wr.Via+" "+a.Outcome, t0, a.Latency)
-		s.outcomes[wr.Op+"/"+wr.Via+" "+a.Outcome]++
+		what := wr.Op + "/" + wr.Via + " " + a.Outcome
+		switch {
+		case a.Cut:
+			what += " (given up)"
+		case a.Dropped:
+			what += " (answer dropped)"
+		}
+		s.wrote(what, t0, a.Latency)
+		s.outcomes[what]++
 		if a.Class != ambiguous {
 			break
 		}
@@ -303,7 +368,7 @@ func (l *load) writeOnce(ctx context.Context, w *writer, s *phaseStats, b *budge
 				wr.Name, wr.Key, last.Outcome))
 		}
 		w.present[wr.Name], w.known[wr.Name] = false, true
-	case c == ambiguous:
+	case wr.mayHaveLanded():
 		w.present[wr.Name], w.known[wr.Name] = wr.Op == "put", false
 	}
 }
@@ -353,9 +418,9 @@ func (r *reader) saw(name string, labels map[string]string, commit string) {
 	r.lastSeq[name], r.lastAt[name] = seq, commit
 }
 
-// servedCommit asks cupd which commit it serves now.
-func (l *load) servedCommit(ctx context.Context) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.base+benchrepo.Path+"?limit=1", nil)
+// servedCommit asks a cupd replica which commit it serves now.
+func (l *load) servedCommit(ctx context.Context, replica int) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.eps[replica].base+benchrepo.Path+"?limit=1", nil)
 	if err != nil {
 		return "", err
 	}

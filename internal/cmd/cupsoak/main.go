@@ -12,7 +12,27 @@
 //     writer and its sequence number; a write whose answer is ambiguous
 //     (no answer, 5xx) is repeated with the same key up to -retries times;
 //   - -readers goroutines get and list, over the REST form and over the
-//     generated Connect client.
+//     generated Connect client;
+//   - -watchers REST watches on each cupd follow every change of the
+//     items, each first reading the state (initial events), then dropping
+//     its stream every -watch-reconnect or so and resuming from its last
+//     event.
+//
+// With -replicas N, N cupd processes serve the one remote, each with a
+// cache directory of its own (cache-<i>, log cupd-<i>.log), as several
+// replicas behind a load balancer would: the remote is their only shared
+// state, and a push that is not a fast-forward makes the replica fetch and
+// apply the write again on the new head. Each write request goes to a
+// replica chosen at random; a repeat goes to another one, so that the
+// idempotency key is tested across replicas: -cut-percent of the writes
+// have their first request given up after 10-500ms on purpose, and
+// -drop-percent their first answer dropped as if lost (the repeat must
+// then answer that answer's commit, as a replay).
+// Readers are spread over the replicas, each reading from one. The
+// replicas see each other's commits by -propagate: webhook (the default:
+// after each accepted write cupsoak calls POST /hooks/fetch on the other
+// replicas, as the Git host's push webhook would) or fetch (their own
+// fetches every -fetch-interval).
 //
 // Afterwards it reports requests/s, p50/p99 latency of reads and writes and
 // the count of every outcome, and checks:
@@ -21,7 +41,8 @@
 //     branch, found by its Cup-Idempotency-Key trailer, the commit cupd
 //     answered;
 //  2. no commit exists for a refused write (4xx), and a write whose answer
-//     was ambiguous is in at most one;
+//     was ambiguous is in at most one (as is a write refused after an
+//     ambiguous attempt: that attempt may land after the refusal);
 //  3. nothing else changed: every commit since the initial one is one
 //     write's and changes exactly that write's file as it asked, and the
 //     final tree is the initial tree plus the last write per resource that
@@ -33,7 +54,19 @@
 //  6. clients saw a consistent cupd: no reader saw a resource go back to an
 //     older write, no writer's delete of a resource it had written was
 //     answered 404, no write of a new body was answered "unchanged";
-//  7. cupd stopped cleanly on SIGTERM and (with -race) reported no data race.
+//  7. cupd stopped cleanly on SIGTERM and (with -race) reported no data race;
+//  8. every watcher saw every change of the branch's items after the commit
+//     its initial state was read at, once and in commit order, across its
+//     reconnections, and its items at the end are those of the remote's
+//     final tree.
+//
+// Checks 5 and 7 hold for every replica, and each must serve the remote's
+// head after the load. It reports, per replica, the pushes that lost a
+// race (cup_git_pushes_total{outcome="conflict"}) and the fetches, the
+// ABORTED answers (a write that lost MaxRetries+1 races in a row), what the
+// repeats on another replica were answered, and how long after a write's
+// answer its event reached the watchers of the replica that took it and of
+// the others (p50, p99).
 //
 // It exits 1 when a check fails, saying exactly what failed, and 2 when the
 // run could not be set up. The temporary directory (the remote, cupd's log)
@@ -43,11 +76,14 @@
 // during the load, so that cupd's pushes lose races and it must apply its
 // writes again (and may answer ABORTED); those commits are accounted for by
 // the checks. A probe gets one resource every 200ms on a connection of its
-// own and saves cupd's goroutines when an answer takes longer than -stall.
+// own (of the first replica) and saves cupd's goroutines when an answer
+// takes longer than -stall.
 //
 //	go run ./internal/cmd/cupsoak -duration 60s
 //	go run ./internal/cmd/cupsoak -duration 20s -resources 500 -race
 //	go run ./internal/cmd/cupsoak -duration 60s -external-interval 500ms
+//	go run ./internal/cmd/cupsoak -duration 60s -replicas 3
+//	go run ./internal/cmd/cupsoak -duration 60s -replicas 3 -propagate fetch -fetch-interval 1s
 //
 // The run is bounded by -duration and -max-requests, and the whole program
 // by -timeout.
@@ -65,6 +101,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -98,33 +135,17 @@ type options struct {
 	logLevel       string
 	stall          time.Duration
 	keep           bool
+	replicas       int
+	propagate      string
+	watchers       int
+	watchReconnect time.Duration
+	watchPoll      time.Duration
+	cutPercent     int
+	dropPercent    int
 }
 
 func main() {
-	var o options
-	flag.StringVar(&o.cupd, "cupd", "", "cupd binary to drive (default: go build ./cmd/cupd into a temporary directory; run from the module)")
-	flag.BoolVar(&o.race, "race", false, "build cupd with the race detector (ignored with -cupd) and fail on any race it reports")
-	flag.IntVar(&o.writers, "writers", 8, "concurrent writers, each owning its own resources")
-	flag.IntVar(&o.readers, "readers", 8, "concurrent readers")
-	flag.DurationVar(&o.duration, "duration", 30*time.Second, "how long the load runs after the warm-up")
-	flag.DurationVar(&o.warmup, "warmup", 3*time.Second, "load before the baseline of goroutines and heap is taken")
-	flag.DurationVar(&o.settle, "settle", 10*time.Second, "how long cupd may take after the load to return to its baseline")
-	flag.DurationVar(&o.timeout, "timeout", 0, "bound on the whole run, building cupd included (default: 2×(warmup+duration) + 3m)")
-	flag.Int64Var(&o.maxRequests, "max-requests", 10_000_000, "bound on the requests of the warm-up and the load together")
-	flag.IntVar(&o.resources, "resources", 1000, "resources in the initial repository (one namespace)")
-	flag.Uint64Var(&o.seed, "seed", 1, "seed of the writers' and readers' random choices")
-	flag.IntVar(&o.retries, "retries", 2, "times a write whose answer was ambiguous is repeated with its idempotency key")
-	flag.DurationVar(&o.requestTimeout, "request-timeout", 30*time.Second, "bound on each request")
-	flag.IntVar(&o.deletePercent, "delete-percent", 15, "share of writes that delete a resource")
-	flag.IntVar(&o.createPercent, "create-percent", 10, "share of writes that create a new resource")
-	flag.IntVar(&o.goroutineSlack, "goroutine-margin", 10, "goroutines cupd may have above its baseline after the settle period")
-	flag.Float64Var(&o.heapFactor, "heap-factor", 3, "factor of the baseline heap in use cupd may have after the settle period (its resource cache included: see -cache-bytes)")
-	flag.Int64Var(&o.cacheBytes, "cache-bytes", 16<<20, "cupd --cache-bytes: memory for resources memoised by commit")
-	flag.DurationVar(&o.fetchInterval, "fetch-interval", 5*time.Second, "cupd --fetch-interval: background fetches race the writes")
-	flag.DurationVar(&o.external, "external-interval", 0, "commit straight into the remote this often during the load, as another user would, so that cupd's pushes lose races (0: never)")
-	flag.StringVar(&o.logLevel, "cupd-log-level", "info", "cupd --log-level (its log is kept in the temporary directory)")
-	flag.DurationVar(&o.stall, "stall", time.Second, "probe cupd with a get every 200ms and save its goroutines when one takes longer than this (0: no probes)")
-	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (repositories, cupd's log) also when every check passes")
+	o := newOptions(flag.CommandLine)
 	flag.Parse()
 	if err := o.validate(); err != nil {
 		fmt.Fprintf(os.Stderr, "cupsoak: %v\n", err)
@@ -137,7 +158,7 @@ func main() {
 	defer stop()
 	ctx, cancel := context.WithTimeoutCause(ctx, o.timeout, fmt.Errorf("-timeout %v reached", o.timeout))
 	defer cancel()
-	ok, err := run(ctx, &o, os.Stdout)
+	ok, err := run(ctx, o, os.Stdout)
 	switch {
 	case err != nil:
 		fmt.Fprintf(os.Stderr, "cupsoak: %v\n", err)
@@ -145,6 +166,43 @@ func main() {
 	case !ok:
 		os.Exit(1)
 	}
+}
+
+// newOptions registers the command's flags with fs; their values are set
+// in the options when fs parses its arguments.
+func newOptions(fs *flag.FlagSet) *options {
+	o := new(options)
+	fs.StringVar(&o.cupd, "cupd", "", "cupd binary to drive (default: go build ./cmd/cupd into a temporary directory; run from the module)")
+	fs.BoolVar(&o.race, "race", false, "build cupd with the race detector (ignored with -cupd) and fail on any race it reports")
+	fs.IntVar(&o.writers, "writers", 8, "concurrent writers, each owning its own resources")
+	fs.IntVar(&o.readers, "readers", 8, "concurrent readers")
+	fs.DurationVar(&o.duration, "duration", 30*time.Second, "how long the load runs after the warm-up")
+	fs.DurationVar(&o.warmup, "warmup", 3*time.Second, "load before the baseline of goroutines and heap is taken")
+	fs.DurationVar(&o.settle, "settle", 10*time.Second, "how long cupd may take after the load to return to its baseline")
+	fs.DurationVar(&o.timeout, "timeout", 0, "bound on the whole run, building cupd included (default: 2×(warmup+duration) + 3m)")
+	fs.Int64Var(&o.maxRequests, "max-requests", 10_000_000, "bound on the requests of the warm-up and the load together")
+	fs.IntVar(&o.resources, "resources", 1000, "resources in the initial repository (one namespace)")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the writers' and readers' random choices")
+	fs.IntVar(&o.retries, "retries", 2, "times a write whose answer was ambiguous is repeated with its idempotency key")
+	fs.DurationVar(&o.requestTimeout, "request-timeout", 30*time.Second, "bound on each request")
+	fs.IntVar(&o.deletePercent, "delete-percent", 15, "share of writes that delete a resource")
+	fs.IntVar(&o.createPercent, "create-percent", 10, "share of writes that create a new resource")
+	fs.IntVar(&o.goroutineSlack, "goroutine-margin", 10, "goroutines cupd may have above its baseline after the settle period")
+	fs.Float64Var(&o.heapFactor, "heap-factor", 3, "factor of the baseline heap in use cupd may have after the settle period (its resource cache included: see -cache-bytes)")
+	fs.Int64Var(&o.cacheBytes, "cache-bytes", 16<<20, "cupd --cache-bytes: memory for resources memoised by commit")
+	fs.DurationVar(&o.fetchInterval, "fetch-interval", 5*time.Second, "cupd --fetch-interval: background fetches race the writes")
+	fs.DurationVar(&o.external, "external-interval", 0, "commit straight into the remote this often during the load, as another user would, so that cupd's pushes lose races (0: never)")
+	fs.StringVar(&o.logLevel, "cupd-log-level", "info", "cupd --log-level (its log is kept in the temporary directory)")
+	fs.DurationVar(&o.stall, "stall", time.Second, "probe cupd with a get every 200ms and save its goroutines when one takes longer than this (0: no probes)")
+	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (repositories, cupd's log) also when every check passes")
+	fs.IntVar(&o.replicas, "replicas", 1, "cupd replicas on the one remote, each with its own --cache-dir; every write request goes to one at random")
+	fs.StringVar(&o.propagate, "propagate", propagateWebhook, "how replicas see each other's commits: webhook (cupsoak calls POST /hooks/fetch on the others after each accepted write, as the Git host's push webhook would; -fetch-interval stays as a backstop) or fetch (only cupd's fetches every -fetch-interval)")
+	fs.IntVar(&o.watchers, "watchers", 1, "REST watches of the items on each replica, each checked to see every change once, in order")
+	fs.DurationVar(&o.watchReconnect, "watch-reconnect", 5*time.Second, "a watcher drops its stream about this often on purpose and resumes from its last event (0: never)")
+	fs.DurationVar(&o.watchPoll, "watch-poll-interval", time.Second, "cupd --watch-poll-interval: how soon watches see a commit a fetch brought")
+	fs.IntVar(&o.cutPercent, "cut-percent", -1, "share of writes whose first request the client gives up on after 10-500ms, then repeats with the same key on another replica (default: 5 with -replicas > 1, else 0)")
+	fs.IntVar(&o.dropPercent, "drop-percent", -1, "share of writes whose first answer the client drops as if lost, then repeats the request with the same key on another replica, which must answer with the first commit, as a replay (default: 5 with -replicas > 1, else 0)")
+	return o
 }
 
 func (o *options) validate() error {
@@ -165,6 +223,22 @@ func (o *options) validate() error {
 		return errors.New("-delete-percent and -create-percent: want shares adding up to at most 100")
 	case o.heapFactor < 1 || o.goroutineSlack < 0:
 		return errors.New("-heap-factor: want at least 1; -goroutine-margin not negative")
+	case o.replicas < 1 || o.replicas > 9:
+		return errors.New("-replicas: want 1 to 9")
+	case o.propagate != propagateWebhook && o.propagate != propagateFetch:
+		return fmt.Errorf("-propagate: want %s or %s", propagateWebhook, propagateFetch)
+	case o.watchers < 0 || o.watchReconnect < 0 || o.watchPoll <= 0:
+		return errors.New("-watchers and -watch-reconnect must not be negative, -watch-poll-interval positive")
+	case o.cutPercent < -1 || o.dropPercent < -1 || o.cutPercent+o.dropPercent > 100:
+		return errors.New("-cut-percent and -drop-percent: want shares adding up to at most 100")
+	}
+	for _, p := range []*int{&o.cutPercent, &o.dropPercent} {
+		if *p == -1 {
+			*p = 0
+			if o.replicas > 1 {
+				*p = 5
+			}
+		}
 	}
 	return nil
 }
@@ -186,10 +260,10 @@ func run(ctx context.Context, o *options, out io.Writer) (ok bool, err error) {
 		fmt.Fprintf(out, "\nkept %s (remote: remote/repo.git, cupd's log: cupd.log)\n", dir)
 	}()
 
-	cupd := o.cupd
-	if cupd == "" {
+	bin := o.cupd
+	if bin == "" {
 		t0 := time.Now()
-		if cupd, err = cupdproc.Build(ctx, dir, o.race, out); err != nil {
+		if bin, err = cupdproc.Build(ctx, dir, o.race, out); err != nil {
 			return false, err
 		}
 		fmt.Fprintf(out, "built cupd (race detector %v) in %v\n", o.race, time.Since(t0).Round(time.Millisecond))
@@ -226,19 +300,68 @@ func run(ctx context.Context, o *options, out io.Writer) (ok bool, err error) {
 	fmt.Fprintf(out, "remote %s: %d resources (%.1f MiB), initial commit %s, pushed over smart HTTP\n",
 		srv.URL(repoName), o.resources, float64(raw)/(1<<20), initial[:12])
 
-	// cupd.
-	d, err := startCupd(ctx, o, cupd, dir, srv.URL(repoName), filepath.Join(gen, "config"))
-	if err != nil {
-		return false, err
+	// The cupd replicas.
+	ds := make([]*cupd, 0, o.replicas)
+	defer func() {
+		for _, d := range ds {
+			d.Kill()
+		}
+	}()
+	var bases []string
+	for i := range o.replicas {
+		d, err := startCupd(ctx, o, i, bin, dir, srv.URL(repoName), filepath.Join(gen, "config"))
+		if err != nil {
+			return false, err
+		}
+		ds = append(ds, d)
+		bases = append(bases, d.URL)
+		fmt.Fprintf(out, "cupd %d: pid %d at %s, pprof at %s, log %s\n", i, d.Pid(), d.URL, d.debugURL, d.LogPath)
 	}
-	defer d.Kill()
-	fmt.Fprintf(out, "cupd pid %d at %s, pprof at %s, log %s\n", d.Pid(), d.URL, d.debugURL, d.LogPath)
 
 	// Load.
-	ld := newLoad(o, d.URL)
+	ld := newLoad(o, bases)
 	defer ld.closeIdle()
+	fanCtx, stopFanout := context.WithCancel(ctx)
+	defer stopFanout()
+	var fan *fanout
+	if o.replicas > 1 {
+		if o.propagate == propagateWebhook {
+			fan = newFanout(fanCtx, bases)
+			ld.acked = fan.acked
+			fmt.Fprintf(out, "replicas see each other's commits by webhook: after each accepted write, POST /hooks/fetch on the others (and every %v by fetching)\n", o.fetchInterval)
+		} else {
+			fmt.Fprintf(out, "replicas see each other's commits by fetching every %v\n", o.fetchInterval)
+		}
+		if o.cutPercent > 0 || o.dropPercent > 0 {
+			fmt.Fprintf(out, "%d%% of writes have their first request given up after 10-500ms, %d%% their first answer dropped as if lost; both are repeated on another replica\n",
+				o.cutPercent, o.dropPercent)
+		}
+	}
+
+	// Watchers, each with the state at some commit before the load.
+	watchCtx, stopWatchers := context.WithCancel(ctx)
+	defer stopWatchers()
+	var watchers []*watcher
+	var watchWG sync.WaitGroup
+	for r := range o.replicas {
+		for range o.watchers {
+			w := newWatcher(o, len(watchers), r, bases[r])
+			watchers = append(watchers, w)
+			watchWG.Go(func() { w.run(watchCtx) })
+		}
+	}
+	defer watchWG.Wait()
+	defer stopWatchers()
+	if err := awaitWatchers(ctx, watchers, 30*time.Second); err != nil {
+		return false, err
+	}
+	if len(watchers) > 0 {
+		fmt.Fprintf(out, "%d watchers (%d on each replica) have the items' state; each drops its stream about every %v and resumes\n",
+			len(watchers), o.watchers, o.watchReconnect)
+	}
+
 	budget := newBudget(o.maxRequests)
-	watch = &stallWatch{d: d, dir: dir, threshold: o.stall, interval: 200 * time.Millisecond}
+	watch = &stallWatch{d: ds[0], dir: dir, threshold: o.stall, interval: 200 * time.Millisecond}
 	stopWatch, watchDone := make(chan struct{}), make(chan struct{})
 	if o.stall > 0 {
 		go func() { defer close(watchDone); watch.run(ctx, stopWatch) }()
@@ -259,14 +382,16 @@ func run(ctx context.Context, o *options, out io.Writer) (ok bool, err error) {
 	}
 	ld.closeIdle()
 	time.Sleep(time.Second)
-	base, err := d.measure(ctx)
-	if err != nil {
-		return false, fmt.Errorf("baseline: %w", err)
+	bases0 := make([]figures, len(ds))
+	for i, d := range ds {
+		if bases0[i], err = d.measure(ctx); err != nil {
+			return false, fmt.Errorf("baseline of cupd %d: %w", i, err)
+		}
+		fmt.Fprintf(out, "baseline of cupd %d after warm-up: %s\n", i, bases0[i])
 	}
-	fmt.Fprintf(out, "baseline after warm-up: %s\n", base)
 
-	fmt.Fprintf(out, "load: %d writers, %d readers for %v (at most %d requests in all), seed %d; machine load average %s\n",
-		o.writers, o.readers, o.duration, o.maxRequests, o.seed, loadAverage())
+	fmt.Fprintf(out, "load: %d writers, %d readers on %d replicas for %v (at most %d requests in all), seed %d; machine load average %s\n",
+		o.writers, o.readers, o.replicas, o.duration, o.maxRequests, o.seed, loadAverage())
 	phase := ld.run(ctx, "load", o.duration, budget)
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("load: %w", context.Cause(ctx))
@@ -290,46 +415,106 @@ func run(ctx context.Context, o *options, out io.Writer) (ok bool, err error) {
 	}
 	fmt.Fprintf(out, "  the remote served %d git-upload-pack POSTs (fetches) and %d git-receive-pack POSTs (pushes), setup included\n",
 		srv.Count(gittest.UploadPack), srv.Count(gittest.ReceivePack))
+	if fan != nil {
+		fmt.Fprintf(out, "  webhook fan-out: %d calls of POST /hooks/fetch, %d failed\n", fan.calls.Load(), fan.fails.Load())
+	}
 	if o.stall > 0 {
 		watch.report(out)
+	}
+
+	// Every replica comes to serve the remote's head, and every watcher
+	// sees the last change of an item.
+	head, err := g.revParse(ctx, remote, "refs/heads/"+branch)
+	if err != nil {
+		return false, err
+	}
+	st, err := readRemote(ctx, g, remote, initial, "refs/heads/"+branch)
+	if err != nil {
+		return false, fmt.Errorf("reading the remote: %w", err)
+	}
+	if fan != nil {
+		fan.all()
+	}
+	var served []string
+	for i := range ds {
+		took, err := ld.awaitHead(ctx, i, head, o.fetchInterval+15*time.Second)
+		if err != nil {
+			served = append(served, err.Error())
+		} else if o.replicas > 1 {
+			fmt.Fprintf(out, "  cupd %d served the head %v after the remote's head was read\n", i, took.Round(time.Millisecond))
+		}
+	}
+	if err := awaitLastChange(ctx, watchers, st, o.fetchInterval+30*time.Second); err != nil {
+		fmt.Fprintf(out, "  %v\n", err)
+	}
+	stopWatchers()
+	watchWG.Wait()
+	var conflicts float64
+	for i := range ds {
+		m, err := readGitMetrics(ctx, ld.hc, bases[i])
+		if err != nil {
+			return false, fmt.Errorf("metrics of cupd %d: %w", i, err)
+		}
+		conflicts += m.pushes["conflict"]
+		fmt.Fprintf(out, "  cupd %d %s\n", i, m)
+	}
+	reportRaces(out, writes, conflicts)
+	if len(watchers) > 0 {
+		same, other := propagation(watchers, writes)
+		fmt.Fprintf(out, "  a write's event reached the watchers of the replica that took it %v (p50) / %v (p99) after its answer (%d events)\n",
+			pct(same, 50), pct(same, 99), len(same))
+		if o.replicas > 1 {
+			fmt.Fprintf(out, "  and the watchers of the other replicas %v (p50) / %v (p99) after it (%d events)\n", pct(other, 50), pct(other, 99), len(other))
+		}
 	}
 
 	var checks []*checkResult
 
 	// 5: back to the baseline once the load stopped.
 	ld.closeIdle()
+	stopFanout()
+	if fan != nil {
+		fan.stop()
+	}
 	leak := &checkResult{Name: "5 goroutines and heap back to the baseline"}
-	after, err := d.settle(ctx, base, o)
-	if err != nil {
-		return false, fmt.Errorf("after the load: %w", err)
-	}
-	leak.Notes = append(leak.Notes, "baseline: "+base.String(), fmt.Sprintf("after %v: %s", after.waited.Round(time.Millisecond), after.figures))
-	leak.Failures = append(leak.Failures, after.failures...)
-
-	// What cupd serves is the remote's head.
-	head, err := g.revParse(ctx, remote, "refs/heads/"+branch)
-	if err != nil {
-		return false, err
-	}
-	served, err := ld.servedCommit(ctx)
-	if err != nil {
-		return false, fmt.Errorf("reading cupd's head: %w", err)
+	for i, d := range ds {
+		after, err := d.settle(ctx, bases0[i], o)
+		if err != nil {
+			return false, fmt.Errorf("cupd %d after the load: %w", i, err)
+		}
+		who := ""
+		if o.replicas > 1 {
+			who = fmt.Sprintf("cupd %d ", i)
+		}
+		leak.Notes = append(leak.Notes, who+"baseline: "+bases0[i].String(), fmt.Sprintf("%safter %v: %s", who, after.waited.Round(time.Millisecond), after.figures))
+		for _, f := range after.failures {
+			leak.Failures = append(leak.Failures, who+f)
+		}
 	}
 
-	// Stop cupd before looking at the remote: no more writes.
+	// Stop cupd before looking at the remote again: no more writes.
 	stopped := &checkResult{Name: "7 cupd stopped cleanly, no data race"}
-	stopped.Failures = d.Stop(15 * time.Second)
-	stopped.Notes = append(stopped.Notes, d.LogSummary()...)
+	for i, d := range ds {
+		who := ""
+		if o.replicas > 1 {
+			who = fmt.Sprintf("cupd %d: ", i)
+		}
+		for _, f := range d.Stop(15 * time.Second) {
+			stopped.Failures = append(stopped.Failures, who+f)
+		}
+		for _, n := range d.LogSummary() {
+			stopped.Notes = append(stopped.Notes, who+n)
+		}
+	}
 
 	// 1-3: the remote's history against the answers.
-	st, err := readRemote(ctx, g, remote, initial, "refs/heads/"+branch)
-	if err != nil {
-		return false, fmt.Errorf("reading the remote: %w", err)
+	if after, err := g.revParse(ctx, remote, "refs/heads/"+branch); err != nil {
+		return false, err
+	} else if after != head {
+		served = append(served, fmt.Sprintf("the remote's %s moved from %s to %s after the load", branch, head, after))
 	}
 	hist := checkHistory(append(slices.Clone(writes), externals...), st, pathOf)
-	if served != head {
-		hist[2].Failures = append(hist[2].Failures, fmt.Sprintf("cupd served commit %s after the load, but the remote's %s is at %s", served, branch, head))
-	}
+	hist[2].Failures = append(hist[2].Failures, served...)
 	checks = append(checks, hist...)
 
 	// 4: fsck.
@@ -343,6 +528,15 @@ func run(ctx context.Context, o *options, out io.Writer) (ok bool, err error) {
 	// 6: what the clients saw.
 	checks = append(checks, ld.consistency(writes))
 	checks = append(checks, stopped)
+
+	// 8: what the watchers saw.
+	if len(watchers) > 0 {
+		blobs, err := itemBlobs(ctx, g, remote, st)
+		if err != nil {
+			return false, fmt.Errorf("reading the remote's items: %w", err)
+		}
+		checks = append(checks, checkWatchers(watchers, st, blobs))
+	}
 
 	fmt.Fprintf(out, "\nchecks:\n")
 	ok = true

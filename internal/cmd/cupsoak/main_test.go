@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cup-dev/cup/internal/benchrepo"
 	"github.com/cup-dev/cup/internal/gitrepo"
@@ -164,6 +167,32 @@ func TestCheckHistory(t *testing.T) {
 				f.commit(f.write("delete", benchrepo.Name(3)), nil)
 				f.external("external/ext-000001.txt")
 			},
+		},
+		{
+			name: "given up, then refused, yet landed",
+			make: func(f *remoteFixture) {
+				// The first request's write landed after the repeat was refused.
+				f.commit(f.write("put", benchrepo.Name(0), "transport error", "409 aborted"), nil)
+			},
+		},
+		{
+			name: "answer dropped, repeat answered it as a replay",
+			make: func(f *remoteFixture) {
+				w := f.write("put", benchrepo.Name(0), "transport error", "202")
+				id := f.commit(w, nil)
+				w.Attempts[0] = attempt{Outcome: "202", Class: ambiguous, Dropped: true, Commit: id}
+				w.Attempts[1].Replayed = true
+			},
+		},
+		{
+			name: "answer dropped, repeat wrote again",
+			make: func(f *remoteFixture) {
+				w := f.write("put", benchrepo.Name(0), "transport error", "202")
+				f.commit(w, nil)
+				w.Attempts[0] = attempt{Outcome: "202", Class: ambiguous, Dropped: true, Commit: strings.Repeat("d", 40)}
+			},
+			failed: []string{"1"},
+			phrase: "the dropped answer named commit dddd",
 		},
 		{
 			name: "lost write",
@@ -392,5 +421,164 @@ github.com/cup-dev/cup/source/git.(*Source).Fetch(0x1, {0x2})
 	want := "3 goroutines:\n  2 sync.Mutex.Lock in github.com/cup-dev/cup/source/git.(*Source).Fetch\n  1 select in main.runServe"
 	if got != want {
 		t.Errorf("summarizeGoroutines =\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestReplicas runs the soak briefly on three cupd replicas of one remote:
+// writers send each request to any replica and repeat a request they gave
+// up on, or whose answer they dropped, with the same key on another, a
+// watcher on each replica follows every change, and every check must
+// pass. It builds cupd.
+func TestReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds cupd and runs three of them for 10 s")
+	}
+	t.Parallel()
+	fs := flag.NewFlagSet("cupsoak", flag.ContinueOnError)
+	o := newOptions(fs)
+	if err := fs.Parse([]string{
+		"-replicas", "3", "-duration", "10s", "-warmup", "1s", "-settle", "10s",
+		"-resources", "200", "-writers", "4", "-readers", "3", "-watchers", "1", "-watch-reconnect", "2s",
+		"-cut-percent", "20", "-drop-percent", "20", "-stall", "0",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	var out strings.Builder
+	ok, err := run(ctx, o, &out)
+	t.Log(out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		t.Fatal("a check failed: see the log above")
+	}
+	for _, want := range []string{"cupd 2:", "PASS      8 every watcher on every replica", "webhook fan-out:", "pushes that lost a race"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the output does not say %q", want)
+		}
+	}
+}
+
+func TestParseGitMetrics(t *testing.T) {
+	t.Parallel()
+	text := `# HELP cup_git_pushes_total Pushes to the remote repository, by outcome.
+# TYPE cup_git_pushes_total counter
+cup_git_pushes_total{outcome="conflict"} 7
+cup_git_pushes_total{outcome="success"} 12
+cup_git_fetches_total{outcome="unchanged"} 3
+cup_git_fetch_duration_seconds_bucket{le="0.005"} 1
+`
+	var m gitMetrics
+	m.fetches, m.pushes = map[string]float64{}, map[string]float64{}
+	if err := parseGitMetrics(strings.NewReader(text), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.pushes["conflict"] != 7 || m.pushes["success"] != 12 || m.fetches["unchanged"] != 3 {
+		t.Errorf("parsed %v, %v", m.pushes, m.fetches)
+	}
+	if err := parseGitMetrics(strings.NewReader(`cup_git_pushes_total{outcome="x"} many`), &m); err == nil {
+		t.Error("a value that is no number was taken")
+	}
+}
+
+// watchedFixture makes a history of item changes and a watcher that saw
+// them, fed through apply as the lines of a REST watch would be.
+func watchedFixture(t *testing.T) (*remoteFixture, *watcher) {
+	t.Helper()
+	f := newRemoteFixture(t)
+	put0 := f.write("put", benchrepo.Name(0))
+	f.commit(put0, nil)
+	f.external("external/ext-000001.txt") // no item: no event
+	del1 := f.write("delete", benchrepo.Name(1))
+	f.commit(del1, nil)
+	add := f.write("put", "soak-w00-00000")
+	f.commit(add, nil)
+	o := newOptions(flag.NewFlagSet("cupsoak", flag.ContinueOnError))
+	w := newWatcher(o, 0, 1, "http://127.0.0.1:1")
+	feed := func(line string) {
+		t.Helper()
+		var ln watchLine
+		if err := json.Unmarshal([]byte(line), &ln); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.apply(&ln, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	item := func(typ string, b []byte, commit, resume string) string {
+		return fmt.Sprintf(`{"type":%q,"object":%s,"commit":%q,"resumeRevision":%q}`, typ, b, commit, resume)
+	}
+	for i := range 4 {
+		feed(item("ADDED", benchrepo.Item(i, "generated"), f.initial, ""))
+	}
+	feed(fmt.Sprintf(`{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":%q,"annotations":{"k8s.io/initial-events-end":"true"}}}}`, f.initial))
+	for _, wr := range []*write{put0, del1, add} {
+		a := wr.acceptedAttempt()
+		typ := map[string]string{"put": "MODIFIED", "delete": "DELETED"}[wr.Op]
+		if wr == add {
+			typ = "ADDED"
+		}
+		body := file(wr)
+		if wr.Op == "delete" {
+			body = benchrepo.Item(1, "generated")
+		}
+		feed(item(typ, body, a.Commit, a.Commit))
+	}
+	return f, w
+}
+
+func TestCheckWatchers(t *testing.T) {
+	t.Parallel()
+	check := func(t *testing.T, f *remoteFixture, w *watcher) *checkResult {
+		t.Helper()
+		g := newGit(t.TempDir())
+		st, err := readRemote(t.Context(), g, f.dir, f.initial, "refs/heads/"+branch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blobs, err := itemBlobs(t.Context(), g, f.dir, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return checkWatchers([]*watcher{w}, st, blobs)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(w *watcher)
+		phrase string // "" when the check passes
+	}{
+		{name: "every change once", change: func(*watcher) {}},
+		{name: "missing", phrase: "1 missing", change: func(w *watcher) { w.events = w.events[1:] }},
+		{name: "twice", phrase: "1 duplicated", change: func(w *watcher) { w.events = append(w.events, w.events[2]) }},
+		{name: "out of order", phrase: "first difference at event 0", change: func(w *watcher) {
+			w.events[0], w.events[1] = w.events[1], w.events[0]
+		}},
+		{name: "branch went back", phrase: "1 unexpected", change: func(w *watcher) {
+			e := w.events[1]
+			w.events = slices.Insert(w.events, 2, seenEvent{Commit: w.events[0].Commit, Name: e.Name, Type: "ADDED"})
+		}},
+		{name: "other final state", phrase: "1 different", change: func(w *watcher) {
+			w.state[benchrepo.Name(2)] = watchedItem{Labels: map[string]string{"x": "y"}}
+		}},
+		{name: "start not on the branch", phrase: "not on the branch", change: func(w *watcher) { w.start = strings.Repeat("c", 40) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f, w := watchedFixture(t)
+			tc.change(w)
+			c := check(t, f, w)
+			got := strings.Join(c.Failures, "\n")
+			switch {
+			case tc.phrase == "" && got != "":
+				t.Errorf("failures: %s", got)
+			case tc.phrase != "" && !strings.Contains(got, tc.phrase):
+				t.Errorf("failures %q, want one saying %q", got, tc.phrase)
+			}
+		})
 	}
 }

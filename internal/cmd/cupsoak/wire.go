@@ -21,27 +21,34 @@ import (
 	"github.com/cup-dev/cup/internal/benchrepo"
 )
 
-// send makes one attempt at a write.
-func (l *load) send(ctx context.Context, wr *write) attempt {
-	ctx, cancel := context.WithTimeout(ctx, l.o.requestTimeout)
+// send makes one attempt at a write on a replica. With cut, the client
+// gives up after that long (and the answer is then ambiguous).
+func (l *load) send(ctx context.Context, wr *write, replica int, cut time.Duration) attempt {
+	timeout := l.o.requestTimeout
+	if cut > 0 {
+		timeout = cut
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	t0 := time.Now()
 	var a attempt
 	if wr.Via == "connect" {
-		a = l.sendConnect(ctx, wr)
+		a = l.sendConnect(ctx, l.eps[replica], wr)
 	} else {
-		a = l.sendREST(ctx, wr)
+		a = l.sendREST(ctx, l.eps[replica], wr)
 	}
-	a.Latency = time.Since(t0)
+	a.End = time.Now()
+	a.Latency, a.Replica = a.End.Sub(t0), replica
+	a.Cut = cut > 0 && a.Class == ambiguous && ctx.Err() != nil
 	return a
 }
 
-func (l *load) sendREST(ctx context.Context, wr *write) attempt {
+func (l *load) sendREST(ctx context.Context, ep endpoint, wr *write) attempt {
 	method, body := http.MethodDelete, []byte(nil)
 	if wr.Op == "put" {
 		method, body = http.MethodPut, wr.body()
 	}
-	req, err := http.NewRequestWithContext(ctx, method, l.base+benchrepo.Path+"/"+wr.Name, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, method, ep.base+benchrepo.Path+"/"+wr.Name, bytes.NewReader(body))
 	if err != nil {
 		return attempt{Outcome: "request error", Class: ambiguous, Err: err.Error()}
 	}
@@ -82,7 +89,7 @@ func statusClass(status int) class {
 	return ambiguous
 }
 
-func (l *load) sendConnect(ctx context.Context, wr *write) attempt {
+func (l *load) sendConnect(ctx context.Context, ep endpoint, wr *write) attempt {
 	var res *cupv1alpha1.WriteResult
 	var err error
 	if wr.Op == "put" {
@@ -91,7 +98,7 @@ func (l *load) sendConnect(ctx context.Context, wr *write) attempt {
 			return attempt{Outcome: "request error", Class: ambiguous, Err: serr.Error()}
 		}
 		var out *connect.Response[cupv1alpha1.PutResponse]
-		out, err = l.rc.Put(ctx, connect.NewRequest(&cupv1alpha1.PutRequest{
+		out, err = ep.rc.Put(ctx, connect.NewRequest(&cupv1alpha1.PutRequest{
 			Group: group, Version: version, Plural: plural, Namespace: namespace, Name: wr.Name, IdempotencyKey: wr.Key,
 			Resource: &cupv1alpha1.Resource{Metadata: &cupv1alpha1.ObjectMeta{Labels: wr.Labels}, Spec: spec},
 		}))
@@ -100,7 +107,7 @@ func (l *load) sendConnect(ctx context.Context, wr *write) attempt {
 		}
 	} else {
 		var out *connect.Response[cupv1alpha1.DeleteResponse]
-		out, err = l.rc.Delete(ctx, connect.NewRequest(&cupv1alpha1.DeleteRequest{
+		out, err = ep.rc.Delete(ctx, connect.NewRequest(&cupv1alpha1.DeleteRequest{
 			Group: group, Version: version, Plural: plural, Namespace: namespace, Name: wr.Name, IdempotencyKey: wr.Key,
 		}))
 		if err == nil {
@@ -130,7 +137,7 @@ func codeClass(c connect.Code) class {
 }
 
 func (l *load) getREST(ctx context.Context, r *reader, name string) string {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.base+benchrepo.Path+"/"+name, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.eps[r.replica].base+benchrepo.Path+"/"+name, nil)
 	if err != nil {
 		return "request error"
 	}
@@ -159,7 +166,7 @@ func (l *load) getREST(ctx context.Context, r *reader, name string) string {
 }
 
 func (l *load) getConnect(ctx context.Context, r *reader, name string) string {
-	res, err := l.rc.Get(ctx, connect.NewRequest(&cupv1alpha1.GetRequest{
+	res, err := l.eps[r.replica].rc.Get(ctx, connect.NewRequest(&cupv1alpha1.GetRequest{
 		Group: group, Version: version, Plural: plural, Namespace: namespace, Name: name,
 	}))
 	if err != nil {
@@ -170,7 +177,7 @@ func (l *load) getConnect(ctx context.Context, r *reader, name string) string {
 }
 
 func (l *load) listREST(ctx context.Context, r *reader) string {
-	url := l.base + benchrepo.Path
+	url := l.eps[r.replica].base + benchrepo.Path
 	if r.rng.IntN(2) == 0 {
 		url += fmt.Sprintf("?labelSelector=team%%3Dteam-%d", r.rng.IntN(7))
 	}
@@ -190,7 +197,7 @@ func (l *load) listREST(ctx context.Context, r *reader) string {
 }
 
 func (l *load) listConnect(ctx context.Context, r *reader) string {
-	res, err := l.rc.List(ctx, connect.NewRequest(&cupv1alpha1.ListRequest{
+	res, err := l.eps[r.replica].rc.List(ctx, connect.NewRequest(&cupv1alpha1.ListRequest{
 		Group: group, Version: version, Plural: plural, Namespace: namespace, PageSize: 100,
 	}))
 	if err != nil {
