@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
+	"github.com/cup-dev/cup/internal/benchrepo"
 	"github.com/cup-dev/cup/internal/gitrepo"
 	"github.com/cup-dev/cup/source"
 	"github.com/cup-dev/cup/source/local"
@@ -51,16 +51,6 @@ func openBench(b *testing.B, dir string) *local.Source {
 	return src
 }
 
-// reportPercentiles adds p50 and p90 of durs to the benchmark's metrics.
-func reportPercentiles(b *testing.B, durs []time.Duration) {
-	if len(durs) == 0 {
-		return
-	}
-	slices.Sort(durs)
-	b.ReportMetric(float64(durs[len(durs)/2].Microseconds()), "p50-µs")
-	b.ReportMetric(float64(durs[len(durs)*9/10].Microseconds()), "p90-µs")
-}
-
 // BenchmarkUpdate changes one file in a directory of 1,000 and of 10,000
 // files: a commit costs the same whatever the size of the repository, and
 // grows only with the size of the directories along the changed path.
@@ -83,7 +73,7 @@ func BenchmarkUpdate(b *testing.B) {
 					b.Fatal(res, err)
 				}
 			}
-			reportPercentiles(b, durs)
+			benchrepo.ReportPercentiles(b, durs)
 		})
 	}
 }
