@@ -388,6 +388,7 @@ func BenchmarkColdRead(b *testing.B) {
 				url, stop := serve()
 				call(b, client, "GET", url+"/"+benchrepo.Name(0), "", 200) // reads the trees
 				durs := make([]time.Duration, 0, 1024)
+				var cpu time.Duration
 				i := 0
 				for b.Loop() {
 					if !warm {
@@ -400,12 +401,14 @@ func BenchmarkColdRead(b *testing.B) {
 							b.StartTimer()
 						}
 					}
-					start := time.Now()
+					start, cpu0 := time.Now(), benchrepo.CPUTime()
 					call(b, client, "GET", url+"/"+benchrepo.Name(i), "", 200)
 					durs = append(durs, time.Since(start))
+					cpu += benchrepo.CPUTime() - cpu0
 				}
 				stop()
 				benchrepo.ReportPercentiles(b, durs)
+				b.ReportMetric(float64(cpu.Microseconds())/float64(len(durs)), "cpu-µs/op")
 			})
 		}
 	}

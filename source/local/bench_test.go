@@ -145,3 +145,55 @@ func BenchmarkView(b *testing.B) {
 		})
 	})
 }
+
+// BenchmarkFirstRead measures reading a file not read before from a
+// directory of 10,000, its tree already read, as the first get of a name
+// does: a snapshot, the path looked up and the blob read, from a
+// repository whose objects are packed or loose.
+func BenchmarkFirstRead(b *testing.B) {
+	const n = 10000
+	for _, objects := range []string{"packed", "loose"} {
+		b.Run("objects="+objects, func(b *testing.B) {
+			dir := benchRepo(b, n)
+			if objects == "loose" {
+				if err := gitrepo.Unpack(dir); err != nil {
+					b.Fatal(err)
+				}
+			}
+			backdate(b, dir)
+			src := openBench(b, dir)
+			ctx := context.Background()
+			read := func(i int) {
+				snap, err := src.View(ctx, "")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := snap.FS.(interface {
+					ReadFile(string) ([]byte, error)
+				}).ReadFile(fmt.Sprintf("dir/file-%05d.yaml", i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			read(0) // reads the trees
+			durs := make([]time.Duration, 0, n)
+			var cpu time.Duration
+			i := 0
+			for b.Loop() {
+				if i++; i == n {
+					b.StopTimer()
+					src.Close()
+					src = openBench(b, dir)
+					read(0)
+					i = 1
+					b.StartTimer()
+				}
+				start, cpu0 := time.Now(), benchrepo.CPUTime()
+				read(i)
+				durs = append(durs, time.Since(start))
+				cpu += benchrepo.CPUTime() - cpu0
+			}
+			benchrepo.ReportPercentiles(b, durs)
+			b.ReportMetric(float64(cpu.Nanoseconds())/1000/float64(len(durs)), "cpu-µs/op")
+		})
+	}
+}
