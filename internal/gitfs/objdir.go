@@ -120,17 +120,21 @@ func (d *ObjectDir) reload() bool {
 	start := time.Now()
 	packDir := filepath.Join(d.dir, "pack")
 	fi, err := os.Stat(packDir)
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed || d.loaded && (err != nil && d.packStat == nil ||
-		err == nil && d.packStat != nil && os.SameFile(fi, d.packStat) && fi.ModTime().Equal(d.packStat.ModTime()) &&
-			fi.ModTime().Before(d.loadedAt.Add(-2*time.Second))) {
-		return false
-	}
-	d.packStat, d.loadedAt, d.loaded = fi, start, true
 	if err != nil {
 		fi = nil
 	}
+	d.mu.RLock()
+	current := d.current(fi)
+	d.mu.RUnlock()
+	if current {
+		return false // without blocking readers, as objects of alternates are missed on every read
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.current(fi) {
+		return false
+	}
+	d.packStat, d.loadedAt, d.loaded = fi, start, true
 	names, _ := filepath.Glob(filepath.Join(packDir, "pack-*.idx"))
 	keep := d.packs[:0:0]
 	old := map[string]*packFile{}
@@ -157,6 +161,19 @@ func (d *ObjectDir) reload() bool {
 	}
 	d.packs = keep
 	return true
+}
+
+// current reports whether the packs listed are those of the pack
+// directory fi describes (nil if there is none). The caller holds d.mu.
+func (d *ObjectDir) current(fi fs.FileInfo) bool {
+	if d.closed {
+		return true
+	}
+	if !d.loaded || (fi == nil) != (d.packStat == nil) {
+		return false
+	}
+	return fi == nil || os.SameFile(fi, d.packStat) && fi.ModTime().Equal(d.packStat.ModTime()) &&
+		fi.ModTime().Before(d.loadedAt.Add(-2*time.Second))
 }
 
 // readLoose reads the loose object h.

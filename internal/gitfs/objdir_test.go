@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-git/go-billy/v5/osfs"
@@ -243,6 +244,54 @@ func TestObjectDirFindsRepackedObjects(t *testing.T) {
 	for o := range allObjects(t, dir) {
 		if _, _, err := od.Read(o); err != nil {
 			t.Fatalf("after repack: %s: %v", o, err)
+		}
+	}
+}
+
+func TestObjectDirReadsConcurrentlyWhileRepacked(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if _, err := gitrepo.Init(dir, "main", similarFiles(40), "initial\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gitrepo.Commit(dir, "main", map[string][]byte{"new": []byte("new\n")}, "loose\n"); err != nil {
+		t.Fatal(err)
+	}
+	want := allObjects(t, dir)
+	od := gitfs.NewObjectDir(filepath.Join(dir, "objects"))
+	defer od.Close()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				for h := range want {
+					if typ, data, err := od.Read(h); err != nil || gitfs.HashObject(typ, data) != h {
+						// git deletes a loose object after packing it and
+						// the old pack after writing the new one; a read
+						// between may miss, never read wrong bytes.
+						if err == nil || !errors.Is(err, plumbing.ErrObjectNotFound) {
+							t.Errorf("%s: %v", h, err)
+							return
+						}
+					}
+				}
+			}
+		})
+	}
+	gitCmd(t, dir, "repack", "-a", "-d", "-f", "-q")
+	gitCmd(t, dir, "prune-packed")
+	gitCmd(t, dir, "repack", "-a", "-d", "-f", "--depth=10", "-q")
+	close(done)
+	wg.Wait()
+	for h := range want {
+		if _, _, err := od.Read(h); err != nil {
+			t.Fatalf("after repacks: %s: %v", h, err)
 		}
 	}
 }
