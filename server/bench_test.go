@@ -12,9 +12,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cup-dev/cup/internal/app"
 	"github.com/cup-dev/cup/internal/benchrepo"
+	"github.com/cup-dev/cup/internal/gitrepo"
 	"github.com/cup-dev/cup/internal/gittest"
 	"github.com/cup-dev/cup/scm/github/githubtest"
 	"github.com/cup-dev/cup/server"
@@ -331,5 +333,83 @@ func BenchmarkPatch(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkColdRead measures the first reads of a local repository of
+// 10,000 resources in one directory, its objects packed (as git gc leaves
+// them) or loose (as cupd's own writes and git commit leave them): the
+// first list of the namespace on a new server, which has read nothing yet,
+// and the first get of a name, on a server that has read the trees (one
+// get before) but not that name's file. "get-warm" is a get of a name read
+// before, for the cost of the request itself.
+func BenchmarkColdRead(b *testing.B) {
+	const n = 10000
+	for _, objects := range []string{"packed", "loose"} {
+		dir := b.TempDir()
+		if _, err := benchrepo.Generate(dir, n, benchrepo.Flat); err != nil {
+			b.Fatal(err)
+		}
+		if objects == "loose" {
+			if err := gitrepo.Unpack(filepath.Join(dir, "repo.git")); err != nil {
+				b.Fatal(err)
+			}
+		}
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+		serve := func() (url string, stop func()) {
+			a := openBench(b, dir)
+			ts := httptest.NewServer(a.Handler())
+			return ts.URL + benchrepo.Path, func() { ts.Close(); _ = a.Close() }
+		}
+		b.Run("objects="+objects+"/list", func(b *testing.B) {
+			durs := make([]time.Duration, 0, 64)
+			var cpu time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				url, stop := serve()
+				b.StartTimer()
+				start, cpu0 := time.Now(), benchrepo.CPUTime()
+				call(b, client, "GET", url, "", 200)
+				durs = append(durs, time.Since(start))
+				cpu += benchrepo.CPUTime() - cpu0
+				b.StopTimer()
+				stop()
+				b.StartTimer()
+			}
+			benchrepo.ReportPercentiles(b, durs)
+			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(len(durs)), "cpu-ms/op")
+		})
+		for _, warm := range []bool{false, true} {
+			name := "get"
+			if warm {
+				name = "get-warm"
+			}
+			b.Run("objects="+objects+"/"+name, func(b *testing.B) {
+				url, stop := serve()
+				call(b, client, "GET", url+"/"+benchrepo.Name(0), "", 200) // reads the trees
+				durs := make([]time.Duration, 0, 1024)
+				var cpu time.Duration
+				i := 0
+				for b.Loop() {
+					if !warm {
+						if i++; i == n {
+							b.StopTimer()
+							stop()
+							url, stop = serve()
+							call(b, client, "GET", url+"/"+benchrepo.Name(0), "", 200)
+							i = 1
+							b.StartTimer()
+						}
+					}
+					start, cpu0 := time.Now(), benchrepo.CPUTime()
+					call(b, client, "GET", url+"/"+benchrepo.Name(i), "", 200)
+					durs = append(durs, time.Since(start))
+					cpu += benchrepo.CPUTime() - cpu0
+				}
+				stop()
+				benchrepo.ReportPercentiles(b, durs)
+				b.ReportMetric(float64(cpu.Microseconds())/float64(len(durs)), "cpu-µs/op")
+			})
+		}
 	}
 }

@@ -144,16 +144,21 @@ func (s *Server) listKeyed(ctx context.Context, kl controller.KeyedLister, t *Ty
 		}
 		todo = append(todo, i)
 	}
-	decoded := make([]*controller.Resource, len(found))
+	decoded := make([]*entry, len(found))
 	bad := make([]error, len(found)) // a problem of the file, which is left out
 	if err := parallel(ctx, len(todo), func(j int) error {
 		i := todo[j]
 		r, err := found[i].Decode()
+		if err == nil && r != nil {
+			// Interned by content too, so that a Get of the resource
+			// shares this entry; here, on every core, since encoding
+			// the entry costs as much as decoding the file.
+			decoded[i], err = s.interner.entry(r)
+		}
 		if errors.Is(err, controller.ErrMalformed) {
 			bad[i] = err
 			return nil
 		}
-		decoded[i] = r
 		return err
 	}); err != nil {
 		return nil, err
@@ -170,18 +175,7 @@ func (s *Server) listKeyed(ctx context.Context, kl controller.KeyedLister, t *Ty
 			continue
 		}
 		if ie == nil {
-			if r := decoded[i]; r != nil {
-				// Interned by content too, so that a Get of the resource
-				// shares this entry.
-				var err error
-				if ie, err = s.interner.entry(r); err != nil {
-					if errors.Is(err, controller.ErrMalformed) {
-						problems = append(problems, problemOf(f.Origin, err))
-						continue
-					}
-					return nil, err
-				}
-			}
+			ie = decoded[i]
 			if f.Key != "" {
 				s.interner.remember(keyedKey{typ: t, namespace: namespace, key: f.Key}, ie)
 			}

@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/pjbgf/sha1cd"
 
+	"github.com/cup-dev/cup/internal/benchrepo"
 	"github.com/cup-dev/cup/internal/gitfs"
 	"github.com/cup-dev/cup/internal/gitrepo"
 )
@@ -184,4 +189,116 @@ func BenchmarkRefsResolve(b *testing.B) {
 			}
 		}
 	})
+}
+
+// coldRepo makes a bare repository of n resource files of about 520 bytes
+// in one directory, as benchrepo's, with its objects laid out as objects
+// says: "packed" in one pack without deltas (as gitrepo.Init writes it),
+// "deltas" repacked by git with deltas (as git gc leaves a repository), or
+// "loose" (as cupd's writes and git commit leave them). It returns the
+// repository and the directory's tree.
+func coldRepo(b *testing.B, n int, objects string) (dir string, tree plumbing.Hash) {
+	b.Helper()
+	files := make(map[string][]byte, n)
+	note := strings.Repeat("n", 200)
+	for i := range n {
+		files["items/default/"+benchrepo.Name(i)+".json"] = benchrepo.Item(i, note)
+	}
+	dir, st, commit := diskRepo(b, files)
+	switch objects {
+	case "loose":
+		if err := gitrepo.Unpack(dir); err != nil {
+			b.Fatal(err)
+		}
+	case "deltas":
+		gitCmd(b, dir, "repack", "-a", "-d", "-f", "--window=10", "--depth=50", "-q")
+	}
+	_, root, err := st.Peel(commit)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fsys := st.FS(root)
+	tree, err = fsys.ObjectID("items/default")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return dir, tree
+}
+
+// BenchmarkColdReadAll measures reading every file of a directory of
+// 10,000 with nothing cached, as the first listing of a namespace does:
+// through go-git's storer (serialised by the store's lock) and through an
+// ObjectDir, from one goroutine and from GOMAXPROCS at once. It reports
+// the CPU time per file too: on a machine with cores to spare, "parallel"
+// takes that divided by the cores.
+func BenchmarkColdReadAll(b *testing.B) {
+	const n = 10000
+	for _, objects := range []string{"packed", "deltas", "loose"} {
+		dir, tree := coldRepo(b, n, objects)
+		for _, reader := range []string{"go-git", "objectdir"} {
+			for _, par := range []bool{false, true} {
+				name := fmt.Sprintf("objects=%s/reader=%s/serial", objects, reader)
+				if par {
+					name = strings.Replace(name, "serial", "parallel", 1)
+				}
+				b.Run(name, func(b *testing.B) {
+					var cpu time.Duration
+					for b.Loop() {
+						b.StopTimer()
+						storage := filesystem.NewStorageWithOptions(gitfs.MapPacks(osfs.New(dir)), cache.NewObjectLRU(cache.MiByte),
+							filesystem.Options{MaxOpenDescriptors: 32})
+						opts := []gitfs.Option{gitfs.WithBlobCache(0)}
+						var od *gitfs.ObjectDir
+						if reader == "objectdir" {
+							od = gitfs.NewObjectDir(filepath.Join(dir, "objects"))
+							opts = append(opts, gitfs.WithObjectDir(od))
+						}
+						st := gitfs.NewStore(storage, opts...)
+						b.StartTimer()
+						cpu0 := benchrepo.CPUTime()
+						readAll(b, st, tree, par)
+						cpu += benchrepo.CPUTime() - cpu0
+						b.StopTimer()
+						storage.Close()
+						if od != nil {
+							od.Close()
+						}
+						b.StartTimer()
+					}
+					b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "µs/file")
+					b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*n), "cpu-µs/file")
+				})
+			}
+		}
+	}
+}
+
+// readAll reads every file of tree, from GOMAXPROCS goroutines with par.
+func readAll(b *testing.B, st *gitfs.Store, tree plumbing.Hash, par bool) {
+	fsys := st.FS(tree)
+	entries, err := fsys.ReadDir(".")
+	if err != nil {
+		b.Fatal(err)
+	}
+	workers := 1
+	if par {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(entries) {
+					return
+				}
+				if _, err := fsys.ReadFile(entries[i].Name()); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

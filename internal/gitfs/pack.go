@@ -65,7 +65,7 @@ func (s *Store) WritePack(w io.Writer, ids []plumbing.Hash, opts ...PackOption) 
 		switch delta := treeDelta(cfg.deltas && large && depth < maxDeltaDepth, prevTree, data); {
 		case delta != nil:
 			buf.Write(packEntryHeader(plumbing.OFSDeltaObject, len(delta)))
-			buf.Write(ofsDeltaOffset(at - prevAt))
+			buf.Write(encodeOfsDeltaOffset(at - prevAt))
 			body, level = delta, zlib.BestSpeed
 			depth++
 		default:
@@ -180,10 +180,10 @@ func appendCopy(d []byte, off, n int) []byte {
 	return d
 }
 
-// ofsDeltaOffset encodes how far back an ofs-delta's base begins, as Git
+// encodeOfsDeltaOffset encodes how far back an ofs-delta's base begins, as Git
 // does: 7 bits a byte, most significant first, each continued byte's
 // value less one.
-func ofsDeltaOffset(back int64) []byte {
+func encodeOfsDeltaOffset(back int64) []byte {
 	var b [10]byte
 	i := len(b) - 1
 	b[i] = byte(back & 0x7f)

@@ -36,6 +36,7 @@ type ObjectWriter interface {
 type Store struct {
 	mu      sync.Mutex // serialises calls into objects
 	objects storer.EncodedObjectStorer
+	dir     *ObjectDir // reads what it can without mu; may be nil
 	trees   *TreeCache
 	blobs   lru[[]byte] // contents of small blobs; never modified
 	commits lru[*CommitInfo]
@@ -57,6 +58,7 @@ type storeConfig struct {
 	blobBytes int64
 	writer    ObjectWriter
 	refresh   func() bool
+	dir       *ObjectDir
 }
 
 // Option configures a Store.
@@ -93,6 +95,13 @@ func WithRefresh(refresh func() bool) Option {
 	return func(cfg *storeConfig) { cfg.refresh = refresh }
 }
 
+// WithObjectDir makes the store read objects through d first, without its
+// lock, and through the storer only what d does not find (objects of
+// alternates, say). d must read the objects directory the storer reads.
+func WithObjectDir(d *ObjectDir) Option {
+	return func(cfg *storeConfig) { cfg.dir = d }
+}
+
 // NewStore returns a store over objects. It does no I/O.
 func NewStore(objects storer.EncodedObjectStorer, opts ...Option) *Store {
 	cfg := storeConfig{blobBytes: DefaultBlobCacheSize}
@@ -109,6 +118,7 @@ func NewStore(objects storer.EncodedObjectStorer, opts ...Option) *Store {
 		commits: lru[*CommitInfo]{max: DefaultCommitCacheSize},
 		writer:  cfg.writer,
 		refresh: cfg.refresh,
+		dir:     cfg.dir,
 	}
 }
 
@@ -166,6 +176,12 @@ func (s *Store) cacheBlob(h plumbing.Hash, data []byte) {
 }
 
 func (s *Store) readObject(typ plumbing.ObjectType, h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+	if s.dir != nil {
+		t, data, err := s.dir.Read(h)
+		if !errors.Is(err, plumbing.ErrObjectNotFound) {
+			return t, data, err
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t, data, err := s.readLocked(typ, h)

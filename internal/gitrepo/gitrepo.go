@@ -116,6 +116,46 @@ func writePack(dir string, mem *memory.Storage) (err error) {
 	return gitfs.NewStore(mem).WritePack(w, hashes)
 }
 
+// Unpack turns every packed object of the bare repository at dir into a
+// loose object and removes the packs, as git unpack-objects followed by
+// deleting the pack would: a repository whose objects are all loose, as one
+// that only cupd and git commit have written to (and git gc has not packed)
+// is.
+func Unpack(dir string) error {
+	r, err := open(dir)
+	if err != nil {
+		return err
+	}
+	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(cache.MiByte))
+	defer st.Close()
+	iter, err := st.IterEncodedObjects(plumbing.AnyObject)
+	if err != nil {
+		return err
+	}
+	w := gitfs.NewLooseWriter(filepath.Join(dir, "objects"))
+	err = iter.ForEach(func(obj plumbing.EncodedObject) error {
+		data, err := r.store.ReadObject(obj.Type(), obj.Hash())
+		if err != nil {
+			return err
+		}
+		_, err = w.WriteObject(obj.Type(), data)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	packs, err := filepath.Glob(filepath.Join(dir, "objects", "pack", "pack-*"))
+	if err != nil {
+		return err
+	}
+	for _, p := range packs {
+		if err := os.Remove(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Commit adds a commit on top of branch in the bare repository at dir: each
 // file with content is written, each with nil content removed. The branch
 // moves only if it still holds the commit the new one was made on. It

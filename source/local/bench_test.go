@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
+	"github.com/cup-dev/cup/internal/benchrepo"
 	"github.com/cup-dev/cup/internal/gitrepo"
 	"github.com/cup-dev/cup/source"
 	"github.com/cup-dev/cup/source/local"
@@ -51,16 +51,6 @@ func openBench(b *testing.B, dir string) *local.Source {
 	return src
 }
 
-// reportPercentiles adds p50 and p90 of durs to the benchmark's metrics.
-func reportPercentiles(b *testing.B, durs []time.Duration) {
-	if len(durs) == 0 {
-		return
-	}
-	slices.Sort(durs)
-	b.ReportMetric(float64(durs[len(durs)/2].Microseconds()), "p50-µs")
-	b.ReportMetric(float64(durs[len(durs)*9/10].Microseconds()), "p90-µs")
-}
-
 // BenchmarkUpdate changes one file in a directory of 1,000 and of 10,000
 // files: a commit costs the same whatever the size of the repository, and
 // grows only with the size of the directories along the changed path.
@@ -83,7 +73,7 @@ func BenchmarkUpdate(b *testing.B) {
 					b.Fatal(res, err)
 				}
 			}
-			reportPercentiles(b, durs)
+			benchrepo.ReportPercentiles(b, durs)
 		})
 	}
 }
@@ -154,4 +144,56 @@ func BenchmarkView(b *testing.B) {
 			}
 		})
 	})
+}
+
+// BenchmarkFirstRead measures reading a file not read before from a
+// directory of 10,000, its tree already read, as the first get of a name
+// does: a snapshot, the path looked up and the blob read, from a
+// repository whose objects are packed or loose.
+func BenchmarkFirstRead(b *testing.B) {
+	const n = 10000
+	for _, objects := range []string{"packed", "loose"} {
+		b.Run("objects="+objects, func(b *testing.B) {
+			dir := benchRepo(b, n)
+			if objects == "loose" {
+				if err := gitrepo.Unpack(dir); err != nil {
+					b.Fatal(err)
+				}
+			}
+			backdate(b, dir)
+			src := openBench(b, dir)
+			ctx := context.Background()
+			read := func(i int) {
+				snap, err := src.View(ctx, "")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := snap.FS.(interface {
+					ReadFile(string) ([]byte, error)
+				}).ReadFile(fmt.Sprintf("dir/file-%05d.yaml", i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			read(0) // reads the trees
+			durs := make([]time.Duration, 0, n)
+			var cpu time.Duration
+			i := 0
+			for b.Loop() {
+				if i++; i == n {
+					b.StopTimer()
+					src.Close()
+					src = openBench(b, dir)
+					read(0)
+					i = 1
+					b.StartTimer()
+				}
+				start, cpu0 := time.Now(), benchrepo.CPUTime()
+				read(i)
+				durs = append(durs, time.Since(start))
+				cpu += benchrepo.CPUTime() - cpu0
+			}
+			benchrepo.ReportPercentiles(b, durs)
+			b.ReportMetric(float64(cpu.Nanoseconds())/1000/float64(len(durs)), "cpu-µs/op")
+		})
+	}
 }

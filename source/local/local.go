@@ -110,7 +110,7 @@ func (s *Source) repo() (*repo, error) {
 	if s.cfg.Mode == source.ModeDirect {
 		branch := s.defaultBranch(r)
 		if where, ok := r.checkedOut(s.path)[branch]; ok {
-			return nil, errors.Join(errCheckedOut(branch, where), r.storage.Close())
+			return nil, errors.Join(errCheckedOut(branch, where), r.storage.Close(), r.objects.Close())
 		}
 	}
 	r.writes = &refStore{s: s, r: r}
@@ -125,7 +125,7 @@ func (s *Source) Close() error {
 	if r == nil {
 		return nil
 	}
-	return r.store.Exclusive(r.storage.Close)
+	return errors.Join(r.store.Exclusive(r.storage.Close), r.objects.Close())
 }
 
 // DefaultBranch returns the branch the revision "" names: the configured

@@ -29,6 +29,7 @@ type repo struct {
 	gitDir, commonDir string
 
 	storage *filesystem.Storage
+	objects *gitfs.ObjectDir // what the store reads first, on any number of cores
 	store   *gitfs.Store
 	refs    *gitfs.Refs
 
@@ -134,8 +135,13 @@ func openRepo(path string, cfg *config) (*repo, error) {
 		commonDir: commonDir,
 		storage:   storage,
 		refs:      gitfs.NewRefs(gitDir, commonDir),
+		objects:   gitfs.NewObjectDir(filepath.Join(commonDir, "objects")),
 	}
+	// Objects are read through r.objects, without the store's lock and
+	// without go-git; go-git reads only what it does not find (objects of
+	// alternates), and writes refs and resolves revision syntax.
 	r.store = gitfs.NewStore(storage,
+		gitfs.WithObjectDir(r.objects),
 		gitfs.WithTreeCache(gitfs.NewTreeCache(cfg.treeCacheSize)),
 		gitfs.WithBlobCache(cfg.blobCacheSize),
 		gitfs.WithObjectWriter(gitfs.NewLooseWriter(filepath.Join(commonDir, "objects"))),
