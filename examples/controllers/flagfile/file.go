@@ -22,6 +22,10 @@ type file struct {
 	root   *yaml.Node // the mapping or sequence of entries; nil when there is none
 
 	entries []*entry
+
+	// before and after tell that the file is a part of a larger one (see
+	// scan.go): lines of other entries come before it, or after it.
+	before, after bool
 }
 
 // An entry is one resource of a file.
