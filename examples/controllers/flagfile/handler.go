@@ -21,7 +21,7 @@ func (handler) Get(_ context.Context, req *controller.GetRequest) (*controller.R
 		return nil, err
 	}
 	if o != nil {
-		i, ok := o.index[req.Name]
+		i, ok := o.find(req.Name)
 		if !ok {
 			return nil, notFound(req.Type.Kind, req.Namespace, p, req.Name)
 		}
@@ -54,14 +54,25 @@ func (h handler) List(ctx context.Context, req *controller.ListRequest) ([]*cont
 var _ controller.EachLister = handler{}
 
 // ListEach lists the entries of a plain file (see scan.go) a batch at a
-// time, for the module to hold one batch of YAML trees at a time.
+// time, reading the file a window at a time, for the module to hold one
+// window of the file and one batch of YAML trees at a time.
 func (handler) ListEach(_ context.Context, req *controller.ListRequest, yield func(*controller.Resource) error) error {
-	p, data, o, err := plain(req.FS, req.Type, req.Namespace)
+	p, err := filePath(req.Type, req.Namespace)
 	if err != nil {
 		return err
 	}
-	if o != nil {
-		return o.each(p, req.Type.Kind, req.Namespace, yield)
+	// A plain file is read a window at a time, twice: first to see that
+	// it is plain, before anything is listed.
+	err = eachWindow(req.FS, p, func(*outline) error { return nil })
+	if err == nil {
+		return eachWindow(req.FS, p, func(o *outline) error { return o.each(p, req.Type.Kind, req.Namespace, yield) })
+	}
+	if err != errNotPlain {
+		return err
+	}
+	data, err := readFile(req.FS, p)
+	if err != nil {
+		return err
 	}
 	f, err := parse(p, req.Type.Kind, req.Namespace, data)
 	if err != nil {
@@ -126,7 +137,7 @@ func (handler) Delete(_ context.Context, req *controller.DeleteRequest) error {
 		}
 		return req.Dir.WriteFile(f.path, out)
 	}
-	if _, ok := o.index[req.Name]; !ok {
+	if _, ok := o.find(req.Name); !ok {
 		return notFound(req.Type.Kind, req.Namespace, p, req.Name)
 	}
 	part, from, to, err := o.edit(p, req.Type.Kind, req.Namespace, req.Name)

@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
+	"strings"
 )
 
 // A file of thousands of entries does not fit a module's memory as a YAML
@@ -26,8 +29,18 @@ import (
 // An outline is where the entries of a plain file are.
 type outline struct {
 	data    []byte
+	lines   int // of the file before data, when data is a window of it
 	entries []span
-	index   map[string]int // of entries, by name
+	byName  []int32 // indexes of entries, sorted by name
+}
+
+// find returns the index of the entry called name.
+func (o *outline) find(name string) (int, bool) {
+	i, ok := slices.BinarySearchFunc(o.byName, name, func(e int32, name string) int { return strings.Compare(o.entries[e].name, name) })
+	if !ok {
+		return -1, false
+	}
+	return int(o.byName[i]), true
 }
 
 // A span is where one entry of a plain file is: start is the offset of the
@@ -75,11 +88,14 @@ func readFile(fsys fs.FS, p string) ([]byte, error) {
 // outlineOf splits data, the file at path, into entries. It returns
 // errNotPlain for a file that is not plain, and an error naming the file and
 // line for a name twice.
-func outlineOf(data []byte, path string) (*outline, error) {
+func outlineOf(data []byte, path string) (*outline, error) { return outlineAt(data, path, 0) }
+
+// outlineAt is outlineOf for data that comes after lines lines of the file.
+func outlineAt(data []byte, path string, lines int) (*outline, error) {
 	if hasAnchor(data) {
 		return nil, errNotPlain
 	}
-	o := &outline{data: data, index: make(map[string]int)}
+	o := &outline{data: data, lines: lines}
 	cur := -1 // the entry being read
 	for t := 0; t < len(data); {
 		next := len(data)
@@ -108,14 +124,23 @@ func outlineOf(data []byte, path string) (*outline, error) {
 			if !ok {
 				return nil, errNotPlain
 			}
-			if _, dup := o.index[name]; dup {
-				return nil, fmt.Errorf("%s:%d: malformed: a second entry %q", path, lineAt(data, t), name)
-			}
 			cur = len(o.entries)
-			o.index[name] = cur
 			o.entries = append(o.entries, span{name: name, start: t, end: next})
 		}
 		t = next
+	}
+	// A sorted index rather than a map: a tenth of the memory.
+	o.byName = make([]int32, len(o.entries))
+	for i := range o.byName {
+		o.byName[i] = int32(i)
+	}
+	slices.SortFunc(o.byName, func(a, b int32) int {
+		return cmp.Or(strings.Compare(o.entries[a].name, o.entries[b].name), cmp.Compare(a, b))
+	})
+	for i := 1; i < len(o.byName); i++ {
+		if a, b := o.entries[o.byName[i-1]], o.entries[o.byName[i]]; a.name == b.name {
+			return nil, fmt.Errorf("%s:%d: malformed: a second entry %q", path, lines+lineAt(data, b.start), b.name)
+		}
 	}
 	return o, nil
 }
@@ -170,4 +195,55 @@ func hasAnchor(data []byte) bool {
 		}
 	}
 	return false
+}
+
+// windowBytes is about how much of a file a list holds at once.
+const windowBytes = 1 << 20
+
+// eachWindow calls fn with the outline of each window of the file at p: a
+// run of whole entries, about windowBytes long (longer when one entry is).
+// It returns errNotPlain when the file is not plain. Names twice in one
+// window are an error; the caller finds those in different windows.
+func eachWindow(fsys fs.FS, p string, fn func(o *outline) error) error {
+	file, err := fsys.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	buf := make([]byte, 0, windowBytes)
+	lines, eof := 0, false
+	for {
+		for !eof && len(buf) < cap(buf) {
+			n, err := file.Read(buf[len(buf):cap(buf)])
+			buf = buf[:len(buf)+n]
+			if errors.Is(err, io.EOF) {
+				eof = true
+			} else if err != nil {
+				return err
+			}
+		}
+		o, err := outlineAt(buf, p, lines)
+		if err != nil {
+			return err
+		}
+		keep := len(buf)
+		if !eof {
+			if len(o.entries) < 2 {
+				buf = slices.Grow(buf, cap(buf)) // an entry longer than the window
+				continue
+			}
+			// The last entry may go on after the window.
+			keep = o.entries[len(o.entries)-1].start
+			o.entries = o.entries[:len(o.entries)-1]
+			o.byName = nil
+		}
+		if err := fn(o); err != nil || eof {
+			return err
+		}
+		lines += bytes.Count(buf[:keep], []byte("\n"))
+		buf = buf[:copy(buf, buf[keep:])]
+	}
 }

@@ -7,29 +7,10 @@ import (
 	"github.com/cup-dev/cup/sdk/go/controller"
 )
 
-// parseLines parses text, the lines of a plain file from line on (see
-// scan.go), as a file of its own. Errors name the lines of the whole file.
-func parseLines(path, kind, namespace string, text []byte, line int) (*file, error) {
-	f, err := parse(path, kind, namespace, text)
-	if err != nil && line > 1 {
-		// Parse it again below as many blank lines, for the error to
-		// count lines as the whole file does; errors are rare.
-		padded := make([]byte, line-1+len(text))
-		for i := range line - 1 {
-			padded[i] = '\n'
-		}
-		copy(padded[line-1:], text)
-		if _, perr := parse(path, kind, namespace, padded); perr != nil {
-			err = perr
-		}
-	}
-	return f, err
-}
-
 // entries parses entries [i, j) of a plain file, all at once.
 func (o *outline) parse(path, kind, namespace string, i, j int) ([]*entry, error) {
 	from, to := o.entries[i].start, o.entries[j-1].end
-	f, err := parseLines(path, kind, namespace, o.data[from:to], lineAt(o.data, from))
+	f, err := parseAt(path, kind, namespace, o.data[from:to], o.lines+lineAt(o.data, from))
 	if err != nil {
 		return nil, err
 	}
@@ -38,7 +19,7 @@ func (o *outline) parse(path, kind, namespace string, i, j int) ([]*entry, error
 		ok = f.entries[k].res.Metadata.Name == o.entries[i+k].name
 	}
 	if !ok {
-		return nil, fmt.Errorf("%s:%d: malformed: the lines of entries %q to %q do not hold them alone", path, lineAt(o.data, from), o.entries[i].name, o.entries[j-1].name)
+		return nil, fmt.Errorf("%s:%d: malformed: the lines of entries %q to %q do not hold them alone", path, o.lines+lineAt(o.data, from), o.entries[i].name, o.entries[j-1].name)
 	}
 	return f.entries, nil
 }
@@ -60,9 +41,9 @@ func plain(fsys fs.FS, typ controller.Type, namespace string) (p string, data []
 }
 
 // batchBytes is about how much YAML a list parses at once: parsing entries
-// together spares setting up a parser for each, and the tree of 64 KiB of
-// YAML takes about a MiB.
-const batchBytes = 64 << 10
+// together spares setting up a parser for each, and the tree of 16 KiB of
+// YAML takes about 300 KiB.
+const batchBytes = 16 << 10
 
 // each calls yield with the entries of a plain file, parsed a batch at a
 // time.
@@ -92,7 +73,7 @@ func (o *outline) each(path, kind, namespace string, yield func(*controller.Reso
 // from the end of the entry before (or the start of the file) to the name
 // of the entry after (or the end of the file).
 func (o *outline) edit(path, kind, namespace, name string) (part *file, from, to int, err error) {
-	at, ok := o.index[name]
+	at, ok := o.find(name)
 	if !ok {
 		at = len(o.entries) - 1
 	}
@@ -103,7 +84,7 @@ func (o *outline) edit(path, kind, namespace, name string) (part *file, from, to
 	if at+1 < len(o.entries) {
 		to = o.entries[at+1].start
 	}
-	if part, err = parseLines(path, kind, namespace, o.data[from:to], lineAt(o.data, from)); err != nil {
+	if part, err = parseAt(path, kind, namespace, o.data[from:to], o.lines+lineAt(o.data, from)); err != nil {
 		return nil, 0, 0, err
 	}
 	part.before, part.after = at > 0, at+1 < len(o.entries)
