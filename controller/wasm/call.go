@@ -124,6 +124,9 @@ func (c *Controller) run(ctx context.Context, cl *call) (res *result, err error)
 	c.obs.alive.Dec()
 	mem.release()
 	res = &result{stdout: stdout.buf.Bytes(), stderr: stderr.buf.Bytes()}
+	if mem.hit.Load() || goCrashed(res.stderr) {
+		c.logCrash(ctx, cl, res)
+	}
 	for _, b := range []struct {
 		name string
 		buf  *cappedBuffer
@@ -138,8 +141,8 @@ func (c *Controller) run(ctx context.Context, cl *call) (res *result, err error)
 	case err == nil:
 		return res, nil
 	case mem.hit.Load():
-		return nil, fmt.Errorf("%s: %w: the module needed more than %d pages (%s) of memory (memoryLimitPages)%s",
-			cl.op, controller.ErrLimit, c.spec.MemoryLimitPages, pagesSize(c.spec.MemoryLimitPages), said(res.stderr))
+		return nil, fmt.Errorf("%s: %w: the module ran out of its %s of memory; its controller's memoryLimitPages (now %d pages of 64 KiB) raises it%s",
+			cl.op, controller.ErrLimit, pagesSize(c.spec.MemoryLimitPages), c.spec.MemoryLimitPages, outOfMemory(res.stderr))
 	case errors.As(err, &exit) && exit.ExitCode() != sys.ExitCodeContextCanceled && exit.ExitCode() != sys.ExitCodeDeadlineExceeded:
 		res.exit = exit.ExitCode()
 		return res, nil
@@ -212,9 +215,9 @@ func message(res *result) string {
 	return bounded(trimCrash(string(out)))
 }
 
-// trimCrash cuts the goroutine dump off the Go runtime's report of a crash,
-// keeping the panic or fatal error line, and the stack trace off wazero's
-// report of a trap; other text is returned whole.
+// trimCrash cuts the stack traces off the Go runtime's report of a crash,
+// keeping the panic or fatal error lines before them, and the stack trace
+// off wazero's report of a trap; other text is returned whole.
 func trimCrash(s string) string {
 	if i := strings.Index(s, "\nwasm stack trace:"); i >= 0 {
 		return strings.TrimSpace(s[:i])
@@ -222,10 +225,26 @@ func trimCrash(s string) string {
 	if !goCrashed([]byte(s)) {
 		return s
 	}
-	if i := strings.Index(s, "\ngoroutine "); i >= 0 {
-		s = s[:i]
+	// The goroutine dump, and before it the stack of the runtime when it
+	// failed in its own code (running out of memory, say).
+	for _, trace := range []string{"\ngoroutine ", "\nruntime stack:"} {
+		if i := strings.Index(s, trace); i >= 0 {
+			s = s[:i]
+		}
 	}
 	return strings.TrimSpace(s)
+}
+
+// outOfMemory renders what a module that ran out of memory said: the Go
+// runtime's line on the allocation that failed, if any, without the rest
+// of its report.
+func outOfMemory(stderr []byte) string {
+	for line := range strings.Lines(string(stderr)) {
+		if strings.HasPrefix(line, "runtime: out of memory") || strings.HasPrefix(line, "fatal error: runtime: cannot allocate memory") {
+			return ": " + bounded(strings.TrimPrefix(line, "fatal error: "))
+		}
+	}
+	return said(stderr)
 }
 
 // reported finds an error message with a code a module wrote as JSON,

@@ -64,7 +64,8 @@
 // (for get, no output at all). Errors name the module and carry what it
 // said, up to about 1 KiB: the "message" of a JSON message (with or without
 // a code), or else its stderr (or stdout, when stderr is empty), with a
-// Go crash's goroutine dump and a trap's stack trace cut off.
+// Go crash's stack traces (the runtime's and the goroutine dump) and a
+// trap's stack trace cut off.
 //
 // A Go program that panics also exits 2; a controller tells it from "not
 // found" by the Go runtime's report on stderr, and returns an error
@@ -77,7 +78,11 @@
 // [context.DeadlineExceeded]), in linear memory (MemoryLimitPages) and in
 // what it writes to stdout and to stderr (MaxOutputBytes); the files a put
 // or delete opens and writes are held in memory, up to 256 MiB. Exceeding a
-// limit of memory or output gives an error wrapping [controller.ErrLimit].
+// limit of memory or output gives an error wrapping [controller.ErrLimit];
+// for memory, one line that names the limit and memoryLimitPages, which
+// raises it, with the Go runtime's line on the allocation that failed. The
+// runtime's whole report, stack traces included, is logged at debug level
+// (its first 16 KiB), as is that of a module that panicked.
 //
 // A module has no network (WASI preview 1 has none, and no other host
 // functions are offered) and no host environment. Its clocks are fake ones

@@ -131,7 +131,7 @@ func TestExecLimits(t *testing.T) {
 		says string
 	}{
 		{"loop", c, []error{controller.ErrLimit, context.DeadlineExceeded}, `module "exec": loop: stopped after the 1s timeout`},
-		{"alloc", patient, []error{controller.ErrLimit}, "more than 256 pages (16 MiB) of memory"},
+		{"alloc", patient, []error{controller.ErrLimit}, "ran out of its 16 MiB of memory"},
 		{"flood", patient, []error{controller.ErrLimit}, "more than 1048576 bytes to stdout"},
 	}
 	for _, tt := range tests {

@@ -247,6 +247,21 @@ func (c *Controller) logStderr(ctx context.Context, cl *call, res *result) {
 	}
 }
 
+// maxCrashLog bounds what of a crashed module's stderr logCrash logs.
+const maxCrashLog = 16 << 10
+
+// logCrash logs at debug level what a module that crashed or ran out of
+// memory wrote to stderr, stack traces included, up to maxCrashLog bytes:
+// errors carry its first lines only.
+func (c *Controller) logCrash(ctx context.Context, cl *call, res *result) {
+	s := res.stderr
+	more := 0
+	if len(s) > maxCrashLog {
+		s, more = s[:maxCrashLog], len(s)-maxCrashLog
+	}
+	c.logger.DebugContext(ctx, "wasm controller crashed", "call", cl.op, "stderr", string(s), "stderr_cut_bytes", more)
+}
+
 // List runs `list <kind> <namespace> [key=value ...]` on req.FS, read-only.
 // The key=value arguments are req.Selector's terms when it is a conjunction
 // of label equalities that tells them (a Kubernetes labels.Selector does);

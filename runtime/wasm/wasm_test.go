@@ -137,7 +137,7 @@ func TestLimits(t *testing.T) {
 		says    string
 	}{
 		{"loop", time.Second, []error{controller.ErrLimit, context.DeadlineExceeded}, `module "misbehave": reconcile loop: stopped after the 1s timeout`},
-		{"alloc", spec.Timeout, []error{controller.ErrLimit}, "needed more than 128 pages (8 MiB) of memory (memoryLimitPages)"},
+		{"alloc", spec.Timeout, []error{controller.ErrLimit}, "ran out of its 8 MiB of memory; its controller's memoryLimitPages (now 128 pages of 64 KiB) raises it"},
 		{"flood", spec.Timeout, []error{controller.ErrLimit}, "wrote more than 1048576 bytes to stdout (maxOutputBytes)"},
 	}
 	for _, tt := range tests {

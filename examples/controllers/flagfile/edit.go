@@ -70,17 +70,17 @@ func (f *file) delete(i int) ([]byte, error) {
 		for head > 1 && isComment(f.line(head-1)) && indentation(f.line(head-1)) < f.root.Column {
 			head--
 		}
-		if head > 1 {
+		if head > 1 || f.before {
 			first = head // the comment above the entry goes with it, unless it heads the file
 		}
 		// Leave no run of blank lines where the entry was, nor at the end.
 		to := last + 1
-		if first == 1 || isBlank(f.line(first-1)) {
+		if first == 1 && !f.before || first > 1 && isBlank(f.line(first-1)) {
 			for to <= len(f.starts) && isBlank(f.line(to)) {
 				to++
 			}
 		}
-		if to > len(f.starts) {
+		if to > len(f.starts) && !f.after {
 			for first > 1 && isBlank(f.line(first-1)) {
 				first--
 			}
@@ -277,7 +277,7 @@ func (f *file) appendEntry(e *entry) ([]byte, error) {
 	if n := len(f.entries); n > 0 {
 		_, last := f.span(n - 1)
 		at = last + 1
-		if first, _ := f.span(n - 1); n > 1 && first > 1 && isBlank(f.line(first-1)) {
+		if first, _ := f.span(n - 1); (n > 1 || f.before) && first > 1 && isBlank(f.line(first-1)) {
 			text = append([]byte("\n"), text...) // entries are apart
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/cup-dev/cup/sdk/go/controller"
@@ -22,6 +23,13 @@ type file struct {
 	root   *yaml.Node // the mapping or sequence of entries; nil when there is none
 
 	entries []*entry
+
+	// before and after tell that the file is a part of a larger one (see
+	// scan.go): lines of other entries come before it, or after it.
+	before, after bool
+	// lines is how many lines of the larger file come before the part,
+	// for messages to count lines as in the larger file.
+	lines int
 }
 
 // An entry is one resource of a file.
@@ -50,7 +58,13 @@ func (f *file) index(name string) int {
 // parse reads the file at path, with content data, holding resources of kind
 // in namespace.
 func parse(path, kind, namespace string, data []byte) (*file, error) {
-	f := &file{path: path, kind: kind, namespace: namespace, src: data}
+	return parseAt(path, kind, namespace, data, 1)
+}
+
+// parseAt parses data, the lines of a larger file from line on, as parse
+// does: messages count lines as in the larger file.
+func parseAt(path, kind, namespace string, data []byte, line int) (*file, error) {
+	f := &file{path: path, kind: kind, namespace: namespace, src: data, lines: line - 1}
 	for i := 0; i < len(data); {
 		f.starts = append(f.starts, i)
 		n := bytes.IndexByte(data[i:], '\n')
@@ -64,12 +78,12 @@ func parse(path, kind, namespace string, data []byte) (*file, error) {
 	if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
 		return f, nil
 	} else if err != nil {
-		return nil, f.malformed(nil, "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+		return nil, f.malformed(nil, "%s", f.yamlError(err))
 	}
 	if err := dec.Decode(&more); err == nil {
 		return nil, f.malformed(&more, "a second YAML document; want one")
 	} else if !errors.Is(err, io.EOF) {
-		return nil, f.malformed(nil, "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+		return nil, f.malformed(nil, "%s", f.yamlError(err))
 	}
 	f.doc = &doc
 	switch root := doc.Content[0]; {
@@ -161,9 +175,23 @@ func (f *file) add(key, fields *yaml.Node, name string) error {
 // malformed returns an error about the file's content at n (when not nil).
 func (f *file) malformed(n *yaml.Node, format string, args ...any) error {
 	if n != nil && n.Line > 0 {
-		return fmt.Errorf("%s:%d: malformed: %s", f.path, n.Line, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%s:%d: malformed: %s", f.path, f.lines+n.Line, fmt.Sprintf(format, args...))
 	}
 	return fmt.Errorf("%s: malformed: %s", f.path, fmt.Sprintf(format, args...))
+}
+
+// yamlError renders an error of yaml.v3, "yaml: line 3: ...", counting
+// lines as in the larger file.
+func (f *file) yamlError(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if rest, ok := strings.CutPrefix(msg, "line "); ok && f.lines > 0 {
+		if i := strings.IndexByte(rest, ':'); i > 0 {
+			if n, err := strconv.Atoi(rest[:i]); err == nil {
+				return fmt.Sprintf("line %d%s", f.lines+n, rest[i:])
+			}
+		}
+	}
+	return msg
 }
 
 // describe names the kind of a node for messages.

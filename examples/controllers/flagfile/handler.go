@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"strings"
@@ -18,24 +16,20 @@ type handler struct{}
 var _ controller.Handler = handler{}
 
 func (handler) Get(_ context.Context, req *controller.GetRequest) (*controller.Resource, error) {
-	p, err := filePath(req.Type, req.Namespace)
+	p, data, o, err := plain(req.FS, req.Type, req.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	data, err := fs.ReadFile(req.FS, p)
-	if errors.Is(err, fs.ErrNotExist) {
-		data, err = nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	// Parsing YAML is the bulk of a call's work (in WebAssembly, about 1 ms
-	// an entry), so a get parses the lines of its own entry only, when the
-	// file is plainly laid out.
-	if part, ok := entryLines(data, req.Name); ok {
-		if f, err := parse(p, req.Type.Kind, req.Namespace, part); err == nil && len(f.entries) == 1 && f.entries[0].res.Metadata.Name == req.Name {
-			return f.entries[0].res, nil
+	if o != nil {
+		i, ok := o.find(req.Name)
+		if !ok {
+			return nil, notFound(req.Type.Kind, req.Namespace, p, req.Name)
 		}
+		es, err := o.parse(p, req.Type.Kind, req.Namespace, i, i+1)
+		if err != nil {
+			return nil, err
+		}
+		return es[0].res, nil
 	}
 	f, err := parse(p, req.Type.Kind, req.Namespace, data)
 	if err != nil {
@@ -48,48 +42,116 @@ func (handler) Get(_ context.Context, req *controller.GetRequest) (*controller.R
 	return f.entries[i].res, nil
 }
 
-func (handler) List(_ context.Context, req *controller.ListRequest) ([]*controller.Resource, error) {
-	f, err := load(req.FS, req.Type, req.Namespace)
+func (h handler) List(ctx context.Context, req *controller.ListRequest) ([]*controller.Resource, error) {
+	var rs []*controller.Resource
+	err := h.ListEach(ctx, req, func(r *controller.Resource) error {
+		rs = append(rs, r)
+		return nil
+	})
+	return rs, err
+}
+
+var _ controller.EachLister = handler{}
+
+// ListEach lists the entries of a plain file (see scan.go) a batch at a
+// time, reading the file a window at a time, for the module to hold one
+// window of the file and one batch of YAML trees at a time.
+func (handler) ListEach(_ context.Context, req *controller.ListRequest, yield func(*controller.Resource) error) error {
+	p, err := filePath(req.Type, req.Namespace)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	rs := make([]*controller.Resource, len(f.entries))
-	for i, e := range f.entries {
-		rs[i] = e.res
+	// A plain file is read a window at a time, twice: first to see that
+	// it is plain, before anything is listed.
+	err = eachWindow(req.FS, p, func(*outline) error { return nil })
+	if err == nil {
+		return eachWindow(req.FS, p, func(o *outline) error { return o.each(p, req.Type.Kind, req.Namespace, yield) })
 	}
-	return rs, nil
+	if err != errNotPlain {
+		return err
+	}
+	data, err := readFile(req.FS, p)
+	if err != nil {
+		return err
+	}
+	f, err := parse(p, req.Type.Kind, req.Namespace, data)
+	if err != nil {
+		return err
+	}
+	for _, e := range f.entries {
+		if err := yield(e.res); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (handler) Put(_ context.Context, req *controller.PutRequest) error {
 	r := req.Resource
-	f, err := load(req.Dir, req.Type, r.Metadata.Namespace)
+	p, data, o, err := plain(req.Dir, req.Type, r.Metadata.Namespace)
 	if err != nil {
 		return err
 	}
-	data, err := f.put(r)
-	if err != nil || data == nil {
+	if o == nil || len(o.entries) == 0 {
+		f, err := parse(p, req.Type.Kind, r.Metadata.Namespace, data)
+		if err != nil {
+			return err
+		}
+		out, err := f.put(r)
+		if err != nil || out == nil {
+			return err
+		}
+		return req.Dir.WriteFile(p, out)
+	}
+	part, from, to, err := o.edit(p, req.Type.Kind, r.Metadata.Namespace, r.Metadata.Name)
+	if err != nil {
 		return err
 	}
-	return req.Dir.WriteFile(f.path, data)
+	text, err := part.put(r)
+	if err != nil || text == nil {
+		return err
+	}
+	return req.Dir.WriteFile(p, splice(data, from, to, text))
 }
 
 func (handler) Delete(_ context.Context, req *controller.DeleteRequest) error {
-	f, err := load(req.Dir, req.Type, req.Namespace)
+	p, data, o, err := plain(req.Dir, req.Type, req.Namespace)
 	if err != nil {
 		return err
 	}
-	i := f.index(req.Name)
-	switch {
-	case i < 0:
-		return f.notFound(req.Name)
-	case len(f.entries) == 1:
-		return req.Dir.Remove(f.path)
+	if o == nil {
+		f, err := parse(p, req.Type.Kind, req.Namespace, data)
+		if err != nil {
+			return err
+		}
+		i := f.index(req.Name)
+		switch {
+		case i < 0:
+			return f.notFound(req.Name)
+		case len(f.entries) == 1:
+			return req.Dir.Remove(f.path)
+		}
+		out, err := f.delete(i)
+		if err != nil {
+			return err
+		}
+		return req.Dir.WriteFile(f.path, out)
 	}
-	data, err := f.delete(i)
+	if _, ok := o.find(req.Name); !ok {
+		return notFound(req.Type.Kind, req.Namespace, p, req.Name)
+	}
+	part, from, to, err := o.edit(p, req.Type.Kind, req.Namespace, req.Name)
 	if err != nil {
 		return err
 	}
-	return req.Dir.WriteFile(f.path, data)
+	if len(o.entries) == 1 {
+		return req.Dir.Remove(p)
+	}
+	text, err := part.delete(0)
+	if err != nil {
+		return err
+	}
+	return req.Dir.WriteFile(p, splice(data, from, to, text))
 }
 
 // filePath returns the file that holds the resources of a type in
@@ -113,72 +175,8 @@ func filePath(typ controller.Type, namespace string) (string, error) {
 	return dir + "/" + namespace + ".yaml", nil
 }
 
-// load reads the file of typ in namespace from fsys. A missing file holds
-// no entries.
-func load(fsys fs.FS, typ controller.Type, namespace string) (*file, error) {
-	p, err := filePath(typ, namespace)
-	if err != nil {
-		return nil, err
-	}
-	data, err := fs.ReadFile(fsys, p)
-	if errors.Is(err, fs.ErrNotExist) {
-		data, err = nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return parse(p, typ.Kind, namespace, data)
-}
+func (f *file) notFound(name string) error { return notFound(f.kind, f.namespace, f.path, name) }
 
-func (f *file) notFound(name string) error {
-	return fmt.Errorf("%s %q in namespace %q (%s): %w", f.kind, name, f.namespace, f.path, controller.ErrNotFound)
-}
-
-// entryLines returns the lines of data holding the entry name, when data
-// is a plain block mapping: no anchors or aliases (an entry may borrow
-// from another), no flow style, entries at column 0 written as "name:".
-// ok is false when it cannot tell; the caller then parses the whole file.
-func entryLines(data []byte, name string) (_ []byte, ok bool) {
-	if bytes.ContainsAny(data, "&*{}[]") && !plainBrackets(data) {
-		return nil, false
-	}
-	start, end := -1, len(data)
-	for i := 0; i < len(data); {
-		j := bytes.IndexByte(data[i:], '\n')
-		next := len(data)
-		if j >= 0 {
-			next = i + j + 1
-		}
-		line := data[i:next]
-		switch {
-		case len(line) == 0 || line[0] == ' ' || line[0] == '\t' || line[0] == '\n' || line[0] == '\r' || line[0] == '#':
-		case line[0] == '-' || line[0] == '"' || line[0] == '\'' || line[0] == '?':
-			return nil, false // a sequence, or keys in quotes
-		case start >= 0:
-			end = i
-			return data[start:end], true
-		case bytes.HasPrefix(line, []byte(name+":")) && (len(line) == len(name)+1 || line[len(name)+1] == ' ' || line[len(name)+1] == '\n' || line[len(name)+1] == '\r'):
-			start = i
-		}
-		i = next
-	}
-	if start < 0 {
-		return nil, false
-	}
-	return data[start:end], true
-}
-
-// plainBrackets reports whether the brackets and braces of data only
-// appear in flow-style values inside entries (indented), and data has no
-// anchors or aliases.
-func plainBrackets(data []byte) bool {
-	if bytes.ContainsAny(data, "&*") {
-		return false
-	}
-	for _, line := range bytes.Split(data, []byte("\n")) {
-		if len(line) > 0 && line[0] != ' ' && line[0] != '#' && bytes.ContainsAny(line, "{}[]") {
-			return false
-		}
-	}
-	return true
+func notFound(kind, namespace, path, name string) error {
+	return fmt.Errorf("%s %q in namespace %q (%s): %w", kind, name, namespace, path, controller.ErrNotFound)
 }

@@ -62,9 +62,22 @@
 //	GOOS=wasip1 GOARCH=wasm go build -trimpath -ldflags='-s -w' -o flagfile.wasm .
 package main
 
-import "github.com/cup-dev/cup/sdk/go/controller"
+import (
+	"runtime/debug"
+
+	"github.com/cup-dev/cup/sdk/go/controller"
+)
 
 func main() {
+	// A call keeps little: a list one batch of entries (see scan.go), a
+	// put or delete one copy of the file. Collecting garbage when the heap
+	// has grown by four times what is live, rather than by as much, saves
+	// most of the collections of a list of thousands of entries; the soft
+	// limit makes them come earlier near the default memory limit of
+	// cupd's WASM controllers, 16 MiB, of which the Go runtime and the
+	// module's data take a few.
+	debug.SetGCPercent(400)
+	debug.SetMemoryLimit(10 << 20)
 	controller.Handle(controller.AnyKind, handler{})
 	controller.Main()
 }

@@ -124,3 +124,15 @@ type Handler interface {
 	Put(ctx context.Context, req *PutRequest) error
 	Delete(ctx context.Context, req *DeleteRequest) error
 }
+
+// EachLister is a [Handler] that can also list a namespace one resource at a
+// time, for namespaces too large to hold in memory at once. [Mux.Run] calls
+// ListEach instead of List when the handler has it, and prints each resource
+// yield receives, checked and filtered by the request's labels, as soon as
+// it gets it: the array it prints is in the handler's order, not sorted by
+// name (cupd sorts). yield returns an error when printing fails or the
+// resource does not belong to the request; ListEach should then stop and
+// return it. Resources passed to yield are not kept.
+type EachLister interface {
+	ListEach(ctx context.Context, req *ListRequest, yield func(*Resource) error) error
+}

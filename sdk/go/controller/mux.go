@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -89,7 +90,8 @@ func (inv *Invocation) withDefaults() *Invocation {
 
 // Run serves the request of inv and returns the module's exit code. Get
 // prints the resource, and list a JSON array of the resources sorted by
-// name, to inv.Stdout as one line of JSON. Resources a handler returns, and
+// name, to inv.Stdout as one line of JSON; the list of an [EachLister] is
+// printed as it comes, a resource a line, in the handler's order. Resources a handler returns, and
 // the one a put reads, get the request's apiVersion, kind, namespace and
 // name where they have none, and must agree with them.
 //
@@ -215,6 +217,9 @@ func (m *Mux) serve(ctx context.Context, req request, inv *Invocation) ([]byte, 
 		}
 		return encode(r)
 	case "list":
+		if each, ok := h.(EachLister); ok {
+			return nil, req.listEach(ctx, each, inv)
+		}
 		rs, err := h.List(ctx, &ListRequest{FS: inv.FS, Type: req.typ, Namespace: req.namespace, Labels: req.labels})
 		if err != nil {
 			return nil, err
@@ -249,6 +254,46 @@ func (req request) listed(rs []*Resource) ([]byte, error) {
 		}
 	}
 	return encode(kept)
+}
+
+// listEach prints what an EachLister lists, as it lists it: a JSON array
+// with a resource a line, each checked and filtered as listed checks them.
+// Only the names are kept, to refuse a name listed twice.
+func (req request) listEach(ctx context.Context, h EachLister, inv *Invocation) error {
+	w := bufio.NewWriterSize(inv.Stdout, 64<<10)
+	seen := make(map[string]bool)
+	sep := "["
+	err := h.ListEach(ctx, &ListRequest{FS: inv.FS, Type: req.typ, Namespace: req.namespace, Labels: req.labels}, func(r *Resource) error {
+		if err := req.check(r); err != nil {
+			return err
+		}
+		if seen[r.Metadata.Name] {
+			return fmt.Errorf("list %s: two resources named %q", req, r.Metadata.Name)
+		}
+		seen[r.Metadata.Name] = true
+		if !r.MatchLabels(req.labels) {
+			return nil
+		}
+		data, err := encode(r)
+		if err != nil {
+			return err
+		}
+		w.WriteString(sep)
+		sep = ",\n"
+		_, err = w.Write(bytes.TrimSuffix(data, []byte("\n")))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if sep == "[" {
+		w.WriteString("[")
+	}
+	w.WriteString("]\n")
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("writing the result: %w", err)
+	}
+	return nil
 }
 
 // check completes a resource a handler returned from the request and

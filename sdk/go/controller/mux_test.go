@@ -363,3 +363,48 @@ func TestRunNilStreams(t *testing.T) {
 		}
 	}
 }
+
+// eachStub is a stub that lists one resource at a time.
+type eachStub struct {
+	stub
+	each func(yield func(*controller.Resource) error) error
+}
+
+func (s eachStub) ListEach(_ context.Context, _ *controller.ListRequest, yield func(*controller.Resource) error) error {
+	return s.each(yield)
+}
+
+// TestListEach: the list of an EachLister is printed as it comes, in its
+// order, filtered and checked; a name twice and a resource of another
+// namespace are errors.
+func TestListEach(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"CUP_API_VERSION": "example.com/v1"}
+	run := func(rs ...*controller.Resource) controllertest.Result {
+		var m controller.Mux
+		m.Handle("Widget", eachStub{each: func(yield func(*controller.Resource) error) error {
+			for _, r := range rs {
+				if err := yield(r); err != nil {
+					return err
+				}
+			}
+			return nil
+		}})
+		return controllertest.Run(t.Context(), &m, nil, controllertest.Call{Args: []string{"list", "Widget", "ns", "team=a"}, Env: env})
+	}
+	r := run(resource("", "b", map[string]string{"team": "a"}), resource("", "c", nil), resource("ns", "a", map[string]string{"team": "a"}))
+	want := `[{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"namespace":"ns","name":"b","labels":{"team":"a"}}},` + "\n" +
+		`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"namespace":"ns","name":"a","labels":{"team":"a"}}}]` + "\n"
+	if r.Code != 0 || r.Stdout != want {
+		t.Errorf("list = %+v, want stdout %s", r, want)
+	}
+	if r := run(); r.Code != 0 || r.Stdout != "[]\n" {
+		t.Errorf("empty list = %+v", r)
+	}
+	if r := run(resource("", "a", nil), resource("", "a", nil)); r.Code != 1 || !strings.Contains(r.Stderr, `two resources named "a"`) {
+		t.Errorf("list with a name twice = %+v", r)
+	}
+	if r := run(resource("other", "a", nil)); r.Code != 1 || !strings.Contains(r.Stderr, `the handler returned`) {
+		t.Errorf("list of another namespace = %+v", r)
+	}
+}
