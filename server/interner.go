@@ -4,7 +4,6 @@ import (
 	"hash/maphash"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"weak"
 
@@ -25,10 +24,13 @@ type interner struct {
 	seeds [2]maphash.Seed
 	mu    sync.Mutex
 	m     map[contentKey]weak.Pointer[entry]
-	keyed map[keyedKey]weak.Pointer[entry]
+	// keyed and skips hold keyed keys by a 128-bit hash (interner.hash), as
+	// m holds resources: a slot a third of one holding the key's strings,
+	// and no copy of them.
+	keyed map[contentKey]weak.Pointer[entry]
 	// skips are keys whose files hold no resource of the type (kinds that
 	// share a directory); the set is dropped whole when it grows large.
-	skips map[keyedKey]struct{}
+	skips map[contentKey]struct{}
 }
 
 // keyedKey is a controller's content key in the scope it is valid in.
@@ -40,11 +42,9 @@ type keyedKey struct {
 
 const maxSkips = 1 << 16
 
-// clone returns k holding strings of its own, not parts of a request's.
-func (k keyedKey) clone() keyedKey {
-	k.namespace = strings.Clone(k.namespace)
-	k.key = strings.Clone(k.key)
-	return k
+// hash is the 128-bit hash keyed and skips hold k by.
+func (in *interner) hash(k keyedKey) contentKey {
+	return contentKey{maphash.Comparable(in.seeds[0], k), maphash.Comparable(in.seeds[1], k)}
 }
 
 type contentKey [2]uint64
@@ -53,8 +53,8 @@ func newInterner() *interner {
 	return &interner{
 		seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
 		m:     make(map[contentKey]weak.Pointer[entry]),
-		keyed: make(map[keyedKey]weak.Pointer[entry]),
-		skips: make(map[keyedKey]struct{}),
+		keyed: make(map[contentKey]weak.Pointer[entry]),
+		skips: make(map[contentKey]struct{}),
 	}
 }
 
@@ -117,34 +117,35 @@ func (in *interner) entry(r *controller.Resource) (*entry, error) {
 // byKey returns the entry remembered under k, or whether k holds no
 // resource of the type; neither when k is unknown.
 func (in *interner) byKey(k keyedKey) (ie *entry, skip bool) {
+	h := in.hash(k)
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if _, skip := in.skips[k]; skip {
+	if _, skip := in.skips[h]; skip {
 		return nil, true
 	}
-	return in.keyed[k].Value(), false
+	return in.keyed[h].Value(), false
 }
 
 // remember records what k decoded to: ie, or nothing of the type (nil).
 func (in *interner) remember(k keyedKey, ie *entry) {
+	h := in.hash(k)
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if ie == nil {
 		if len(in.skips) >= maxSkips {
 			clear(in.skips)
 		}
-		in.skips[k.clone()] = struct{}{}
+		in.skips[h] = struct{}{}
 		return
 	}
-	if in.keyed[k].Value() == ie {
+	if in.keyed[h].Value() == ie {
 		return
 	}
-	k = k.clone()
-	in.keyed[k] = weak.Make(ie)
-	runtime.AddCleanup(ie, in.forgetKeyed, k)
+	in.keyed[h] = weak.Make(ie)
+	runtime.AddCleanup(ie, in.forgetKeyed, h)
 }
 
-func (in *interner) forgetKeyed(k keyedKey) {
+func (in *interner) forgetKeyed(k contentKey) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if wp, ok := in.keyed[k]; ok && wp.Value() == nil {

@@ -23,7 +23,7 @@ import (
 type listing struct {
 	items    []*entry // sorted by name; holds the interned entries alive
 	problems []problem
-	bytes    int64
+	bytes    int64 // the problems' strings; the memo counts the entries
 }
 
 // getEntry reads one resource at snap, memoised. A missing resource is an
@@ -44,7 +44,7 @@ func (s *Server) getEntry(ctx context.Context, t *Type, snap *source.Snapshot, n
 		if err != nil {
 			return nil, 0, err
 		}
-		return e, e.size(), nil
+		return e, 0, nil // the memo counts the entry, once however many items hold it
 	})
 	if err != nil {
 		return nil, err
@@ -70,6 +70,7 @@ func (s *Server) listEntries(ctx context.Context, t *Type, snap *source.Snapshot
 		if err != nil {
 			return nil, 0, err
 		}
+		// The entries are counted by the memo, once however many listings hold them.
 		return l, l.bytes + int64(cap(l.items))*8 + int64(cap(l.problems))*32 + 64, nil
 	})
 	if err != nil {
@@ -294,10 +295,7 @@ func (s *Server) selectEntries(ctx context.Context, t *Type, snap *source.Snapsh
 	return l, nil
 }
 
-func (l *listing) add(e *entry) {
-	l.items = append(l.items, e)
-	l.bytes += e.size()
-}
+func (l *listing) add(e *entry) { l.items = append(l.items, e) }
 
 func (l *listing) addProblem(p problem) {
 	l.problems = append(l.problems, p)

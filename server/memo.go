@@ -1,10 +1,10 @@
 package server
 
 import (
-	"container/list"
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -23,8 +23,17 @@ type memo struct {
 	mu     sync.Mutex
 	budget int64
 	used   int64
-	ll     *list.List // front = most recently used; values are *memoItem
-	items  map[memoKey]*list.Element
+	// head is the ring of items: head.next is the most recently used,
+	// head.prev the least. The items link themselves, which saves the
+	// container/list element an item would otherwise cost.
+	head memoItem
+	// items finds an item by a 128-bit hash of its key, whose map slot is
+	// a third of one holding the key; the item's own key is compared.
+	items map[memoHash]*memoItem
+	seeds [2]maphash.Seed
+	// commit is the last commit string a key was given, shared by the
+	// keys of that commit rather than copied into each.
+	commit string
 	// inflight holds the computations under way, so that concurrent misses
 	// of one key compute it once.
 	inflight map[memoKey]*memoCall
@@ -61,32 +70,96 @@ const (
 	memoChanges                    // the last changes of a page of resources
 )
 
-type memoItem struct {
-	key  memoKey
-	val  any
-	size int64
+type memoHash [2]uint64
+
+func (m *memo) hash(k memoKey) memoHash {
+	return memoHash{maphash.Comparable(m.seeds[0], k), maphash.Comparable(m.seeds[1], k)}
 }
 
-// memoEntryOverhead is what one memoised entry costs besides its key's
-// strings and its value: the list element, the item, the map's slot and
-// the key's string headers.
-const memoEntryOverhead = 192
+type memoItem struct {
+	key        memoKey
+	val        any
+	size       int64 // the item's own bytes, not those of the entries it holds
+	prev, next *memoItem
+}
 
-// clone returns k holding strings of its own.
-func (k memoKey) clone() memoKey {
-	k.commit = strings.Clone(k.commit)
+// entryHolder is a memoised value that holds entries, which values of other
+// keys (other commits' listings, gets) may hold too. The memo counts an
+// entry's bytes once while any item holds it, rather than once an item, so
+// that the budget is what the entries take.
+type entryHolder interface{ heldEntries() []*entry }
+
+func (l *listing) heldEntries() []*entry { return l.items }
+
+func (e *entry) heldEntries() []*entry {
+	if e == nil {
+		return nil
+	}
+	return []*entry{e}
+}
+
+// memoEntryOverhead is what one memoised item costs besides its key's
+// strings and its value, measured (TestMemoAccountsWhatTheHeapHolds): the
+// item itself (a 112-byte allocation) and its slot in the map, which with
+// the map's spare room and growth averages about 40 bytes.
+const memoEntryOverhead = 112 + 40
+
+// clone returns k holding strings of its own, or shared with the memo's
+// other keys (the commit) or with e, the entry memoised under k (its name).
+// m.mu is held.
+func (m *memo) clone(k memoKey, e *entry) memoKey {
+	if k.commit != m.commit {
+		m.commit = strings.Clone(k.commit)
+	}
+	k.commit = m.commit
 	k.namespace = strings.Clone(k.namespace)
-	k.name = strings.Clone(k.name)
+	if e != nil && e.name == k.name {
+		k.name = e.name
+	} else {
+		k.name = strings.Clone(k.name)
+	}
 	return k
 }
 
-// size is what k costs in the memo, the entry's overhead included.
+// size is what k costs in the memo, the entry's overhead included. Its
+// strings are counted even where they are shared: an upper bound.
 func (k memoKey) size() int64 {
 	return int64(len(k.commit)+len(k.namespace)+len(k.name)) + memoEntryOverhead
 }
 
 func newMemo(budget int64) *memo {
-	return &memo{budget: budget, ll: list.New(), items: make(map[memoKey]*list.Element), inflight: make(map[memoKey]*memoCall)}
+	m := &memo{budget: budget, items: make(map[memoHash]*memoItem), inflight: make(map[memoKey]*memoCall),
+		seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
+	m.head.prev, m.head.next = &m.head, &m.head
+	return m
+}
+
+// front makes it the most recently used item. m.mu is held.
+func (m *memo) front(it *memoItem) {
+	if it.prev != nil { // linked: unlink it first
+		it.prev.next, it.next.prev = it.next, it.prev
+	}
+	it.prev, it.next = &m.head, m.head.next
+	m.head.next.prev = it
+	m.head.next = it
+}
+
+// hold counts, or with d -1 uncounts, the entries v holds: an entry's bytes
+// count while at least one item holds it. m.mu is held.
+func (m *memo) hold(v any, d int32) {
+	h, ok := v.(entryHolder)
+	if !ok {
+		return
+	}
+	for _, e := range h.heldEntries() {
+		if d > 0 && e.held == 0 {
+			m.used += e.size()
+		}
+		e.held += d
+		if d < 0 && e.held == 0 {
+			m.used -= e.size()
+		}
+	}
 }
 
 // do returns the value memoised under k, computing it with fn when there is
@@ -100,11 +173,11 @@ func newMemo(budget int64) *memo {
 func (m *memo) do(ctx context.Context, k memoKey, fn func() (any, int64, error)) (any, error) {
 	for {
 		m.mu.Lock()
-		if el, ok := m.items[k]; ok {
-			m.ll.MoveToFront(el)
+		if it, ok := m.items[m.hash(k)]; ok && it.key == k {
+			m.front(it)
 			m.mu.Unlock()
 			m.stats.hit()
-			return el.Value.(*memoItem).val, nil
+			return it.val, nil
 		}
 		if c, ok := m.inflight[k]; ok {
 			m.mu.Unlock()
@@ -119,7 +192,6 @@ func (m *memo) do(ctx context.Context, k memoKey, fn func() (any, int64, error))
 			}
 			return c.val, c.err
 		}
-		k = k.clone()
 		c := &memoCall{done: make(chan struct{})}
 		m.inflight[k] = c
 		m.mu.Unlock()
@@ -158,8 +230,9 @@ func (k memoKey) typeName() string {
 	return k.typ.Plural + "." + k.typ.Group
 }
 
-// add stores v under k, counting size bytes and k's own against the budget.
-// A value larger than the whole budget is not stored.
+// add stores v under k, counting size bytes, k's own and those of the
+// entries v holds that no other item holds against the budget. A value
+// larger than the whole budget is not stored.
 func (m *memo) add(k memoKey, v any, size int64) {
 	size += k.size()
 	if size > m.budget {
@@ -167,20 +240,32 @@ func (m *memo) add(k memoKey, v any, size int64) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if el, ok := m.items[k]; ok {
-		it := el.Value.(*memoItem)
+	m.hold(v, 1)
+	h := m.hash(k)
+	if it, ok := m.items[h]; ok && it.key == k {
+		m.hold(it.val, -1)
 		m.used += size - it.size
 		it.val, it.size = v, size
-		m.ll.MoveToFront(el)
+		m.front(it)
 	} else {
-		m.items[k] = m.ll.PushFront(&memoItem{key: k, val: v, size: size})
+		if ok { // another key of the same hash, which cannot be told apart: it goes
+			m.remove(it)
+		}
+		e, _ := v.(*entry)
+		it := &memoItem{key: m.clone(k, e), val: v, size: size}
+		m.items[h] = it
+		m.front(it)
 		m.used += size
 	}
-	for m.used > m.budget {
-		el := m.ll.Back()
-		it := el.Value.(*memoItem)
-		m.ll.Remove(el)
-		delete(m.items, it.key)
-		m.used -= it.size
+	for m.used > m.budget && m.head.prev != &m.head {
+		m.remove(m.head.prev)
 	}
+}
+
+// remove drops it. m.mu is held.
+func (m *memo) remove(it *memoItem) {
+	it.prev.next, it.next.prev = it.next, it.prev
+	delete(m.items, m.hash(it.key))
+	m.used -= it.size
+	m.hold(it.val, -1)
 }

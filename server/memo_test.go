@@ -47,8 +47,8 @@ func TestMemoDoComputesOnceForConcurrentCallers(t *testing.T) {
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("computed %d times, want once", n)
 	}
-	if el, ok := m.items[k]; !ok || el.Value.(*memoItem).val != "listing" {
-		t.Fatalf("memoised %v, %v", el, ok)
+	if it, ok := m.items[m.hash(k)]; !ok || it.val != "listing" {
+		t.Fatalf("memoised %v, %v", it, ok)
 	}
 }
 
@@ -92,7 +92,7 @@ func TestMemoDoRecomputesWhenTheComputingCallerGaveUp(t *testing.T) {
 	if _, err := m.do(t.Context(), memoKey{commit: "d"}, func() (any, int64, error) { return nil, 0, boom }); !errors.Is(err, boom) {
 		t.Fatalf("do = %v", err)
 	}
-	if _, ok := m.items[memoKey{commit: "d"}]; ok {
+	if _, ok := m.items[m.hash(memoKey{commit: "d"})]; ok {
 		t.Fatal("a failure was memoised")
 	}
 }
@@ -179,8 +179,7 @@ func TestMemoKeysDoNotPinRequestStrings(t *testing.T) {
 		t.Fatalf("the memo counts %d bytes, over its budget of %d", m.used, budget)
 	}
 	var counted int64
-	for el := m.ll.Front(); el != nil; el = el.Next() {
-		it := el.Value.(*memoItem)
+	for it := m.head.next; it != &m.head; it = it.next {
 		counted += it.size
 		if it.size < it.key.size() {
 			t.Fatalf("an entry is counted as %d bytes, less than its key's %d", it.size, it.key.size())

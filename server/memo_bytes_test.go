@@ -1,0 +1,102 @@
+package server
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/cup-dev/cup/controller"
+)
+
+// memoFill memoises, at commit, a listing of n resources of about 500 bytes
+// in their REST form and a get of each, as a namespace listed and then read
+// resource by resource is, through the interner as the server reads them.
+func memoFill(t *testing.T, m *memo, in *interner, typ *Type, commit string, n int) {
+	t.Helper()
+	l := &listing{items: make([]*entry, 0, n)}
+	for i := range n {
+		r := &controller.Resource{APIVersion: "t.cup.dev/v1", Kind: "Item",
+			Metadata: controller.Metadata{Namespace: "default", Name: fmt.Sprintf("item-%06d", i),
+				Labels: map[string]string{"shard": fmt.Sprintf("s%d", i%16), "team": fmt.Sprintf("team-%d", i%7)}},
+			Spec: fmt.Appendf(nil, `{"owner":"owner-%d@example.com","replicas":%d,"enabled":true,"note":"%0200d"}`, i, i%5, i)}
+		e, err := in.entry(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.remember(keyedKey{typ: typ, namespace: "default", key: fmt.Sprintf("%040x", i)}, e)
+		l.add(e)
+	}
+	k := memoKey{commit: commit, typ: typ, namespace: "default"}
+	if _, err := m.do(t.Context(), k, func() (any, int64, error) { return l, int64(cap(l.items))*8 + 64, nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range l.items {
+		k.name = e.name
+		if _, err := m.do(t.Context(), k, func() (any, int64, error) { return e, 0, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// heapAfterGC is the heap in use after collections that also let the
+// interner's cleanups of entries collected before run.
+func heapAfterGC() int64 {
+	var ms runtime.MemStats
+	for range 3 {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond) // not a timing: a chance for the cleanup goroutine to run
+	}
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
+
+// TestMemoAccountsWhatTheHeapHolds checks that --cache-bytes is honest: the
+// bytes the memo counts for a namespace listed and read at two commits
+// (entries shared between them, as after a write) are within 20% of what
+// the heap grew by.
+func TestMemoAccountsWhatTheHeapHolds(t *testing.T) {
+	const n = 20000
+	typ := &Type{Type: controller.Type{Group: "t.cup.dev", Version: "v1", Kind: "Item", Plural: "items"}}
+	m, in := newMemo(1<<40), newInterner()
+	before := heapAfterGC()
+	memoFill(t, m, in, typ, "1111111111111111111111111111111111111111", n)
+	memoFill(t, m, in, typ, "2222222222222222222222222222222222222222", n) // the same resources: shared entries
+	grown := heapAfterGC() - before
+	m.mu.Lock()
+	used := m.used
+	m.mu.Unlock()
+	t.Logf("%d resources at two commits: the memo counts %d bytes (%d a resource), the heap grew by %d (%d a resource)",
+		n, used, used/n, grown, grown/n)
+	if ratio := float64(used) / float64(grown); ratio < 0.8 || ratio > 1.2 {
+		t.Errorf("the memo counts %d bytes for %d of heap: off by more than 20%%", used, grown)
+	}
+	runtime.KeepAlive(m)
+	runtime.KeepAlive(in)
+}
+
+// TestMemoStaysWithinItsBudget fills a memo of 2 MiB with ten times as
+// much: it counts no more than its budget, and the heap holds not much
+// more (the interner's maps, which keep their room, besides).
+func TestMemoStaysWithinItsBudget(t *testing.T) {
+	const budget = 2 << 20
+	typ := &Type{Type: controller.Type{Group: "t.cup.dev", Version: "v1", Kind: "Item", Plural: "items"}}
+	m, in := newMemo(budget), newInterner()
+	before := heapAfterGC()
+	for c := range 4 {
+		memoFill(t, m, in, typ, fmt.Sprintf("%040d", c), 10000)
+	}
+	grown := heapAfterGC() - before
+	m.mu.Lock()
+	used := m.used
+	m.mu.Unlock()
+	t.Logf("budget %d: the memo counts %d bytes, the heap grew by %d", budget, used, grown)
+	if used > budget {
+		t.Errorf("the memo counts %d bytes, over its budget of %d", used, budget)
+	}
+	if grown > budget*3/2+(2<<20) {
+		t.Errorf("the heap grew by %d bytes with a memo of %d", grown, budget)
+	}
+	runtime.KeepAlive(m)
+	runtime.KeepAlive(in)
+}
