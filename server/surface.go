@@ -34,6 +34,7 @@ type surfaceConfig struct {
 	repository  string
 	branch      string
 	ui          UI // ui.go
+	progress    func() string
 }
 
 // WithCORS lets web pages from origins call the server from a browser:
@@ -49,6 +50,14 @@ type surfaceConfig struct {
 // origins' pages.
 func WithCORS(origins []string) Option {
 	return func(c *config) { c.surface.corsOrigins = slices.Clone(origins) }
+}
+
+// WithStartingProgress, of NewStartingHandler's options only, tells what
+// start-up does now ("loading the configuration"): /readyz and the
+// Unavailable answers to calls report it. Default, and a nil progress or
+// an empty step: they say the server is starting, no more.
+func WithStartingProgress(progress func() string) Option {
+	return func(c *config) { c.surface.progress = progress }
 }
 
 // WithRepository names the repository and branch the index at GET / says
@@ -274,10 +283,12 @@ var indexPage = template.Must(template.New("index").Parse(`<!doctype html>
 // port is bound from the first moment: /healthz answers ok, /readyz 503
 // and gRPC health checks NOT_SERVING, GET /version the build, and every
 // other request 503 Service Unavailable (Unavailable in the Connect,
-// gRPC and gRPC-Web protocols) with Retry-After. Every answer closes its
-// connection. Of opts, WithCORS and WithUI apply (the UI's app is served,
-// and its calls get Unavailable until the Server serves); it fails when
-// WithCORS names an origin it cannot use.
+// gRPC and gRPC-Web protocols) with Retry-After. /readyz and the
+// Unavailable errors say "cupd is starting: " and the step start-up is at,
+// as WithStartingProgress tells it. Every answer closes its connection.
+// Of opts, WithCORS, WithUI (the UI's app is served, and its calls get
+// Unavailable until the Server serves) and WithStartingProgress apply; it
+// fails when WithCORS names an origin it cannot use.
 func NewStartingHandler(opts ...Option) (http.Handler, error) {
 	var cfg config
 	for _, o := range opts {
@@ -286,7 +297,14 @@ func NewStartingHandler(opts ...Option) (http.Handler, error) {
 	if err := checkOrigins(cfg.surface.corsOrigins); err != nil {
 		return nil, err
 	}
-	const msg = "cupd is starting: it serves once its repository and controllers are ready; try again shortly"
+	msg := func() string {
+		if p := cfg.surface.progress; p != nil {
+			if step := p(); step != "" {
+				return "cupd is starting: " + step + "; try again shortly"
+			}
+		}
+		return "cupd is starting: it serves once its repository and controllers are ready; try again shortly"
+	}
 	mux := http.NewServeMux()
 	routePublic(mux, notServing{})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -296,7 +314,7 @@ func NewStartingHandler(opts ...Option) (http.Handler, error) {
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = fmt.Fprintf(w, "not ready: %s\n", msg)
+		_, _ = fmt.Fprintf(w, "not ready: %s\n", msg())
 	})
 	if cfg.surface.ui != nil {
 		mux.Handle(UIPath, cfg.surface.ui)
@@ -305,13 +323,13 @@ func NewStartingHandler(opts ...Option) (http.Handler, error) {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "1")
 		if ew.IsSupported(r) {
-			_ = ew.Write(w, r, connect.NewError(connect.CodeUnavailable, errors.New(msg)))
+			_ = ew.Write(w, r, connect.NewError(connect.CodeUnavailable, errors.New(msg())))
 			return
 		}
 		writeJSON(w, http.StatusServiceUnavailable, struct {
 			Code    string `json:"code"`
 			Message string `json:"message"`
-		}{connect.CodeUnavailable.String(), msg})
+		}{connect.CodeUnavailable.String(), msg()})
 	})
 	h := corsHandler(mux, cfg.surface.corsOrigins)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

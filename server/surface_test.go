@@ -105,3 +105,32 @@ func TestVersionJSON(t *testing.T) {
 		t.Errorf("GET /version = %v %s", err, rec.Body)
 	}
 }
+
+// TestStartingProgress: /readyz and the calls refused while starting say
+// the step start-up is at.
+func TestStartingProgress(t *testing.T) {
+	t.Parallel()
+	step := "loading the configuration"
+	h, err := server.NewStartingHandler(server.WithStartingProgress(func() string { return step }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	const want = "cupd is starting: loading the configuration; try again shortly"
+	for _, path := range []string{"/readyz", "/apis/flags.cup.dev/v1alpha1/namespaces/default/flags"} {
+		res, err := http.Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), want) {
+			t.Errorf("GET %s = %d %q, want 503 saying %q", path, res.StatusCode, b, want)
+		}
+	}
+	_, err = cupv1alpha1connect.NewResourceServiceClient(ts.Client(), ts.URL).List(t.Context(), connect.NewRequest(&cupv1alpha1.ListRequest{}))
+	if connect.CodeOf(err) != connect.CodeUnavailable || !strings.Contains(err.Error(), want) {
+		t.Errorf("List while starting: %v, want Unavailable saying %q", err, want)
+	}
+}

@@ -16,8 +16,10 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -38,6 +40,21 @@ import (
 	gitsource "github.com/cup-dev/cup/source/git"
 	"github.com/cup-dev/cup/web"
 )
+
+// processStart is about when the process started: start-up is timed from
+// it.
+var processStart = time.Now()
+
+// defaultWASMCacheDir is --wasm-cache-dir's default, cup/wasm in the
+// user's cache directory; empty, with errNoCacheDir saying why, when there
+// is none.
+var defaultWASMCacheDir, errNoCacheDir = func() (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "cup", "wasm"), nil
+}()
 
 func main() {
 	cueeval.Worker() // cupd started as a CUE evaluator (see internal/cueeval) does that alone
@@ -116,6 +133,7 @@ type serveFlags struct {
 	proposalsRefresh  time.Duration
 	scmTimeout        time.Duration
 	wasmCacheDir      string
+	wasmCacheDirSet   bool // given by flag or environment, not the default
 	signingKeyFile    string
 	signingPassphrase string
 
@@ -139,6 +157,8 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 			if err := applyEnv(cmd.Flags(), os.Environ()); err != nil {
 				return err
 			}
+			_, inEnv := lookup(os.Environ(), envName("wasm-cache-dir"))
+			f.wasmCacheDirSet = inEnv || cmd.Flags().Changed("wasm-cache-dir")
 			return runServe(cmd.Context(), &f, stdout, stderr)
 		},
 	}
@@ -203,7 +223,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.StringVar(&f.templateDir, "templates", "", "directory with commit.tmpl, title.tmpl and body.tmpl overriding the default commit message and proposal texts")
 	fl.DurationVar(&f.proposalsRefresh, "proposals-refresh", proposals.DefaultRefreshInterval, "how often to read the state of proposals from the SCM (POST /hooks/scm reads it at once)")
 	fl.DurationVar(&f.scmTimeout, "scm-timeout", scm.DefaultTimeout, "how long one call to the SCM may take (waits for its rate limit excepted)")
-	fl.StringVar(&f.wasmCacheDir, "wasm-cache-dir", "", "keep compiled WASM controllers in this directory, so that a restart does not compile them again (default: in memory)")
+	fl.StringVar(&f.wasmCacheDir, "wasm-cache-dir", defaultWASMCacheDir, "keep compiled WASM modules in this directory (made with mode 0700), so that a restart loads them instead of compiling them again; \"\" or \"off\" keeps them in memory only (default: cup/wasm in the user's cache directory)")
 	fl.StringVar(&f.signingKeyFile, "signing-key-file", "", "armored OpenPGP private key to sign commits with")
 	fl.StringVar(&f.signingPassphrase, "signing-key-passphrase", "", "passphrase of --signing-key-file (prefer CUPD_SIGNING_KEY_PASSPHRASE)")
 	fl.StringVar(&f.policy, "policy", "", "file or directory of Role, ClusterRole, RoleBinding and ClusterRoleBinding files; setting it turns authentication and authorization on (see SECURITY.md)")
@@ -414,6 +434,13 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 		return err
 	}
 	slog.SetDefault(logger)
+	wasmCacheDir := f.wasmCacheDir
+	switch {
+	case wasmCacheDir == "off":
+		wasmCacheDir = ""
+	case wasmCacheDir == "" && errNoCacheDir != nil && !f.wasmCacheDirSet:
+		logger.Info("no user cache directory: WASM modules are compiled in memory, at every start (set --wasm-cache-dir to keep them)", "error", errNoCacheDir)
+	}
 	tracerProvider, shutdownTracing, err := startTracing(ctx, logger)
 	if err != nil {
 		return err
@@ -462,7 +489,14 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 	if f.ui {
 		ui = web.NewHandler(web.Dist())
 	}
-	starting, err := server.NewStartingHandler(server.WithCORS(f.corsOrigins), server.WithUI(ui))
+	var step atomic.Pointer[string] // what start-up does now, for /readyz
+	progress := func(s string) {
+		step.Store(&s)
+		logger.Debug("start-up", "step", s)
+	}
+	progress("starting")
+	starting, err := server.NewStartingHandler(server.WithCORS(f.corsOrigins), server.WithUI(ui),
+		server.WithStartingProgress(func() string { return *step.Load() }))
 	if err != nil {
 		_ = ln.Close()
 		return fmt.Errorf("--cors-allowed-origins: %w", err)
@@ -529,7 +563,8 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 			PolicyPath: f.policy, TokensFile: f.tokensFile, OIDC: f.oidc,
 			ClientCertificates: f.tlsClientCAFile != "", ReloadInterval: f.reloadInterval,
 		},
-		WASMCacheDir:         f.wasmCacheDir,
+		WASMCacheDir:         wasmCacheDir,
+		Progress:             progress,
 		TracerProvider:       tracerProvider,
 		SigningKeyFile:       f.signingKeyFile,
 		SigningKeyPassphrase: f.signingPassphrase,
@@ -561,7 +596,8 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 	srv.RegisterOnShutdown(a.CloseWatches) // watches end at once rather than hold the shutdown
 	g.open(a.Handler(), a.Listener, a.ConnState)
 
-	logger.Info("serving", "address", url, "repository", a.Repository(), "branch", a.Branch(), "demo", a.Demo())
+	logger.Info("serving", "address", url, "repository", a.Repository(), "branch", a.Branch(), "demo", a.Demo(),
+		"startup", time.Since(processStart).Round(time.Millisecond))
 	if a.Demo() {
 		fmt.Fprintf(stdout, "cupd is serving a demo repository (%s) at %s\n", a.Repository(), url)
 	} else {

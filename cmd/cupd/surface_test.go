@@ -17,6 +17,8 @@ import (
 	"connectrpc.com/connect"
 	"connectrpc.com/grpchealth"
 
+	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
+	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
 	"github.com/cup-dev/cup/internal/gittest"
 	"github.com/cup-dev/cup/internal/servertest"
 	"github.com/cup-dev/cup/internal/testlog"
@@ -258,8 +260,17 @@ func TestPortBoundBeforeStartup(t *testing.T) {
 	if code, body := get(t, addr+"/healthz"); code != 200 {
 		t.Errorf("/healthz while starting = %d %q, want 200", code, body)
 	}
-	if code, body := get(t, addr+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "starting") {
-		t.Errorf("/readyz while starting = %d %q, want 503", code, body)
+	// /readyz and the calls say what start-up waits for.
+	const fetching = "cupd is starting: fetching the repository " + "http://127.0.0.1:"
+	if code, body := get(t, addr+"/readyz"); code != http.StatusServiceUnavailable || !strings.HasPrefix(body, "not ready: "+fetching) {
+		t.Errorf("/readyz while starting = %d %q, want 503 and %q", code, body, fetching)
+	}
+	_, err = cupv1alpha1connect.NewResourceServiceClient(http.DefaultClient, addr).List(t.Context(), connect.NewRequest(&cupv1alpha1.ListRequest{}))
+	if connect.CodeOf(err) != connect.CodeUnavailable || !strings.Contains(err.Error(), fetching) {
+		t.Errorf("List while starting: %v, want Unavailable saying %q", err, fetching)
+	}
+	if res := servertest.Do(t, "GET", addr+flagPath, ""); res.Status != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" || !strings.Contains(res.Body, fetching) {
+		t.Errorf("REST GET while starting = %d %v %s, want 503 with Retry-After saying %q", res.Status, res.Header, res.Body, fetching)
 	}
 	if st, err := healthOf(t, addr, ""); err != nil || st != grpchealth.StatusNotServing {
 		t.Errorf("health while starting = %v, %v; want not serving", st, err)

@@ -26,7 +26,12 @@ import (
 //     failure to instantiate it);
 //   - cup_wasm_call_duration_seconds{controller,verb}: how long runs took,
 //     the wait for the memory budget included;
-//   - cup_wasm_instances_alive: module instances existing now.
+//   - cup_wasm_instances_alive: module instances existing now;
+//   - cup_wasm_compiles_total{cache}: modules compiled, by what the cache
+//     directory did: hit (loaded the compiled code), miss (compiled, and
+//     wrote it) or memory (compiled without a cache directory, or after it
+//     failed);
+//   - cup_wasm_compile_duration_seconds{cache}: how long compiles took.
 //
 // The default, and a nil reg, register none (they are still kept).
 func WithMetrics(reg prometheus.Registerer) RuntimeOption {
@@ -51,6 +56,9 @@ type observer struct {
 	calls    *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	alive    prometheus.Gauge
+
+	compiles        *prometheus.CounterVec
+	compileDuration *prometheus.HistogramVec
 }
 
 func newObserver(cfg *runtimeConfig) (*observer, error) {
@@ -73,9 +81,18 @@ func newObserver(cfg *runtimeConfig) (*observer, error) {
 			Name: "cup_wasm_instances_alive",
 			Help: "WASM controller module instances existing now.",
 		}),
+		compiles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cup_wasm_compiles_total",
+			Help: "WASM modules compiled, by what the compilation cache directory did: hit (loaded the compiled code), miss (compiled and wrote it) or memory (no cache directory).",
+		}, []string{"cache"}),
+		compileDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "cup_wasm_compile_duration_seconds",
+			Help:    "Time compiling a WASM module took, by what the compilation cache directory did (hit, miss or memory).",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"cache"}),
 	}
 	if cfg.metrics != nil {
-		for _, c := range []prometheus.Collector{o.calls, o.duration, o.alive} {
+		for _, c := range []prometheus.Collector{o.calls, o.duration, o.alive, o.compiles, o.compileDuration} {
 			if err := cfg.metrics.Register(c); err != nil {
 				return nil, fmt.Errorf("wasm runtime: metrics: %w", err)
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tetratelabs/wazero"
@@ -28,17 +29,23 @@ type runtimeConfig struct {
 type RuntimeOption func(*runtimeConfig)
 
 // WithCacheDir keeps compiled machine code in dir, which is created if
-// missing, so that a restarted process loads a module it compiled before
-// instead of compiling it again. The directory must be reserved for this
-// purpose; entries are specific to the wazero version. The default, and an
-// empty dir, keep compiled code in memory only.
+// missing (mode 0700), so that a restarted process loads a module it
+// compiled before instead of compiling it again. The directory must be
+// reserved for this purpose; entries are specific to the wazero version.
+// A directory that cannot be created or written to, or whose entries
+// cannot be read back, does not stop compiling: the Runtime logs a warning
+// and keeps compiled code in memory from then on (after a bad entry, it
+// also empties the directory, so that the next process starts afresh). The
+// default, and an empty dir, keep compiled code in memory only.
 func WithCacheDir(dir string) RuntimeOption {
 	return func(c *runtimeConfig) { c.cacheDir = dir }
 }
 
-// WithLogger sets the logger that receives debug records: how long modules
-// took to compile, and what successful calls wrote to stderr. The default
-// discards them; a nil l keeps the default.
+// WithLogger sets the logger that receives a record of each module
+// compiled (how long it took, and whether the cache directory had it),
+// warnings about the cache directory, and debug records of what successful
+// calls wrote to stderr. The default discards them; a nil l keeps the
+// default.
 func WithLogger(l *slog.Logger) RuntimeOption {
 	return func(c *runtimeConfig) {
 		if l != nil {
@@ -69,9 +76,20 @@ type Runtime struct {
 	budget *semaphore.Weighted
 	obs    *observer
 
-	mu      sync.Mutex
-	cache   wazero.CompilationCache // nil until first needed
-	rt      wazero.Runtime          // nil until first needed
+	mu    sync.Mutex
+	cache wazero.CompilationCache // nil until first needed
+	rt    wazero.Runtime          // nil until first needed
+	// dir is the cache directory in use: cfg.cacheDir once it proved
+	// usable, "" when there is none or it failed (see cache.go).
+	dir string
+	// memRT and memCache compile in memory once the cache directory
+	// failed while compiling; nil until then.
+	memRT     wazero.Runtime
+	memCache  wazero.CompilationCache
+	dirFailed bool // cacheFailed has been called
+	// entries are the cache directory's entries known to r: there when
+	// r first looked, or claimed by a compile as its own (see claim).
+	entries map[string]time.Time
 	closed  bool
 	modules map[[sha256.Size]byte]*compiledModule // by module digest
 }
@@ -84,18 +102,20 @@ type compiledModule struct {
 	// turns.
 	mu sync.Mutex
 	m  wazero.CompiledModule // guarded by mu; nil until compiled
+	rt wazero.Runtime        // guarded by mu: the runtime m was compiled in
 	// refs counts the compile calls waiting for m or holding it, guarded by
 	// Runtime.mu.
 	refs int
 }
 
-// compile returns the compiled form of module, compiling it only when no
-// controller of this runtime holds it already: even a compilation found in
-// wazero's cache decodes the module again (35 ms for a 5 MB Go module).
-// Compilations of the same module take turns, since wazero shares one only
-// once it has finished; after a failed one, the next in turn tries again.
-// release gives the module back; the last release closes it.
-func (r *Runtime) compile(ctx context.Context, rt wazero.Runtime, module []byte) (_ wazero.CompiledModule, release func(context.Context) error, _ error) {
+// compile returns the compiled form of module, and the wazero runtime to
+// instantiate it in, compiling it only when no controller of this runtime
+// holds it already: even a compilation found in wazero's cache decodes the
+// module again (35 ms for a 5 MB Go module). Compilations of the same
+// module take turns, since wazero shares one only once it has finished;
+// after a failed one, the next in turn tries again. name names the module
+// in the log. release gives the module back; the last release closes it.
+func (r *Runtime) compile(ctx context.Context, name string, module []byte) (_ wazero.Runtime, _ wazero.CompiledModule, release func(context.Context) error, _ error) {
 	sum := sha256.Sum256(module)
 	r.mu.Lock()
 	if r.modules == nil {
@@ -122,18 +142,18 @@ func (r *Runtime) compile(ctx context.Context, rt wazero.Runtime, module []byte)
 	}
 	cm.mu.Lock()
 	if cm.m == nil {
-		m, err := rt.CompileModule(ctx, module)
+		rt, m, err := r.compileNew(ctx, name, module)
 		if err != nil {
 			cm.mu.Unlock()
 			drop()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		cm.m = m
+		cm.rt, cm.m = rt, m
 	}
-	m := cm.m
+	rt, m := cm.rt, cm.m
 	cm.mu.Unlock()
 	var once sync.Once
-	return m, func(ctx context.Context) (err error) {
+	return rt, m, func(ctx context.Context) (err error) {
 		once.Do(func() {
 			if drop() {
 				err = m.Close(ctx)
@@ -170,7 +190,9 @@ func (r *Runtime) budgetPages() int64 {
 }
 
 // runtime returns the wazero runtime, creating it (and the compilation
-// cache) on first use.
+// cache) on first use. A cache directory that cannot be used (it cannot be
+// created or written to) does not stop it: it logs a warning and keeps
+// compiled code in memory.
 //
 // Its memory limit is wazero's default, the 4 GiB a module can address:
 // wazero refuses to grow memory past its limit without telling anybody, so
@@ -186,23 +208,24 @@ func (r *Runtime) runtime(ctx context.Context) (wazero.Runtime, error) {
 	if r.rt != nil {
 		return r.rt, nil
 	}
-	if r.cfg.cacheDir == "" {
-		r.cache = wazero.NewCompilationCache()
-	} else {
-		cache, err := wazero.NewCompilationCacheWithDir(r.cfg.cacheDir)
-		if err != nil {
-			return nil, fmt.Errorf("wasm runtime: compilation cache in %s: %w", r.cfg.cacheDir, err)
-		}
-		r.cache = cache
+	cache := r.openCache(ctx)
+	rt, err := newWazero(ctx, cache)
+	if err != nil {
+		return nil, errors.Join(err, cache.Close(ctx))
 	}
+	r.rt, r.cache = rt, cache
+	return rt, nil
+}
+
+// newWazero returns a wazero runtime compiling into cache, with WASI.
+func newWazero(ctx context.Context, cache wazero.CompilationCache) (wazero.Runtime, error) {
 	cfg := wazero.NewRuntimeConfig().
-		WithCompilationCache(r.cache).
+		WithCompilationCache(cache).
 		WithCloseOnContextDone(true)
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
-		return nil, errors.Join(fmt.Errorf("wasm runtime: instantiating WASI: %w", err), rt.Close(ctx), r.cache.Close(ctx))
+		return nil, errors.Join(fmt.Errorf("wasm runtime: instantiating WASI: %w", err), rt.Close(ctx))
 	}
-	r.rt = rt
 	return rt, nil
 }
 
@@ -215,8 +238,12 @@ func (r *Runtime) Close(ctx context.Context) error {
 		return nil
 	}
 	r.closed = true
-	if r.rt == nil {
-		return nil
+	var errs []error
+	if r.rt != nil {
+		errs = append(errs, r.rt.Close(ctx), r.cache.Close(ctx))
 	}
-	return errors.Join(r.rt.Close(ctx), r.cache.Close(ctx))
+	if r.memRT != nil {
+		errs = append(errs, r.memRT.Close(ctx), r.memCache.Close(ctx))
+	}
+	return errors.Join(errs...)
 }

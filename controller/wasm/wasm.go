@@ -65,12 +65,8 @@ func New(ctx context.Context, rt *Runtime, name string, module []byte, spec *Spe
 		return nil, fmt.Errorf("wasm controller %q: memoryLimitPages %d (%s) is more than the memory budget of every WASM controller's calls together, %d pages (%s): lower the limit or raise the budget (cupd --wasm-memory-bytes)",
 			name, s.MemoryLimitPages, pagesSize(s.MemoryLimitPages), budget, pagesSize(uint32(budget)))
 	}
-	runtime, err := rt.runtime(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("wasm controller %q: %w", name, err)
-	}
 	start := time.Now()
-	compiled, release, err := rt.compile(ctx, runtime, module)
+	runtime, compiled, release, err := rt.compile(ctx, s.Path, module)
 	if err != nil {
 		return nil, fmt.Errorf("wasm controller %q: compiling module %s: %w", name, s.Path, err)
 	}

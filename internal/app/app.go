@@ -58,8 +58,9 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 			_ = a.Close()
 		}
 	}()
+	st := newStartup(opts)
 	if a.repo == "" {
-		if err := a.buildDemo(ctx, opts.Logger); err != nil {
+		if err := a.buildDemo(ctx, opts.Logger, st); err != nil {
 			return nil, err
 		}
 	}
@@ -70,6 +71,11 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if gitsource.IsURL(a.repo) {
+		st.step(phaseRepository, "fetching the repository "+gitsource.Redact(a.repo))
+	} else {
+		st.step(phaseRepository, "opening the repository")
+	}
 	src, err := a.openSource(ctx, opts, mode, reg)
 	if err != nil {
 		return nil, fmt.Errorf("opening repository %s: %w", gitsource.Redact(a.repo), err)
@@ -106,6 +112,7 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		served = a.proposals
 	}
 
+	st.step(phaseConfiguration, "loading the configuration")
 	set, modules, err := loadConfig(ctx, src, opts.ConfigDir)
 	if err != nil {
 		return nil, err
@@ -129,6 +136,11 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		}
 		rt = a.wasm
 	}
+	// Compiled all at once here, each module is found compiled as the
+	// controllers and reconcilers are built below, one after the other.
+	release := st.precompile(ctx, rt, modules)
+	defer func() { _ = release(context.WithoutCancel(ctx)) }()
+	st.step(phaseBuild, "building the controllers, the server and the reconcilers")
 	types, err := BuildTypes(ctx, set, &Modules{Runtime: rt, Files: modules})
 	if err != nil {
 		return nil, err
@@ -211,6 +223,7 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		opts.Logger.WarnContext(ctx, "serving the benchmark's trivial procedure (--bench-trivial)", "procedure", TrivialProcedure)
 	}
 	a.handler = withHosts(ops, opts.AllowedHosts)
+	st.register(reg)
 	if len(types) > 0 {
 		t := types[0]
 		a.example = fmt.Sprintf("/apis/%s/%s/namespaces/default/%s", t.Group, t.Version, t.Plural)

@@ -17,7 +17,8 @@ import (
 // the WASM module of its Segment type from [examples.DemoWASM], which
 // builds it at the first start from a checkout. Without the module the
 // demo is served without that type.
-func (a *App) buildDemo(ctx context.Context, log *slog.Logger) error {
+func (a *App) buildDemo(ctx context.Context, log *slog.Logger, st *startup) error {
+	st.step(phaseDemo, "reading the demo's WASM modules (built with the go command when not embedded and not cached)")
 	dir, err := os.MkdirTemp("", "cup-demo-*")
 	if err != nil {
 		return fmt.Errorf("creating the demo repository: %w", err)
@@ -51,6 +52,7 @@ func (a *App) buildDemo(ctx context.Context, log *slog.Logger) error {
 			files[examples.DemoBundleWASMFile] = b
 		}
 	}
+	st.step(phaseDemo, "creating the demo repository")
 	if _, err := gitrepo.Init(dir, "main", files, "Demo repository for cup"); err != nil {
 		return fmt.Errorf("creating the demo repository: %w", err)
 	}

@@ -105,6 +105,12 @@ type Options struct {
 	// of the App's own (WASMCacheDir and WASMMemoryBytes are then ignored);
 	// the caller closes it. Apps sharing one compile a module once.
 	WASMRuntime *wasm.Runtime
+	// Progress, when set, is told what start-up does as each step begins
+	// ("loading the configuration", "compiling WASM modules 1/2
+	// (flagbundle.wasm)"), for a readiness probe to report. Open calls it
+	// from its own goroutine, and from those compiling modules, one call
+	// at a time.
+	Progress func(step string)
 	// TracerProvider receives the spans of calls, of the WASM controllers'
 	// module runs (not those of a WASMRuntime the caller made) and of SCM
 	// calls. Nil records none.

@@ -1,0 +1,254 @@
+package wasm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+)
+
+// Outcomes of a compile, the cache label of cup_wasm_compiles_total.
+const (
+	cacheHit    = "hit"    // loaded from the cache directory
+	cacheMiss   = "miss"   // compiled, and written to the cache directory
+	cacheMemory = "memory" // compiled without a cache directory
+)
+
+// openCache returns the compilation cache of a new wazero runtime: in
+// cfg.cacheDir when it can be created and written to (r.dir is set then),
+// else in memory, with a warning. r.mu is held.
+func (r *Runtime) openCache(ctx context.Context) wazero.CompilationCache {
+	dir := r.cfg.cacheDir
+	if dir == "" {
+		return wazero.NewCompilationCache()
+	}
+	cache, err := openCacheDir(dir)
+	if err != nil {
+		r.cfg.logger.WarnContext(ctx, "the WASM compilation cache directory cannot be used: compiling WASM modules in memory, and again at the next start",
+			"dir", dir, "error", err)
+		return wazero.NewCompilationCache()
+	}
+	r.dir = dir
+	r.entries = cacheEntries(dir)
+	return cache
+}
+
+// openCacheDir makes dir (0700) and a wazero cache in it, and checks that
+// a file can be written there: wazero finds out only once it has compiled
+// a module, and then fails the compile.
+func openCacheDir(dir string) (wazero.CompilationCache, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	cache, err := wazero.NewCompilationCacheWithDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.CreateTemp(dir, ".probe-*")
+	if err == nil {
+		err = errors.Join(f.Close(), os.Remove(f.Name()))
+	}
+	if err != nil {
+		return nil, errors.Join(err, cache.Close(context.Background()))
+	}
+	return cache, nil
+}
+
+// cacheVersionDirs are the folders wazero keeps its entries in, one per
+// wazero version, for this platform.
+func cacheVersionDirs(dir string) []string {
+	m, _ := filepath.Glob(filepath.Join(dir, "wazero-*-"+goruntime.GOARCH+"-"+goruntime.GOOS))
+	return m
+}
+
+// cacheEntries lists the compiled modules the cache directory holds, by
+// path, with the time each was written (wazero's temporary files left
+// out).
+func cacheEntries(dir string) map[string]time.Time {
+	out := map[string]time.Time{}
+	for _, d := range cacheVersionDirs(dir) {
+		es, _ := os.ReadDir(d)
+		for _, e := range es {
+			if e.IsDir() || strings.HasSuffix(e.Name(), ".tmp") {
+				continue
+			}
+			if fi, err := e.Info(); err == nil {
+				out[filepath.Join(d, e.Name())] = fi.ModTime()
+			}
+		}
+	}
+	return out
+}
+
+// claim tells whether the compile that just finished wrote a new entry in
+// the cache directory (a miss) or loaded one (a hit): wazero does not say.
+// An entry appears (or is written again, in place of one it could not use)
+// only when a compile that missed writes it, before that compile returns,
+// so a compile that finds an entry new or rewritten since no compile
+// claimed it claims it, as a miss. With compiles running at once, two may swap their
+// entries (and their outcomes); the counts of hits and misses stay right.
+func (r *Runtime) claim() string {
+	now := cacheEntries(r.dir)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for e, mod := range now {
+		if known, ok := r.entries[e]; !ok || !known.Equal(mod) {
+			r.entries[e] = mod
+			return cacheMiss
+		}
+	}
+	return cacheHit
+}
+
+// compileNew compiles module, logs how long it took and counts it. A
+// compile that fails with the cache directory is tried again in memory: if
+// that works, the directory was at fault (an entry that cannot be read
+// back, a full disk), and every later compile is made in memory.
+func (r *Runtime) compileNew(ctx context.Context, name string, module []byte) (wazero.Runtime, wazero.CompiledModule, error) {
+	rt, err := r.runtime(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.mu.Lock()
+	if r.memRT != nil {
+		rt = r.memRT
+	}
+	withDir := r.dir != "" && r.memRT == nil
+	r.mu.Unlock()
+	start := time.Now()
+	m, err := rt.CompileModule(ctx, module)
+	outcome := cacheMemory
+	switch {
+	case err == nil && withDir:
+		outcome = r.claim()
+	case err != nil && withDir && ctx.Err() == nil:
+		mem, merr := r.memoryRuntime(ctx)
+		if merr != nil {
+			return nil, nil, errors.Join(err, merr)
+		}
+		m2, err2 := mem.CompileModule(ctx, module)
+		if err2 != nil {
+			return nil, nil, err2 // the module's fault, not the directory's
+		}
+		r.cacheFailed(ctx, err)
+		rt, m, err = mem, m2, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	d := time.Since(start)
+	r.obs.compiles.WithLabelValues(outcome).Inc()
+	r.obs.compileDuration.WithLabelValues(outcome).Observe(d.Seconds())
+	r.cfg.logger.InfoContext(ctx, "compiled wasm module", "module", name, "bytes", len(module), "cache", outcome, "duration", elapsed(start))
+	return rt, m, nil
+}
+
+// memoryRuntime returns the runtime compiling in memory after the cache
+// directory failed, creating it on first use.
+func (r *Runtime) memoryRuntime(ctx context.Context) (wazero.Runtime, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, errors.New("wasm runtime is closed")
+	}
+	if r.memRT == nil {
+		cache := wazero.NewCompilationCache()
+		rt, err := newWazero(ctx, cache)
+		if err != nil {
+			return nil, errors.Join(err, cache.Close(ctx))
+		}
+		r.memRT, r.memCache = rt, cache
+	}
+	return r.memRT, nil
+}
+
+// cacheFailed logs, once, that the cache directory failed with err, and
+// empties it of wazero's entries, so that the next process compiles
+// afresh rather than fail on them again.
+func (r *Runtime) cacheFailed(ctx context.Context, err error) {
+	r.mu.Lock()
+	first := !r.dirFailed
+	r.dirFailed = true
+	r.mu.Unlock()
+	if !first {
+		return
+	}
+	var errs []error
+	for _, d := range cacheVersionDirs(r.dir) {
+		errs = append(errs, os.RemoveAll(d))
+	}
+	r.cfg.logger.WarnContext(ctx, "the WASM compilation cache directory failed: compiling WASM modules in memory from now on; its entries were removed for the next start",
+		"dir", r.dir, "error", err, "remove_error", errors.Join(errs...))
+}
+
+// Module is a WASM module to compile ahead of the Controllers made from
+// it (see [Runtime.Precompile]).
+type Module struct {
+	// Name names the module in the log and in progress reports: its path.
+	Name  string
+	Bytes []byte
+}
+
+// Precompile compiles modules at once, GOMAXPROCS of them at a time, so
+// that Controllers made from the same bytes before release is called find
+// them compiled rather than compile them one after the other. done, when
+// not nil, is called as each module is done (compiled or failed), with how
+// many are done so far and the names of those still compiling; calls to
+// it do not overlap. A module that fails to compile is not reported here:
+// [New] compiles it again and says what is wrong, naming its controller.
+// release gives back what Precompile holds; Controllers made meanwhile keep
+// their modules.
+func (r *Runtime) Precompile(ctx context.Context, modules []Module, done func(n int, compiling []string)) (release func(context.Context) error) {
+	var (
+		mu        sync.Mutex
+		releases  []func(context.Context) error
+		n         int
+		compiling = map[string]int{}
+	)
+	for _, m := range modules {
+		compiling[m.Name]++
+	}
+	sem := make(chan struct{}, max(goruntime.GOMAXPROCS(0), 1))
+	var wg sync.WaitGroup
+	for _, m := range modules {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			_, _, rel, err := r.compile(ctx, m.Name, m.Bytes)
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				releases = append(releases, rel)
+			} else {
+				r.cfg.logger.DebugContext(ctx, "compiling a wasm module ahead failed", "module", m.Name, "error", err)
+			}
+			n++
+			if compiling[m.Name]--; compiling[m.Name] == 0 {
+				delete(compiling, m.Name)
+			}
+			if done != nil {
+				done(n, slices.Sorted(maps.Keys(compiling)))
+			}
+		})
+	}
+	wg.Wait()
+	return func(ctx context.Context) error {
+		var errs []error
+		for _, rel := range releases {
+			errs = append(errs, rel(ctx))
+		}
+		if err := errors.Join(errs...); err != nil {
+			return fmt.Errorf("wasm runtime: releasing precompiled modules: %w", err)
+		}
+		return nil
+	}
+}
