@@ -38,6 +38,18 @@ func writing(name, data string) source.ApplyFunc {
 	}
 }
 
+// behindFirst starts an update whose swap is held until release is
+// called, so that the updates started next queue behind it. Call it in a
+// synctest bubble.
+func behindFirst(t *testing.T) (r *refs, e *writes.Engine, release func(), first <-chan outcome) {
+	r = newRefs(t)
+	e = engine(t, nil)
+	release = held(r)
+	first = start(t.Context(), e, r, &source.UpdateRequest{Message: "first\n", Apply: writing("other.txt", "x")})
+	synctest.Wait()
+	return r, e, release, first
+}
+
 type outcome struct {
 	res *source.UpdateResult
 	err error
@@ -176,11 +188,7 @@ func TestGroupCommit(t *testing.T) {
 // before it in the group made, so its precondition sees that change.
 func TestGroupAppliesInOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRefs(t)
-		e := engine(t, nil)
-		release := held(r)
-		first := start(t.Context(), e, r, &source.UpdateRequest{Message: "first\n", Apply: writing("other.txt", "x")})
-		synctest.Wait()
+		r, e, release, first := behindFirst(t)
 		a := start(t.Context(), e, r, &source.UpdateRequest{Message: "a\n", Apply: writing("a.txt", "changed by a\n")})
 		synctest.Wait()
 		errStale := errors.New("a.txt is not as read")
@@ -213,11 +221,7 @@ func TestGroupAppliesInOrder(t *testing.T) {
 // failed on the branch's head keeps its own error.
 func TestGroupSwapFails(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRefs(t)
-		e := engine(t, nil)
-		release := held(r)
-		first := start(t.Context(), e, r, &source.UpdateRequest{Message: "first\n", Apply: writing("other.txt", "x")})
-		synctest.Wait()
+		r, e, release, first := behindFirst(t)
 		errOwn := errors.New("bad request")
 		own := start(t.Context(), e, r, &source.UpdateRequest{Message: "own\n", Apply: func(context.Context, *source.Snapshot, source.Writer) error { return errOwn }})
 		synctest.Wait()
@@ -255,11 +259,7 @@ func TestGroupSwapFails(t *testing.T) {
 // applied again, whole, on the new head.
 func TestGroupAppliedAgainWhenMoved(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRefs(t)
-		e := engine(t, nil)
-		release := held(r)
-		first := start(t.Context(), e, r, &source.UpdateRequest{Message: "first\n", Apply: writing("other.txt", "x")})
-		synctest.Wait()
+		r, e, release, first := behindFirst(t)
 		var calls [2]int
 		var outs [2]<-chan outcome
 		for i := range 2 {
@@ -308,11 +308,7 @@ func TestGroupAppliedAgainWhenMoved(t *testing.T) {
 // first is in the same group answers with the first's commit.
 func TestGroupSameKeyReplays(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRefs(t)
-		e := engine(t, nil)
-		release := held(r)
-		first := start(t.Context(), e, r, &source.UpdateRequest{Message: "first\n", Apply: writing("other.txt", "x")})
-		synctest.Wait()
+		r, e, release, first := behindFirst(t)
 		req := func() *source.UpdateRequest {
 			return &source.UpdateRequest{Message: "keyed\n", IdempotencyKey: "k-1", Fingerprint: "fp", Apply: writing("k.txt", "k")}
 		}
@@ -336,11 +332,7 @@ func TestGroupSameKeyReplays(t *testing.T) {
 // queue is never applied.
 func TestGroupWithdrawn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRefs(t)
-		e := engine(t, nil)
-		release := held(r)
-		first := start(t.Context(), e, r, &source.UpdateRequest{Message: "first\n", Apply: writing("other.txt", "x")})
-		synctest.Wait()
+		r, e, release, first := behindFirst(t)
 		ctx, cancel := context.WithCancel(t.Context())
 		applied := false
 		gone := start(ctx, e, r, &source.UpdateRequest{Message: "gone\n", Apply: func(context.Context, *source.Snapshot, source.Writer) error {
@@ -426,11 +418,7 @@ func TestGroupConfig(t *testing.T) {
 // deadlines, not the first's.
 func TestGroupContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRefs(t)
-		e := engine(t, nil)
-		release := held(r)
-		first := start(t.Context(), e, r, &source.UpdateRequest{Message: "first\n", Apply: writing("other.txt", "x")})
-		synctest.Wait()
+		r, e, release, first := behindFirst(t)
 		short, cancelShort := context.WithTimeout(t.Context(), time.Second)
 		long, cancelLong := context.WithTimeout(t.Context(), time.Minute)
 		defer cancelLong()
