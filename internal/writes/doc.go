@@ -22,8 +22,12 @@
 //   - Target resolution: which branch the commit starts from and which it
 //     goes on, by the request (a change set, a revision) and the write
 //     mode ([Config.Mode]); only branches are writable.
-//   - Locking: updates of one branch through one engine take turns; new
-//     change sets with random names need no lock.
+//   - Group commit: updates of a branch that exists queue while the group
+//     before them is published; then up to [Config.GroupMax] of them are
+//     applied one on another, each its own commit, and published with one
+//     compare-and-swap (one push), each answered when it lands (group.go).
+//     Updates that create a change set named by a key take a lock; new
+//     change sets with random names need none.
 //   - Retries: when the compare-and-swap finds the branch moved
 //     ([ErrMoved]), the change is applied again on the new head, up to
 //     [Config.MaxRetries] times, and then fails with source.ErrConflict.
