@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cup-dev/cup/internal/changeset"
@@ -205,7 +206,7 @@ func (e *Engine) commitGroup(group []*op) {
 		last := links[len(links)-1]
 		msg := "commit: " + group[len(group)-1].w.req.Message
 		if len(links) > 1 {
-			msg = fmt.Sprintf("commit: group of %d: %s", len(links), firstLine(group[len(group)-1].w.req.Message))
+			msg = fmt.Sprintf("commit: group of %d: %s", len(links), subject(group[len(group)-1].w.req.Message))
 		}
 		err = first.refs.CompareAndSwap(ctx, Swap{
 			Branch: first.write, Old: head.Commit, New: last.Commit, Tree: last.Tree, Changes: last.Changes,
@@ -290,12 +291,8 @@ func (o *op) apply(tip Ref, committer source.Signature) (*source.UpdateResult, e
 	return p.Result, nil
 }
 
-// firstLine returns a message's subject.
-func firstLine(msg string) string {
-	for i := range len(msg) {
-		if msg[i] == '\n' {
-			return msg[:i]
-		}
-	}
-	return msg
+// subject returns a message's first line.
+func subject(msg string) string {
+	line, _, _ := strings.Cut(msg, "\n")
+	return line
 }

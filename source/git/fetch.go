@@ -59,11 +59,11 @@ func (s *Source) Fetch(ctx context.Context) error {
 	after := s.fetchStarted.Load()
 	s.fetchMu.Lock()
 	defer s.fetchMu.Unlock()
-	if s.fetchDone > after && !errors.Is(s.fetchErr, context.Canceled) && !errors.Is(s.fetchErr, context.DeadlineExceeded) {
+	// Fetches run one at a time under fetchMu: the last one begun has ended.
+	if s.fetchStarted.Load() > after && !errors.Is(s.fetchErr, context.Canceled) && !errors.Is(s.fetchErr, context.DeadlineExceeded) {
 		return s.fetchErr // not its caller's having left
 	}
-	gen := s.fetchStarted.Add(1)
-	defer func() { s.fetchDone = gen }()
+	s.fetchStarted.Add(1)
 	err := s.fetchLocked(ctx)
 	s.fetchErr = err
 	return err

@@ -76,8 +76,7 @@ type Source struct {
 
 	fetchMu      sync.Mutex    // one fetch at a time, and no push recorded during one (see setHead)
 	fetchStarted atomic.Uint64 // fetches begun; written under fetchMu
-	fetchDone    uint64        // the number of the last fetch finished, under fetchMu
-	fetchErr     error         // its error, under fetchMu
+	fetchErr     error         // the last fetch's error, under fetchMu
 
 	eng *writes.Engine // target resolution, locking, retries, replay
 
