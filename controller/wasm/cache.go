@@ -97,10 +97,12 @@ func cacheEntries(dir string) map[string]time.Time {
 // claimed it claims it, as a miss. With compiles running at once, two may swap their
 // entries (and their outcomes); the counts of hits and misses stay right.
 func (r *Runtime) claim() string {
-	now := cacheEntries(r.dir)
+	// The directory is read under the lock: a listing taken before another
+	// compile's claim could miss that compile's entry and take its own,
+	// already claimed, for a hit.
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for e, mod := range now {
+	for e, mod := range cacheEntries(r.dir) {
 		if known, ok := r.entries[e]; !ok || !known.Equal(mod) {
 			r.entries[e] = mod
 			return cacheMiss
