@@ -118,7 +118,8 @@ describe("proposals view", () => {
         );
         await page.locator('[data-testid="state-select"]').selectOption("merged");
         await page.waitForURL(/state=merged/, { timeout: 10_000 });
-        await row.waitFor({ timeout: 15_000 });
+        // The open list's rows are not shown under "merged" while it loads.
+        await page.locator('[data-testid="count"]').getByText("1 merged proposal.").waitFor({ timeout: 15_000 });
         assert.equal(await row.locator('[data-testid="state"]').innerText(), "merged");
         assert.equal(await page.locator('[data-testid="proposals"] tbody tr').count(), 1);
 

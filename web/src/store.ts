@@ -104,21 +104,33 @@ export function useToken(): string {
   return t;
 }
 
-/** Runs load when deps change; gives its result, error and a reload. */
-export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): { data?: T; error?: unknown; loading: boolean; reload: () => void } {
+function sameDeps(a: unknown[], b: unknown[]): boolean {
+  return a.length === b.length && a.every((x, i) => Object.is(x, b[i]));
+}
+
+/**
+ * Runs load when deps change; gives its result, error and a reload. A reload,
+ * or a new token, keeps the last result on show while it runs; once deps
+ * change, the result for the old deps is no longer given, so a view never
+ * shows one filter's or one resource's data under another. A change of
+ * refresh runs load again as a reload does.
+ */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[], refresh?: unknown): { data?: T; error?: unknown; loading: boolean; reload: () => void } {
   const [n, setN] = useState(0);
   const t = useToken();
-  const [state, setState] = useState<{ data?: T; error?: unknown; loading: boolean }>({ loading: true });
+  const [state, setState] = useState<{ data?: T; error?: unknown; loading: boolean; deps?: unknown[] }>({ loading: true });
   useEffect(() => {
     let live = true;
-    setState((s) => ({ data: s.data, loading: true }));
+    setState((s) => ({ data: s.data, loading: true, deps: s.deps }));
     load().then(
-      (data) => live && setState({ data, loading: false }),
-      (error) => live && setState({ error, loading: false }),
+      (data) => live && setState({ data, loading: false, deps }),
+      (error) => live && setState({ error, loading: false, deps }),
     );
     return () => {
       live = false;
     };
-  }, [...deps, n, t]);
-  return { ...state, reload: () => setN((x) => x + 1) };
+  }, [...deps, refresh, n, t]);
+  const reload = () => setN((x) => x + 1);
+  if (state.deps !== undefined && !sameDeps(state.deps, deps)) return { loading: true, reload };
+  return { data: state.data, error: state.error, loading: state.loading, reload };
 }

@@ -293,7 +293,7 @@ function Meta(props: { get: GetResponse }) {
 
 function StatusPanel(props: { target: { group: string; version: string; plural: string; namespace: string; name: string }; initial?: ResourceStatus; refresh: number }) {
   const t = props.target;
-  const st = useLoad(() => resources.getStatus(t), [t.group, t.version, t.plural, t.namespace, t.name, props.refresh]);
+  const st = useLoad(() => resources.getStatus(t), [t.group, t.version, t.plural, t.namespace, t.name], props.refresh);
   const conditions: Condition[] | undefined = st.data?.conditions ?? props.initial?.conditions;
   return (
     <div class="rv-status">
