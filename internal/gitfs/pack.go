@@ -1,20 +1,39 @@
 package gitfs
 
 import (
-	"bytes"
+	"bufio"
 	"compress/zlib"
 	"crypto/sha1"
 	endian "encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"io"
+	"os"
+	"path/filepath"
+	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 )
 
 // PackOption configures WritePack.
 type PackOption func(*packConfig)
 
-type packConfig struct{ deltas bool }
+type packConfig struct {
+	deltas bool
+	stored bool
+	// entry, when set, is told of each object as it is written: its id,
+	// where its entry begins and the CRC-32 of the entry's bytes, as a
+	// pack index records them.
+	entry func(id plumbing.Hash, at int64, crc uint32)
+	// checksum, when set, is told of the pack's checksum, its trailer.
+	checksum func(plumbing.Hash)
+}
+
+// WithoutCompression makes WritePack store every object in zlib's stored
+// blocks, uncompressed: quicker to write and to read back, larger on
+// disk. For a repository that lives as long as the process that makes it.
+func WithoutCompression() PackOption { return func(c *packConfig) { c.stored = true } }
 
 // WithTreeDeltas lets WritePack write a large tree as a delta against the
 // large tree before it in the pack (an ofs-delta), when the two share
@@ -36,7 +55,8 @@ func (s *Store) WritePack(w io.Writer, ids []plumbing.Hash, opts ...PackOption) 
 		o(&cfg)
 	}
 	sum := sha1.New()
-	cw := &countingWriter{w: io.MultiWriter(w, sum)}
+	bw := bufio.NewWriterSize(io.MultiWriter(w, sum), 1<<16)
+	cw := &countingWriter{w: bw}
 	var hdr [12]byte
 	copy(hdr[:], "PACK")
 	endian.BigEndian.PutUint32(hdr[4:], 2)
@@ -44,7 +64,10 @@ func (s *Store) WritePack(w io.Writer, ids []plumbing.Hash, opts ...PackOption) 
 	if _, err := cw.Write(hdr[:]); err != nil {
 		return err
 	}
-	var buf bytes.Buffer
+	// Each entry streams through zlib into the pack, and through the CRC-32
+	// an index records: no entry is held whole a second time.
+	crc := crc32.NewIEEE()
+	entry := io.MultiWriter(cw, crc)
 	zws := map[int]*zlib.Writer{}
 	var prevTree []byte // the last large tree written, and where
 	var prevAt int64
@@ -55,21 +78,24 @@ func (s *Store) WritePack(w io.Writer, ids []plumbing.Hash, opts ...PackOption) 
 			return fmt.Errorf("pack %s: %w", id, err)
 		}
 		at := cw.n
+		crc.Reset()
 		large := typ == plumbing.TreeObject && len(data) >= storedTreeSize
 		level := zlib.BestSpeed
-		if large {
+		if large || cfg.stored {
 			level = zlib.NoCompression
 		}
 		body := data
-		buf.Reset()
+		var head []byte
 		switch delta := treeDelta(cfg.deltas && large && depth < maxDeltaDepth, prevTree, data); {
 		case delta != nil:
-			buf.Write(packEntryHeader(plumbing.OFSDeltaObject, len(delta)))
-			buf.Write(encodeOfsDeltaOffset(at - prevAt))
-			body, level = delta, zlib.BestSpeed
+			head = append(packEntryHeader(plumbing.OFSDeltaObject, len(delta)), encodeOfsDeltaOffset(at-prevAt)...)
+			body = delta
+			if !cfg.stored {
+				level = zlib.BestSpeed
+			}
 			depth++
 		default:
-			buf.Write(packEntryHeader(typ, len(data)))
+			head = packEntryHeader(typ, len(data))
 			if large {
 				depth = 0
 			}
@@ -77,14 +103,17 @@ func (s *Store) WritePack(w io.Writer, ids []plumbing.Hash, opts ...PackOption) 
 		if large {
 			prevTree, prevAt = data, at
 		}
+		if _, err := entry.Write(head); err != nil {
+			return err
+		}
 		zw := zws[level]
 		if zw == nil {
-			if zw, err = zlib.NewWriterLevel(&buf, level); err != nil {
+			if zw, err = zlib.NewWriterLevel(entry, level); err != nil {
 				return err
 			}
 			zws[level] = zw
 		} else {
-			zw.Reset(&buf)
+			zw.Reset(entry)
 		}
 		if _, err := zw.Write(body); err != nil {
 			return err
@@ -92,12 +121,125 @@ func (s *Store) WritePack(w io.Writer, ids []plumbing.Hash, opts ...PackOption) 
 		if err := zw.Close(); err != nil {
 			return err
 		}
-		if _, err := cw.Write(buf.Bytes()); err != nil {
-			return err
+		if cfg.entry != nil {
+			cfg.entry(id, at, crc.Sum32())
 		}
 	}
-	_, err := w.Write(sum.Sum(nil))
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	trailer := sum.Sum(nil)
+	if cfg.checksum != nil {
+		cfg.checksum(plumbing.Hash(trailer))
+	}
+	_, err := w.Write(trailer)
 	return err
+}
+
+// PackObjects keeps the objects written to it, in the order written, for
+// a Store that makes a repository's first pack (see [WithObjectWriter]):
+// the Store reads them back from it, and [Store.WritePackFiles] packs
+// PackObjects.IDs. It keeps the content it is given, not a copy, so the
+// content must not change afterwards. It is not safe for concurrent use.
+type PackObjects struct {
+	ids  []plumbing.Hash
+	objs map[plumbing.Hash]packObject
+}
+
+type packObject struct {
+	typ  plumbing.ObjectType
+	data []byte
+}
+
+// WriteObject keeps content as the object of type typ, once.
+func (p *PackObjects) WriteObject(typ plumbing.ObjectType, content []byte) (plumbing.Hash, error) {
+	h := HashObject(typ, content)
+	if p.objs == nil {
+		p.objs = make(map[plumbing.Hash]packObject)
+	}
+	if _, ok := p.objs[h]; !ok {
+		p.objs[h] = packObject{typ, content}
+		p.ids = append(p.ids, h)
+	}
+	return h, nil
+}
+
+// IDs returns the ids of the objects kept, in the order first written.
+func (p *PackObjects) IDs() []plumbing.Hash { return slices.Clone(p.ids) }
+
+// read returns object h if p keeps it.
+func (p *PackObjects) read(h plumbing.Hash) (plumbing.ObjectType, []byte, bool) {
+	o, ok := p.objs[h]
+	return o.typ, o.data, ok
+}
+
+// WritePackFiles writes the objects ids names as one pack, with its index,
+// into packDir (a repository's objects/pack): pack-<checksum>.pack and
+// .idx, each written under a temporary name and renamed, the index last,
+// as git does, so that a reader never finds an index without its pack.
+// The index is made from what was written, not by reading the pack back.
+func (s *Store) WritePackFiles(packDir string, ids []plumbing.Hash, opts ...PackOption) error {
+	idx := new(idxfile.Writer)
+	var trailer plumbing.Hash
+	opts = append(opts, func(c *packConfig) {
+		c.entry = func(id plumbing.Hash, at int64, crc uint32) { idx.Add(id, uint64(at), crc) }
+		c.checksum = func(h plumbing.Hash) { trailer = h }
+	})
+	pack, err := writeTemp(packDir, "tmp_pack_", func(w io.Writer) error { return s.WritePack(w, ids, opts...) })
+	if err != nil {
+		return err
+	}
+	if err := idx.OnFooter(trailer); err != nil {
+		os.Remove(pack)
+		return err
+	}
+	mi, err := idx.Index()
+	if err != nil {
+		os.Remove(pack)
+		return err
+	}
+	index, err := writeTemp(packDir, "tmp_idx_", func(w io.Writer) error {
+		_, err := idxfile.NewEncoder(w).Encode(mi)
+		return err
+	})
+	if err != nil {
+		os.Remove(pack)
+		return err
+	}
+	base := filepath.Join(packDir, "pack-"+trailer.String())
+	if err := os.Rename(pack, base+".pack"); err != nil {
+		os.Remove(pack)
+		os.Remove(index)
+		return err
+	}
+	if err := os.Rename(index, base+".idx"); err != nil {
+		os.Remove(index)
+		return err
+	}
+	return nil
+}
+
+// writeTemp writes a new file in dir, named by prefix and a random suffix,
+// through write, and returns its name; on failure it leaves nothing.
+func writeTemp(dir, prefix string, write func(io.Writer) error) (name string, err error) {
+	f, err := os.CreateTemp(dir, prefix)
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 1<<16)
+	if err := write(bw); err != nil {
+		return "", err
+	}
+	if err := bw.Flush(); err != nil {
+		return "", err
+	}
+	return f.Name(), f.Close()
 }
 
 // maxDeltaDepth bounds delta chains, as git pack-objects' --depth does

@@ -75,3 +75,98 @@ func TestWritePackTreeDeltas(t *testing.T) {
 		}
 	}
 }
+
+// TestWritePackFiles writes a pack with its index into a repository,
+// compressed and stored, with tree deltas: the index is byte for byte the
+// one git index-pack makes from the pack, the pack's name is its checksum,
+// and git reads every object and finds the repository sound.
+func TestWritePackFiles(t *testing.T) {
+	t.Parallel()
+	for _, stored := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stored=%v", stored), func(t *testing.T) {
+			t.Parallel()
+			st := newMemStore()
+			files := map[string]file{}
+			for i := range 1500 {
+				files[fmt.Sprintf("dir/f%05d.json", i)] = file{data: strings.Repeat(fmt.Sprint(i), 40)}
+			}
+			tree := buildTree(t, st, files)
+			ids := []plumbing.Hash{tree}
+			for i := range 5 {
+				next, err := st.BuildTree(t.Context(), tree, []gitfs.Change{{
+					Path: fmt.Sprintf("dir/f%05d.json", i*7), Op: source.OpUpdate, Mode: filemode.Regular, Data: []byte(fmt.Sprint("changed ", i)),
+				}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				sub, err := st.FS(next).ObjectID("dir")
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, next, sub)
+				tree = next
+			}
+			for i := range 1500 {
+				id, err := st.FS(tree).ObjectID(fmt.Sprintf("dir/f%05d.json", i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, id)
+			}
+			dir := t.TempDir()
+			gitCmd(t, dir, "init", "-q", "--bare", ".")
+			packDir := filepath.Join(dir, "objects", "pack")
+			opts := []gitfs.PackOption{gitfs.WithTreeDeltas()}
+			if stored {
+				opts = append(opts, gitfs.WithoutCompression())
+			}
+			if err := st.WritePackFiles(packDir, ids, opts...); err != nil {
+				t.Fatal(err)
+			}
+			names, err := filepath.Glob(filepath.Join(packDir, "*"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(names) != 2 || !strings.HasSuffix(names[0], ".idx") || !strings.HasSuffix(names[1], ".pack") {
+				t.Fatalf("pack directory holds %v, want one .idx and one .pack and nothing else", names)
+			}
+			pack := names[1]
+			data, err := os.ReadFile(pack)
+			if err != nil {
+				t.Fatal(err)
+			}
+			blobBytes := 0
+			for _, f := range files {
+				blobBytes += len(f.data)
+			}
+			if stored != (len(data) > blobBytes) {
+				t.Errorf("pack of %d bytes of blobs (stored: %v) is %d bytes", blobBytes, stored, len(data))
+			}
+			if want := "pack-" + fmt.Sprintf("%x", data[len(data)-20:]) + ".pack"; filepath.Base(pack) != want {
+				t.Errorf("pack is named %s, want %s (its checksum)", filepath.Base(pack), want)
+			}
+			ours, err := os.ReadFile(names[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			theirs := filepath.Join(t.TempDir(), "git.idx")
+			gitCmd(t, dir, "index-pack", "-o", theirs, pack)
+			want, err := os.ReadFile(theirs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(ours, want) {
+				t.Errorf("index differs from git index-pack's: %d bytes against %d", len(ours), len(want))
+			}
+			gitCmd(t, dir, "verify-pack", pack)
+			for _, id := range ids[:3] {
+				if got := strings.TrimSpace(gitCmd(t, dir, "--git-dir", dir, "rev-parse", "--verify", "--quiet", id.String()+"^{object}")); got != id.String() {
+					t.Fatalf("object %s missing", id)
+				}
+			}
+			if got := gitCmd(t, dir, "--git-dir", dir, "cat-file", "-p", ids[len(ids)-1].String()); got != strings.Repeat("1499", 40) {
+				t.Errorf("blob reads %q", got)
+			}
+		})
+	}
+}

@@ -176,6 +176,11 @@ func (s *Store) cacheBlob(h plumbing.Hash, data []byte) {
 }
 
 func (s *Store) readObject(typ plumbing.ObjectType, h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+	if p, ok := s.writer.(*PackObjects); ok {
+		if t, data, ok := p.read(h); ok {
+			return t, data, nil
+		}
+	}
 	if s.dir != nil {
 		t, data, err := s.dir.Read(h)
 		if !errors.Is(err, plumbing.ErrObjectNotFound) {

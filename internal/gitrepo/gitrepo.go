@@ -10,11 +10,13 @@
 package gitrepo
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
@@ -50,11 +52,25 @@ func open(dir string) (*repo, error) {
 	}, nil
 }
 
+// InitOption configures Init.
+type InitOption func(*initConfig)
+
+type initConfig struct{ uncompressed bool }
+
+// Uncompressed makes Init store the objects uncompressed: quicker to
+// write and to read back, larger on disk. The demo's repository, which
+// lives as long as the process and holds megabytes of WASM, is made so.
+func Uncompressed() InitOption { return func(c *initConfig) { c.uncompressed = true } }
+
 // Init creates a bare repository at dir, which must not exist or be empty,
 // whose HEAD names branch and whose only commit holds files (paths
 // slash-separated) with the given message. It returns the commit id, which
 // depends only on the arguments.
-func Init(dir, branch string, files map[string][]byte, message string) (string, error) {
+func Init(dir, branch string, files map[string][]byte, message string, opts ...InitOption) (string, error) {
+	var cfg initConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	if !gitfs.ValidRefName("refs/heads/" + branch) {
 		return "", fmt.Errorf("invalid branch name %q", branch)
 	}
@@ -74,14 +90,23 @@ func Init(dir, branch string, files map[string][]byte, message string) (string, 
 		return "", err
 	}
 	// Build in memory and write a single pack: one file instead of one per
-	// object is what makes large repositories quick to create.
-	mem := memory.NewStorage()
+	// object is what makes large repositories quick to create. The objects
+	// are kept as written, not copied, until they are packed.
+	objs := new(gitfs.PackObjects)
+	st := gitfs.NewStore(memory.NewStorage(), gitfs.WithObjectWriter(objs))
 	ctx := context.Background()
-	commit, err := gitops.InitialCommit(ctx, gitfs.NewStore(mem), files, Identity, message)
+	commit, err := gitops.InitialCommit(ctx, st, files, Identity, message)
 	if err != nil {
 		return "", err
 	}
-	if err := writePack(dir, mem); err != nil {
+	var popts []gitfs.PackOption
+	if cfg.uncompressed {
+		popts = append(popts, gitfs.WithoutCompression())
+	}
+	// Sorted, so that the same files make the same pack.
+	ids := objs.IDs()
+	slices.SortFunc(ids, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
+	if err := st.WritePackFiles(filepath.Join(dir, "objects", "pack"), ids, popts...); err != nil {
 		return "", err
 	}
 	r, err := open(dir)
@@ -92,28 +117,6 @@ func Init(dir, branch string, files map[string][]byte, message string) (string, 
 		return "", err
 	}
 	return commit.String(), nil
-}
-
-// writePack writes every object of mem into one pack in the bare
-// repository at dir.
-func writePack(dir string, mem *memory.Storage) (err error) {
-	var hashes []plumbing.Hash
-	for h := range mem.Objects {
-		hashes = append(hashes, h)
-	}
-	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(cache.MiByte))
-	w, err := st.PackfileWriter()
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := w.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	// Written as pushes are, quickly: zlib's default level would take 0.2 s
-	// for the demo's 5 MB WASM module.
-	return gitfs.NewStore(mem).WritePack(w, hashes)
 }
 
 // Unpack turns every packed object of the bare repository at dir into a
