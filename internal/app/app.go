@@ -59,18 +59,37 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		}
 	}()
 	st := newStartup(opts)
-	if a.repo == "" {
-		if err := a.buildDemo(ctx, opts.Logger, st); err != nil {
-			return nil, err
-		}
-	}
-
 	mode, propose, err := writeMode(opts)
 	if err != nil {
 		return nil, err
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	rt := opts.WASMRuntime
+	if rt == nil {
+		budget := opts.WASMMemoryBytes
+		if budget == 0 {
+			budget = DefaultWASMMemoryBytes
+		}
+		ropts := []wasm.RuntimeOption{wasm.WithLogger(opts.Logger), wasm.WithMemoryBudget(budget), wasm.WithMetrics(reg), wasm.WithTracerProvider(opts.TracerProvider)}
+		if opts.WASMCacheDir != "" {
+			ropts = append(ropts, wasm.WithCacheDir(opts.WASMCacheDir))
+		}
+		if a.wasm, err = wasm.NewRuntime(ropts...); err != nil {
+			return nil, err
+		}
+		rt = a.wasm
+	}
+	if a.repo == "" {
+		finish, err := a.buildDemo(ctx, opts.Logger, st, rt)
+		// The demo's modules compiled while its repository was made and
+		// its configuration read; the controllers hold them once built.
+		defer func() { _ = finish(context.WithoutCancel(ctx)) }()
+		if err != nil {
+			return nil, err
+		}
+	}
+
 	if gitsource.IsURL(a.repo) {
 		st.step(phaseRepository, "fetching the repository "+gitsource.Redact(a.repo))
 	} else {
@@ -120,21 +139,6 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 	if len(set.Skipped) > 0 {
 		opts.Logger.InfoContext(ctx, "skipped files that hold no configuration (no document with apiVersion cup.dev/v1alpha1 or cup.flipt.io/v1alpha1)",
 			"files", set.Skipped)
-	}
-	rt := opts.WASMRuntime
-	if rt == nil {
-		budget := opts.WASMMemoryBytes
-		if budget == 0 {
-			budget = DefaultWASMMemoryBytes
-		}
-		ropts := []wasm.RuntimeOption{wasm.WithLogger(opts.Logger), wasm.WithMemoryBudget(budget), wasm.WithMetrics(reg), wasm.WithTracerProvider(opts.TracerProvider)}
-		if opts.WASMCacheDir != "" {
-			ropts = append(ropts, wasm.WithCacheDir(opts.WASMCacheDir))
-		}
-		if a.wasm, err = wasm.NewRuntime(ropts...); err != nil {
-			return nil, err
-		}
-		rt = a.wasm
 	}
 	// Compiled all at once here, each module is found compiled as the
 	// controllers and reconcilers are built below, one after the other.
