@@ -39,6 +39,8 @@ func (r *Runtime) openCache(ctx context.Context) wazero.CompilationCache {
 	}
 	r.dir = dir
 	r.entries = cacheEntries(dir)
+	r.written = map[string]bool{}
+	r.prune(ctx)
 	return cache
 }
 
@@ -96,7 +98,7 @@ func cacheEntries(dir string) map[string]time.Time {
 // so a compile that finds an entry new or rewritten since no compile
 // claimed it claims it, as a miss. With compiles running at once, two may swap their
 // entries (and their outcomes); the counts of hits and misses stay right.
-func (r *Runtime) claim() string {
+func (r *Runtime) claim(ctx context.Context) string {
 	// The directory is read under the lock: a listing taken before another
 	// compile's claim could miss that compile's entry and take its own,
 	// already claimed, for a hit.
@@ -105,10 +107,89 @@ func (r *Runtime) claim() string {
 	for e, mod := range cacheEntries(r.dir) {
 		if known, ok := r.entries[e]; !ok || !known.Equal(mod) {
 			r.entries[e] = mod
+			r.written[e] = true
+			r.prune(ctx)
 			return cacheMiss
 		}
 	}
 	return cacheHit
+}
+
+// staleTemp is how old a file wazero was writing must be to be taken for
+// one a process left behind when it ended.
+const staleTemp = time.Hour
+
+// prune keeps the cache directory within cfg.cacheMaxBytes, if set (see
+// WithCacheMaxBytes), and counts what it holds. r.mu is held.
+func (r *Runtime) prune(ctx context.Context) {
+	limit := r.cfg.cacheMaxBytes
+	if r.dir == "" {
+		return
+	}
+	type file struct {
+		path string
+		size int64
+		mod  time.Time
+	}
+	var (
+		files []file
+		total int64
+		errs  []error
+	)
+	for _, d := range cacheVersionDirs(r.dir) {
+		es, _ := os.ReadDir(d)
+		for _, e := range es {
+			fi, err := e.Info()
+			if err != nil || !fi.Mode().IsRegular() {
+				continue
+			}
+			p := filepath.Join(d, e.Name())
+			if strings.HasSuffix(e.Name(), ".tmp") {
+				if limit > 0 && time.Since(fi.ModTime()) > staleTemp {
+					errs = append(errs, os.Remove(p))
+				}
+				continue
+			}
+			files = append(files, file{p, fi.Size(), fi.ModTime()})
+			total += fi.Size()
+		}
+	}
+	var removed int
+	var freed int64
+	if limit > 0 && total > limit {
+		// Oldest first; the same time, by name, so that processes agree.
+		slices.SortFunc(files, func(a, b file) int {
+			if c := a.mod.Compare(b.mod); c != 0 {
+				return c
+			}
+			return strings.Compare(a.path, b.path)
+		})
+		for _, f := range files {
+			if total <= limit {
+				break
+			}
+			if r.written[f.path] {
+				continue
+			}
+			if err := os.Remove(f.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, err)
+				continue
+			}
+			delete(r.entries, f.path)
+			total -= f.size
+			freed += f.size
+			removed++
+		}
+	}
+	r.obs.cacheBytes.Set(float64(total))
+	if removed > 0 {
+		r.obs.cacheEvictions.Add(float64(removed))
+		r.cfg.logger.InfoContext(ctx, "removed the compiled WASM modules written longest ago from the cache directory, to keep it within its bound",
+			"dir", r.dir, "removed", removed, "freed_bytes", freed, "bytes", total, "max_bytes", limit)
+	}
+	if err := errors.Join(errs...); err != nil {
+		r.cfg.logger.WarnContext(ctx, "could not remove files from the WASM compilation cache directory", "dir", r.dir, "error", err)
+	}
 }
 
 // compileNew compiles module, logs how long it took and counts it. A
@@ -131,7 +212,7 @@ func (r *Runtime) compileNew(ctx context.Context, name string, module []byte) (w
 	outcome := cacheMemory
 	switch {
 	case err == nil && withDir:
-		outcome = r.claim()
+		outcome = r.claim(ctx)
 	case err != nil && withDir && ctx.Err() == nil:
 		mem, merr := r.memoryRuntime(ctx)
 		if merr != nil {

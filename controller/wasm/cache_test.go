@@ -5,10 +5,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -24,7 +26,8 @@ var nopModule = func() []byte {
 	return b
 }()
 
-// compiles returns cup_wasm_compiles_total of reg by cache outcome.
+// compiles returns cup_wasm_compiles_total of reg by cache outcome, and
+// cup_wasm_cache_evictions_total as "evicted" when not 0.
 func compiles(t *testing.T, reg *prometheus.Registry) map[string]int {
 	t.Helper()
 	mfs, err := reg.Gather()
@@ -33,11 +36,15 @@ func compiles(t *testing.T, reg *prometheus.Registry) map[string]int {
 	}
 	out := map[string]int{}
 	for _, mf := range mfs {
-		if mf.GetName() != "cup_wasm_compiles_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			out[m.GetLabel()[0].GetValue()] = int(m.GetCounter().GetValue())
+		switch mf.GetName() {
+		case "cup_wasm_compiles_total":
+			for _, m := range mf.GetMetric() {
+				out[m.GetLabel()[0].GetValue()] = int(m.GetCounter().GetValue())
+			}
+		case "cup_wasm_cache_evictions_total":
+			if n := int(mf.GetMetric()[0].GetCounter().GetValue()); n > 0 {
+				out["evicted"] = n
+			}
 		}
 	}
 	return out
@@ -45,11 +52,11 @@ func compiles(t *testing.T, reg *prometheus.Registry) map[string]int {
 
 // startRuntime is a process start: a Runtime on dir, logging to log, that
 // precompiles both test modules and makes controllers of them.
-func startRuntime(t *testing.T, dir string, log *testlog.Buffer) map[string]int {
+func startRuntime(t *testing.T, dir string, log *testlog.Buffer, opts ...wasm.RuntimeOption) map[string]int {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	rt := newRuntime(t, wasm.WithCacheDir(dir), wasm.WithMetrics(reg),
-		wasm.WithLogger(slog.New(slog.NewTextHandler(log, nil))))
+	rt := newRuntime(t, append([]wasm.RuntimeOption{wasm.WithCacheDir(dir), wasm.WithMetrics(reg),
+		wasm.WithLogger(slog.New(slog.NewTextHandler(log, nil)))}, opts...)...)
 	var mu sync.Mutex
 	var progress []int
 	release := rt.Precompile(t.Context(), []wasm.Module{{Name: "trap.wasm", Bytes: trapModule}, {Name: "nop.wasm", Bytes: nopModule}},
@@ -111,17 +118,25 @@ func TestCacheDirUnusable(t *testing.T) {
 	}
 }
 
+// startedCacheDir returns a cache directory a start wrote its two entries
+// in, and the entries.
+func startedCacheDir(t *testing.T) (dir string, entries []string) {
+	t.Helper()
+	dir = t.TempDir()
+	startRuntime(t, dir, &testlog.Buffer{})
+	entries, _ = filepath.Glob(filepath.Join(dir, "wazero-*", "*"))
+	if len(entries) != 2 {
+		t.Fatalf("cache entries %q, want 2", entries)
+	}
+	return dir, entries
+}
+
 // TestCacheDirCorrupt: entries of the cache directory that cannot be read
 // back are compiled again in memory, with a warning, and removed, so that
 // the start after compiles into the directory again.
 func TestCacheDirCorrupt(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	startRuntime(t, dir, &testlog.Buffer{})
-	entries, _ := filepath.Glob(filepath.Join(dir, "wazero-*", "*"))
-	if len(entries) != 2 {
-		t.Fatalf("cache entries %q, want 2", entries)
-	}
+	dir, entries := startedCacheDir(t)
 	for _, e := range entries {
 		// Cut each entry short after its header (magic, wazero's
 		// version, the count of functions): wazero fails to read it.
@@ -142,5 +157,75 @@ func TestCacheDirCorrupt(t *testing.T) {
 	}
 	if got := startRuntime(t, dir, &testlog.Buffer{}); got["miss"] != 2 || len(got) != 1 {
 		t.Errorf("the start after compiled %v, want 2 misses", got)
+	}
+}
+
+// TestCacheDirBounded: with WithCacheMaxBytes, opening the cache directory
+// removes the entries written longest ago, an older wazero's among them,
+// until the rest fit, and unfinished entries left for more than an hour;
+// a start's own entries stay even when they alone are over the bound.
+func TestCacheDirBounded(t *testing.T) {
+	t.Parallel()
+	dir, entries := startedCacheDir(t)
+	var size int64
+	for _, e := range entries {
+		fi, err := os.Stat(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size += fi.Size()
+	}
+	long := time.Now().Add(-48 * time.Hour)
+	write := func(path string, n int, mod time.Time) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, make([]byte, n), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, mod, mod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	versionDir := filepath.Dir(entries[0])
+	older := filepath.Join(dir, "wazero-v0.0.1-"+goruntime.GOARCH+"-"+goruntime.GOOS, "0123")
+	write(older, 1000, long) // the oldest: removed first
+	oldTmp := filepath.Join(versionDir, "abcd.123.tmp")
+	write(oldTmp, 10, time.Now().Add(-2*time.Hour))
+	newTmp := filepath.Join(versionDir, "abcd.456.tmp")
+	write(newTmp, 10, time.Now())
+	// The two real entries are older than the made-up ones below, which
+	// are newer than them but older than the bound allows once all count.
+	for _, e := range entries {
+		if err := os.Chtimes(e, long.Add(time.Hour), long.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newer := filepath.Join(versionDir, "4567")
+	write(newer, 500, time.Now())
+
+	// Room for the two entries and the newer one: the older wazero's goes.
+	log := &testlog.Buffer{}
+	got := startRuntime(t, dir, log, wasm.WithCacheMaxBytes(size+500))
+	if got["hit"] != 2 || got["evicted"] != 1 || len(got) != 2 {
+		t.Errorf("start compiled %v, want 2 hits and 1 eviction", got)
+	}
+	for path, want := range map[string]bool{older: false, oldTmp: false, newTmp: true, newer: true, entries[0]: true, entries[1]: true} {
+		if _, err := os.Stat(path); (err == nil) != want {
+			t.Errorf("%s: %v, want it there: %v", path, err, want)
+		}
+	}
+	if !strings.Contains(log.String(), "removed=1 freed_bytes=1000") {
+		t.Errorf("log:\n%s\nwant the removal", log)
+	}
+
+	// Room for 1 byte: every entry goes at open, so both modules compile
+	// again; the entries this start wrote stay.
+	if got := startRuntime(t, dir, &testlog.Buffer{}, wasm.WithCacheMaxBytes(1)); got["miss"] != 2 || got["evicted"] != 3 || len(got) != 2 {
+		t.Errorf("start with a bound of 1 byte compiled %v, want 2 misses and 3 evictions", got)
+	}
+	if left, _ := filepath.Glob(filepath.Join(versionDir, "*")); len(left) != 3 || !slices.Contains(left, newTmp) {
+		t.Errorf("left %q, want the 2 entries just written and the fresh .tmp", left)
 	}
 }

@@ -59,6 +59,8 @@ type observer struct {
 
 	compiles        *prometheus.CounterVec
 	compileDuration *prometheus.HistogramVec
+	cacheEvictions  prometheus.Counter
+	cacheBytes      prometheus.Gauge
 }
 
 func newObserver(cfg *runtimeConfig) (*observer, error) {
@@ -90,9 +92,17 @@ func newObserver(cfg *runtimeConfig) (*observer, error) {
 			Help:    "Time compiling a WASM module took, by what the compilation cache directory did (hit, miss or memory).",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"cache"}),
+		cacheEvictions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cup_wasm_cache_evictions_total",
+			Help: "Compiled WASM modules removed from the compilation cache directory to keep it within its bound (--wasm-cache-max-bytes).",
+		}),
+		cacheBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "cup_wasm_cache_bytes",
+			Help: "Bytes of compiled WASM modules in the compilation cache directory, as last counted.",
+		}),
 	}
 	if cfg.metrics != nil {
-		for _, c := range []prometheus.Collector{o.calls, o.duration, o.alive, o.compiles, o.compileDuration} {
+		for _, c := range []prometheus.Collector{o.calls, o.duration, o.alive, o.compiles, o.compileDuration, o.cacheEvictions, o.cacheBytes} {
 			if err := cfg.metrics.Register(c); err != nil {
 				return nil, fmt.Errorf("wasm runtime: metrics: %w", err)
 			}

@@ -19,6 +19,7 @@ import (
 // runtimeConfig holds what RuntimeOptions set.
 type runtimeConfig struct {
 	cacheDir       string
+	cacheMaxBytes  int64
 	logger         *slog.Logger
 	memoryBudget   int64
 	metrics        prometheus.Registerer
@@ -39,6 +40,17 @@ type RuntimeOption func(*runtimeConfig)
 // default, and an empty dir, keep compiled code in memory only.
 func WithCacheDir(dir string) RuntimeOption {
 	return func(c *runtimeConfig) { c.cacheDir = dir }
+}
+
+// WithCacheMaxBytes bounds the cache directory of WithCacheDir to n bytes:
+// when the Runtime opens it, and after each compile that writes an entry,
+// the entries written longest ago (by any process or wazero version) are
+// removed until the rest fit, except those this Runtime wrote. A removed
+// entry only costs a compile at the next start that needs it. Unfinished
+// entries (wazero's .tmp files) older than an hour are removed too. 0, the
+// default, does not bound the directory.
+func WithCacheMaxBytes(n int64) RuntimeOption {
+	return func(c *runtimeConfig) { c.cacheMaxBytes = n }
 }
 
 // WithLogger sets the logger that receives a record of each module
@@ -90,6 +102,8 @@ type Runtime struct {
 	// entries are the cache directory's entries known to r: there when
 	// r first looked, or claimed by a compile as its own (see claim).
 	entries map[string]time.Time
+	// written are the entries r's compiles wrote, which prune keeps.
+	written map[string]bool
 	closed  bool
 	modules map[[sha256.Size]byte]*compiledModule // by module digest
 }

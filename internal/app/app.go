@@ -73,7 +73,11 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		}
 		ropts := []wasm.RuntimeOption{wasm.WithLogger(opts.Logger), wasm.WithMemoryBudget(budget), wasm.WithMetrics(reg), wasm.WithTracerProvider(opts.TracerProvider)}
 		if opts.WASMCacheDir != "" {
-			ropts = append(ropts, wasm.WithCacheDir(opts.WASMCacheDir))
+			maxBytes := opts.WASMCacheMaxBytes
+			if maxBytes == 0 {
+				maxBytes = DefaultWASMCacheMaxBytes
+			}
+			ropts = append(ropts, wasm.WithCacheDir(opts.WASMCacheDir), wasm.WithCacheMaxBytes(max(maxBytes, 0)))
 		}
 		if a.wasm, err = wasm.NewRuntime(ropts...); err != nil {
 			return nil, err

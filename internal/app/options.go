@@ -97,12 +97,16 @@ type Options struct {
 	// WASMCacheDir keeps compiled WASM modules, so that a restart does not
 	// compile them again; empty keeps them in memory.
 	WASMCacheDir string
+	// WASMCacheMaxBytes bounds WASMCacheDir (see wasm.WithCacheMaxBytes);
+	// zero is DefaultWASMCacheMaxBytes, less than zero no bound.
+	WASMCacheMaxBytes int64
 	// WASMMemoryBytes bounds the memory limits of the WASM module
 	// instances running at once, in bytes (see wasm.WithMemoryBudget);
 	// zero is DefaultWASMMemoryBytes, less than zero no bound.
 	WASMMemoryBytes int64
 	// WASMRuntime, when set, runs the WASM controllers instead of a runtime
-	// of the App's own (WASMCacheDir and WASMMemoryBytes are then ignored);
+	// of the App's own (WASMCacheDir, WASMCacheMaxBytes and WASMMemoryBytes
+	// are then ignored);
 	// the caller closes it. Apps sharing one compile a module once.
 	WASMRuntime *wasm.Runtime
 	// Progress, when set, is told what start-up does as each step begins
@@ -124,6 +128,10 @@ type Options struct {
 // module touches about half its limit, so instances take up to some
 // 256 MiB of memory together, on top of --cache-bytes.
 const DefaultWASMMemoryBytes = 512 << 20
+
+// DefaultWASMCacheMaxBytes bounds the WASM compilation cache directory:
+// a Go module of 5 MB compiles to some 20 MB, so about 50 of them.
+const DefaultWASMCacheMaxBytes = 1 << 30
 
 // Remote configures a repository reached over the network.
 type Remote struct {
