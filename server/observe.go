@@ -136,7 +136,7 @@ func newObserver(cfg *config, mem *memo) (*observer, error) {
 	}
 	collectors := []prometheus.Collector{
 		o.started, o.handled, o.handling, o.inFlight, o.writes, o.writeQueue, o.applyItems,
-		o.watch.open, o.watch.closed, o.watch.sent, o.watch.computed, o.watch.computedEvents,
+		o.watch.open, o.watch.closed, o.watch.sent, o.watch.computed, o.watch.computedEvents, o.watch.catchUps,
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "cup_server_memo_hits_total",
 			Help: "Reads the memo answered (waits for another call's computation of the same read included).",

@@ -85,6 +85,7 @@ type config struct {
 	watchBuffer      int
 	bookmarkInterval time.Duration
 	watchPoll        time.Duration
+	catchUp          func(context.Context) error
 }
 
 // Option configures a Server.
@@ -123,6 +124,7 @@ type Server struct {
 	obs       *observer
 	watchers  slots
 	hub       *watchHub
+	catchUps  *catchUps // nil without WithCatchUp
 	// recs is the reconciler runtime, once SetReconcilers sets it.
 	recs atomic.Pointer[reconcilers]
 	ui   *uiRoute // nil without WithUI
@@ -184,6 +186,9 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 		watchers: newWatchSlots(cfg.maxWatches),
 	}
 	s.hub = newWatchHub(s)
+	if cfg.catchUp != nil {
+		s.catchUps = &catchUps{f: cfg.catchUp}
+	}
 	for _, t := range types {
 		if t.Group == "" || t.Version == "" || t.Plural == "" || t.Kind == "" {
 			return nil, fmt.Errorf("server: type %s/%s/%s: group, version, kind and plural are required", t.Group, t.Version, t.Plural)

@@ -150,6 +150,14 @@ func (s *Server) watch(ctx context.Context, at ref, q watchQuery, send func(*wat
 			return err
 		}
 		snap, err := s.src.View(ctx, commit)
+		if errors.Is(err, source.ErrRevisionNotFound) && s.catchUp(ctx) {
+			// Another replica's commit, not fetched here yet: fetched now,
+			// it is in the history of the new head.
+			if head, err = s.src.View(ctx, ""); err != nil {
+				return err
+			}
+			snap, err = s.src.View(ctx, commit)
+		}
 		if errors.Is(err, source.ErrRevisionNotFound) {
 			return gone(q.revision)
 		}

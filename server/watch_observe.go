@@ -15,6 +15,7 @@ type watchMetrics struct {
 	sent           *prometheus.CounterVec // type
 	computed       prometheus.Counter
 	computedEvents prometheus.Counter
+	catchUps       *prometheus.CounterVec // outcome
 }
 
 func newWatchMetrics() watchMetrics {
@@ -39,8 +40,14 @@ func newWatchMetrics() watchMetrics {
 			Name: "cup_server_watch_events_computed_total",
 			Help: "Events the computed commits held.",
 		}),
+		catchUps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cup_server_watch_catch_ups_total",
+			Help: "Fetches asked for by watches resuming from a commit this server did not have, by outcome: fetched, failed, skipped (one began less than a second before).",
+		}, []string{"outcome"}),
 	}
 }
+
+func (o *observer) catchUp(outcome string) { o.watch.catchUps.WithLabelValues(outcome).Inc() }
 
 func (o *observer) watchStarted() { o.watch.open.Inc() }
 func (o *observer) watchEnded(reason string) {

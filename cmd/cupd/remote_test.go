@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -180,5 +184,67 @@ func TestTwoServersRaceOnOneResource(t *testing.T) {
 	}
 	if after, _ := gitrepo.Log(dir, "main"); len(after) != len(before)+1 {
 		t.Errorf("%d commits after the race, want %d", len(after), len(before)+1)
+	}
+}
+
+// TestWatchResumeOnReplicaBehind: a watch resuming on a cupd from a commit
+// it has not fetched (another replica pushed it; here it is committed on
+// the remote) makes cupd fetch, and streams the changes after that
+// commit; a revision the remote does not have either stays 410 Gone.
+func TestWatchResumeOnReplicaBehind(t *testing.T) {
+	dir, remote := serveDemoRemote(t)
+	t.Setenv("CUPD_GIT_TOKEN", "s3cret")
+	url, _, _ := start(t, "--address", "127.0.0.1:0", "--repository", remote, "--git-user", "alice", "--fetch-interval", "0")
+	commitRollout := func(rollout int) string {
+		t.Helper()
+		changed := regexp.MustCompile(`rollout: \d+`).ReplaceAllString(readFlag(t, dir), fmt.Sprintf("rollout: %d", rollout))
+		c, err := gitrepo.Commit(dir, "main", map[string][]byte{"flags/default/new-checkout.yaml": []byte(changed)}, "elsewhere\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	behind := commitRollout(75)
+	watch := "/apis/flags.cup.dev/v1alpha1/namespaces/default/flags?watch=true&resourceVersion="
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", url+watch+behind, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(res.Body)
+		t.Fatalf("watch from a commit on the remote, not yet fetched = %d %s, want 200", res.StatusCode, b)
+	}
+	events := bufio.NewReader(res.Body)
+	line, err := events.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(line, `{"type":"BOOKMARK"`) || !strings.Contains(line, `"commit":"`+behind+`"`) {
+		t.Errorf("first event %s, want the BOOKMARK at %s the watch starts from", line, behind)
+	}
+	// The change after it reaches the watch with the next fetch.
+	next := commitRollout(80)
+	if code, body := do(t, "POST", url+"/hooks/fetch", ""); code != http.StatusNoContent {
+		t.Fatalf("webhook = %d %s", code, body)
+	}
+	if line, err = events.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(line, `{"type":"MODIFIED"`) || !strings.Contains(line, `"rollout":80`) || !strings.Contains(line, `"commit":"`+next+`"`) {
+		t.Errorf("next event %s, want MODIFIED with rollout 80 at %s", line, next)
+	}
+	if code, body := get(t, url+watch+strings.Repeat("0", 40)); code != http.StatusGone {
+		t.Fatalf("watch from a commit nobody has = %d %s, want 410", code, body)
+	}
+	_, metrics := get(t, url+"/metrics")
+	if !strings.Contains(metrics, `cup_server_watch_catch_ups_total{outcome="fetched"} `) {
+		t.Errorf("/metrics counts no catch-up:\n%s", metrics)
 	}
 }

@@ -179,6 +179,10 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 	if a.proposals != nil {
 		sopts = append(sopts, server.WithProposals(proposalsAPI{a.proposals}))
 	}
+	if a.remote != nil {
+		// A watch resuming on this replica from a commit another pushed.
+		sopts = append(sopts, server.WithCatchUp(a.remote.Fetch))
+	}
 	if a.access, err = newAccess(opts.Auth, opts.Logger); err != nil {
 		return nil, err
 	}
