@@ -234,7 +234,13 @@ func (s *Source) openStorage() error {
 		s.closer = fst.Close
 		st = fst
 		if s.cfg.cacheFS == nil {
-			opts = append(opts, gitfs.WithObjectWriter(gitfs.NewLooseWriter(filepath.Join(dir, "objects"))))
+			// Objects are read as a local repository's are: by cupd
+			// itself, on every core, without the store's lock; go-git only
+			// for what that misses (what a fetch has not finished writing).
+			objects := filepath.Join(dir, "objects")
+			od := gitfs.NewObjectDir(objects)
+			opts = append(opts, gitfs.WithObjectWriter(gitfs.NewLooseWriter(objects)), gitfs.WithObjectDir(od))
+			s.closer = func() error { return errors.Join(fst.Close(), od.Close()) }
 		}
 	}
 	opts = append(opts,
