@@ -225,7 +225,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.DurationVar(&f.proposalsRefresh, "proposals-refresh", proposals.DefaultRefreshInterval, "how often to read the state of proposals from the SCM (POST /hooks/scm reads it at once)")
 	fl.DurationVar(&f.scmTimeout, "scm-timeout", scm.DefaultTimeout, "how long one call to the SCM may take (waits for its rate limit excepted)")
 	fl.StringVar(&f.wasmCacheDir, "wasm-cache-dir", defaultWASMCacheDir, "keep compiled WASM modules in this directory (made with mode 0700), so that a restart loads them instead of compiling them again; \"\" or \"off\" keeps them in memory only (default: cup/wasm in the user's cache directory)")
-	fl.Int64Var(&f.wasmCacheMax, "wasm-cache-max-bytes", app.DefaultWASMCacheMaxBytes, "bound of --wasm-cache-dir, in bytes: the modules compiled longest ago are removed to keep within it (0: no bound)")
+	fl.Int64Var(&f.wasmCacheMax, "wasm-cache-max-bytes", app.DefaultWASMCacheMaxBytes, "bound of --wasm-cache-dir, in bytes: the compiled modules written to it longest ago are removed to keep within it (0: no bound)")
 	fl.StringVar(&f.signingKeyFile, "signing-key-file", "", "armored OpenPGP private key to sign commits with")
 	fl.StringVar(&f.signingPassphrase, "signing-key-passphrase", "", "passphrase of --signing-key-file (prefer CUPD_SIGNING_KEY_PASSPHRASE)")
 	fl.StringVar(&f.policy, "policy", "", "file or directory of Role, ClusterRole, RoleBinding and ClusterRoleBinding files; setting it turns authentication and authorization on (see SECURITY.md)")
