@@ -199,8 +199,11 @@ func (s *Store) WritePackFiles(packDir string, ids []plumbing.Hash, opts ...Pack
 		return err
 	}
 	index, err := writeTemp(packDir, "tmp_idx_", func(w io.Writer) error {
-		_, err := idxfile.NewEncoder(w).Encode(mi)
-		return err
+		bw := bufio.NewWriterSize(w, 1<<16)
+		if _, err := idxfile.NewEncoder(bw).Encode(mi); err != nil {
+			return err
+		}
+		return bw.Flush()
 	})
 	if err != nil {
 		os.Remove(pack)
@@ -220,7 +223,8 @@ func (s *Store) WritePackFiles(packDir string, ids []plumbing.Hash, opts ...Pack
 }
 
 // writeTemp writes a new file in dir, named by prefix and a random suffix,
-// through write, and returns its name; on failure it leaves nothing.
+// through write, and returns its name; on failure it leaves nothing. write
+// gets the file itself: WritePack buffers what it writes already.
 func writeTemp(dir, prefix string, write func(io.Writer) error) (name string, err error) {
 	f, err := os.CreateTemp(dir, prefix)
 	if err != nil {
@@ -232,11 +236,7 @@ func writeTemp(dir, prefix string, write func(io.Writer) error) (name string, er
 			os.Remove(f.Name())
 		}
 	}()
-	bw := bufio.NewWriterSize(f, 1<<16)
-	if err := write(bw); err != nil {
-		return "", err
-	}
-	if err := bw.Flush(); err != nil {
+	if err := write(f); err != nil {
 		return "", err
 	}
 	return f.Name(), f.Close()
