@@ -38,9 +38,13 @@ func (r *Runtime) openCache(ctx context.Context) wazero.CompilationCache {
 		return wazero.NewCompilationCache()
 	}
 	r.dir = dir
-	r.entries = cacheEntries(dir)
+	entries, temps := listCache(dir)
+	r.entries = make(map[string]time.Time, len(entries))
+	for _, e := range entries {
+		r.entries[e.path] = e.mod
+	}
 	r.written = map[string]bool{}
-	r.prune(ctx)
+	r.prune(ctx, entries, temps)
 	return cache
 }
 
@@ -72,23 +76,32 @@ func cacheVersionDirs(dir string) []string {
 	return m
 }
 
-// cacheEntries lists the compiled modules the cache directory holds, by
-// path, with the time each was written (wazero's temporary files left
-// out).
-func cacheEntries(dir string) map[string]time.Time {
-	out := map[string]time.Time{}
+// A cacheFile is a file of the cache directory.
+type cacheFile struct {
+	path string
+	size int64
+	mod  time.Time // when it was written
+}
+
+// listCache lists the compiled modules the cache directory holds, and
+// apart the files wazero was writing (.tmp).
+func listCache(dir string) (entries, temps []cacheFile) {
 	for _, d := range cacheVersionDirs(dir) {
 		es, _ := os.ReadDir(d)
 		for _, e := range es {
-			if e.IsDir() || strings.HasSuffix(e.Name(), ".tmp") {
+			fi, err := e.Info()
+			if err != nil || !fi.Mode().IsRegular() {
 				continue
 			}
-			if fi, err := e.Info(); err == nil {
-				out[filepath.Join(d, e.Name())] = fi.ModTime()
+			f := cacheFile{filepath.Join(d, e.Name()), fi.Size(), fi.ModTime()}
+			if strings.HasSuffix(e.Name(), ".tmp") {
+				temps = append(temps, f)
+			} else {
+				entries = append(entries, f)
 			}
 		}
 	}
-	return out
+	return entries, temps
 }
 
 // claim tells whether the compile that just finished wrote a new entry in
@@ -104,11 +117,12 @@ func (r *Runtime) claim(ctx context.Context) string {
 	// already claimed, for a hit.
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for e, mod := range cacheEntries(r.dir) {
-		if known, ok := r.entries[e]; !ok || !known.Equal(mod) {
-			r.entries[e] = mod
-			r.written[e] = true
-			r.prune(ctx)
+	entries, temps := listCache(r.dir)
+	for _, e := range entries {
+		if known, ok := r.entries[e.path]; !ok || !known.Equal(e.mod) {
+			r.entries[e.path] = e.mod
+			r.written[e.path] = true
+			r.prune(ctx, entries, temps)
 			return cacheMiss
 		}
 	}
@@ -119,46 +133,29 @@ func (r *Runtime) claim(ctx context.Context) string {
 // one a process left behind when it ended.
 const staleTemp = time.Hour
 
-// prune keeps the cache directory within cfg.cacheMaxBytes, if set (see
-// WithCacheMaxBytes), and counts what it holds. r.mu is held.
-func (r *Runtime) prune(ctx context.Context) {
+// prune keeps the cache directory, whose listing is entries and temps,
+// within cfg.cacheMaxBytes, if set (see WithCacheMaxBytes), and counts what
+// it holds. r.mu is held.
+func (r *Runtime) prune(ctx context.Context, entries, temps []cacheFile) {
 	limit := r.cfg.cacheMaxBytes
-	if r.dir == "" {
-		return
-	}
-	type file struct {
-		path string
-		size int64
-		mod  time.Time
-	}
-	var (
-		files []file
-		total int64
-		errs  []error
-	)
-	for _, d := range cacheVersionDirs(r.dir) {
-		es, _ := os.ReadDir(d)
-		for _, e := range es {
-			fi, err := e.Info()
-			if err != nil || !fi.Mode().IsRegular() {
-				continue
+	var errs []error
+	if limit > 0 {
+		for _, f := range temps {
+			if time.Since(f.mod) > staleTemp {
+				errs = append(errs, os.Remove(f.path))
 			}
-			p := filepath.Join(d, e.Name())
-			if strings.HasSuffix(e.Name(), ".tmp") {
-				if limit > 0 && time.Since(fi.ModTime()) > staleTemp {
-					errs = append(errs, os.Remove(p))
-				}
-				continue
-			}
-			files = append(files, file{p, fi.Size(), fi.ModTime()})
-			total += fi.Size()
 		}
+	}
+	var total int64
+	for _, f := range entries {
+		total += f.size
 	}
 	var removed int
 	var freed int64
 	if limit > 0 && total > limit {
 		// Oldest first; the same time, by name, so that processes agree.
-		slices.SortFunc(files, func(a, b file) int {
+		files := slices.Clone(entries)
+		slices.SortFunc(files, func(a, b cacheFile) int {
 			if c := a.mod.Compare(b.mod); c != 0 {
 				return c
 			}
