@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/cup-dev/cup/sdk/go/controller/controllertest"
 )
@@ -85,5 +86,29 @@ func TestNotPlain(t *testing.T) {
 		if r := call(t, dir, "", "get", "Segment", "prod", "a"); r.Code != 0 && !strings.Contains(file, "\t") {
 			t.Errorf("get of %q = %+v", file, r)
 		}
+	}
+}
+
+// TestWindowEndsInsideAName lists a plain file whose first window of
+// windowBytes ends three bytes into the line of an entry's name: the
+// windows still split into entries, and every entry is listed once.
+func TestWindowEndsInsideAName(t *testing.T) {
+	t.Parallel()
+	entries := largeFile(8000)[len("# Many segments.\n\n"):]
+	// The last name line that begins far enough before the window's end.
+	at := strings.LastIndex(entries[:windowBytes-100], "\nseg-") + 1
+	pad := windowBytes - 3 - at // the header's length, comment line and all
+	text := "#" + strings.Repeat("x", pad-2) + "\n" + entries
+	if line := text[windowBytes-3 : windowBytes+8]; !strings.HasPrefix(line, "seg-") {
+		t.Fatalf("the window ends in %q, not three bytes into a name", line)
+	}
+	fsys := fstest.MapFS{"f.yaml": {Data: []byte(text)}}
+	n := 0
+	err := eachWindow(fsys, "f.yaml", func(o *outline) error {
+		n += len(o.entries)
+		return nil
+	})
+	if err != nil || n != 8000 {
+		t.Fatalf("eachWindow: %d entries, %v; want 8000 and no error", n, err)
 	}
 }

@@ -225,7 +225,15 @@ func eachWindow(fsys fs.FS, p string, fn func(o *outline) error) error {
 				return err
 			}
 		}
-		o, err := outlineAt(buf, p, lines)
+		// A full window may end inside a line: outline whole lines only.
+		end := len(buf)
+		if !eof {
+			if end = bytes.LastIndexByte(buf, '\n') + 1; end == 0 {
+				buf = slices.Grow(buf, cap(buf)) // a line longer than the window
+				continue
+			}
+		}
+		o, err := outlineAt(buf[:end], p, lines)
 		if err != nil {
 			return err
 		}
