@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -269,7 +270,16 @@ func groupContext(group []*op) (context.Context, context.CancelFunc) {
 // attempt's result when o's key has one, and otherwise commits the change
 // to the object store, setting o.prepared, unless it changes nothing or
 // fails.
-func (o *op) apply(tip Ref, committer source.Signature) (*source.UpdateResult, error) {
+func (o *op) apply(tip Ref, committer source.Signature) (result *source.UpdateResult, err error) {
+	// The update's Apply runs controllers in the committer's goroutine, not
+	// the caller's, whose server would answer a panic with Internal: here
+	// it would end the process. It ends this write alone.
+	defer func() {
+		if p := recover(); p != nil {
+			o.prepared = nil
+			result, err = nil, fmt.Errorf("panic while applying the update: %v\n%s", p, debug.Stack())
+		}
+	}()
 	w := o.w
 	if err := o.ctx.Err(); err != nil {
 		return nil, err

@@ -216,6 +216,33 @@ func TestGroupAppliesInOrder(t *testing.T) {
 	})
 }
 
+// TestGroupApplyPanics: an update whose Apply panics in the committer
+// fails with the panic, and the updates of its group land.
+func TestGroupApplyPanics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, e, release, first := behindFirst(t)
+		a := start(t.Context(), e, r, &source.UpdateRequest{Message: "a\n", Apply: func(context.Context, *source.Snapshot, source.Writer) error {
+			panic("controller bug")
+		}})
+		synctest.Wait()
+		b := start(t.Context(), e, r, &source.UpdateRequest{Message: "b\n", Apply: writing("b.txt", "b\n")})
+		synctest.Wait()
+		release()
+		if o := <-first; o.err != nil {
+			t.Fatal(o.err)
+		}
+		if o := <-a; o.err == nil || !strings.Contains(o.err.Error(), "panic while applying the update: controller bug") {
+			t.Fatalf("a = %+v, %v; want the panic as its error", o.res, o.err)
+		}
+		if o := <-b; o.err != nil {
+			t.Fatalf("b = %+v, %v", o.res, o.err)
+		}
+		if got := readFile(t, r, r.heads[mainBranch], "b.txt"); got != "b\n" {
+			t.Fatalf("b.txt = %q", got)
+		}
+	})
+}
+
 // TestGroupSwapFails: when a group's swap fails, every update applied on
 // a commit of the group fails with it, and nothing moves; an update that
 // failed on the branch's head keeps its own error.
