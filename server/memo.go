@@ -144,6 +144,22 @@ func (m *memo) front(it *memoItem) {
 	m.head.next = it
 }
 
+// unheld is what the entries v holds that no item holds yet would add to
+// the memo's count. m.mu is held.
+func (m *memo) unheld(v any) int64 {
+	h, ok := v.(entryHolder)
+	if !ok {
+		return 0
+	}
+	var n int64
+	for _, e := range h.heldEntries() {
+		if e.held == 0 {
+			n += e.size()
+		}
+	}
+	return n
+}
+
 // hold counts, or with d -1 uncounts, the entries v holds: an entry's bytes
 // count while at least one item holds it. m.mu is held.
 func (m *memo) hold(v any, d int32) {
@@ -240,6 +256,9 @@ func (m *memo) add(k memoKey, v any, size int64) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if size+m.unheld(v) > m.budget {
+		return // storing it would evict everything else, then it
+	}
 	m.hold(v, 1)
 	h := m.hash(k)
 	if it, ok := m.items[h]; ok && it.key == k {

@@ -100,3 +100,41 @@ func TestMemoStaysWithinItsBudget(t *testing.T) {
 	runtime.KeepAlive(m)
 	runtime.KeepAlive(in)
 }
+
+// TestMemoKeepsWhatALargerListingWouldEvict: a listing whose entries alone
+// take more than the budget is not stored, and what the memo held stays.
+func TestMemoKeepsWhatALargerListingWouldEvict(t *testing.T) {
+	const budget = 1 << 20
+	typ := &Type{Type: controller.Type{Group: "t.cup.dev", Version: "v1", Kind: "Item", Plural: "items"}}
+	m, in := newMemo(budget), newInterner()
+	small := memoKey{commit: fmt.Sprintf("%040d", 1), typ: typ, namespace: "small"}
+	if _, err := m.do(t.Context(), small, func() (any, int64, error) { return &listing{}, 64, nil }); err != nil {
+		t.Fatal(err)
+	}
+	l := &listing{}
+	for i := range 5000 { // about 4 MiB of entries
+		e, err := in.entry(&controller.Resource{APIVersion: "t.cup.dev/v1", Kind: "Item",
+			Metadata: controller.Metadata{Namespace: "default", Name: fmt.Sprintf("item-%06d", i)},
+			Spec:     fmt.Appendf(nil, `{"note":"%0700d"}`, i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.add(e)
+	}
+	large := memoKey{commit: small.commit, typ: typ, namespace: "default"}
+	if _, err := m.do(t.Context(), large, func() (any, int64, error) { return l, int64(cap(l.items))*8 + 64, nil }); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.items[m.hash(small)]; !ok {
+		t.Error("a listing larger than the budget evicted what the memo held")
+	}
+	if _, ok := m.items[m.hash(large)]; ok {
+		t.Error("a listing larger than the budget was stored")
+	}
+	if m.used > budget {
+		t.Errorf("the memo counts %d bytes, over its budget of %d", m.used, budget)
+	}
+	runtime.KeepAlive(in)
+}
