@@ -199,10 +199,12 @@ func (r *Runtime) compileNew(ctx context.Context, name string, module []byte) (w
 		return nil, nil, err
 	}
 	r.mu.Lock()
-	if r.memRT != nil {
+	// On the directory's failure alone: memRT exists also after a module
+	// that failed both ways, which says nothing of the directory.
+	if r.dirFailed {
 		rt = r.memRT
 	}
-	withDir := r.dir != "" && r.memRT == nil
+	withDir := r.dir != "" && !r.dirFailed
 	r.mu.Unlock()
 	start := time.Now()
 	m, err := rt.CompileModule(ctx, module)

@@ -229,3 +229,24 @@ func TestCacheDirBounded(t *testing.T) {
 		t.Errorf("left %q, want the 2 entries just written and the fresh .tmp", left)
 	}
 }
+
+// TestCacheDirKeptAfterABadModule: a module that fails to compile, with
+// the cache directory and again in memory, is the module's fault: the
+// modules compiled after it still go to the directory.
+func TestCacheDirKeptAfterABadModule(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	rt := newRuntime(t, wasm.WithCacheDir(t.TempDir()), wasm.WithMetrics(reg))
+	bad := append([]byte("\x00asm\x01\x00\x00\x00"), 0x0a, 0x05, 0x01, 0xff, 0xff, 0xff, 0xff) // a code section that ends short
+	if _, err := wasm.New(t.Context(), rt, "bad", bad, &wasm.Spec{Path: "bad.wasm"}); err == nil {
+		t.Fatal("a module that cannot compile compiled")
+	}
+	c, err := wasm.New(t.Context(), rt, "trap", trapModule, &wasm.Spec{Path: "trap.wasm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	if got := compiles(t, reg); got["miss"] != 1 || got["memory"] != 0 {
+		t.Errorf("compiles %v, want the good module compiled into the directory (1 miss)", got)
+	}
+}

@@ -91,8 +91,8 @@ type Runtime struct {
 	mu    sync.Mutex
 	cache wazero.CompilationCache // nil until first needed
 	rt    wazero.Runtime          // nil until first needed
-	// dir is the cache directory in use: cfg.cacheDir once it proved
-	// usable, "" when there is none or it failed (see cache.go).
+	// dir is the cache directory: cfg.cacheDir once it proved usable, ""
+	// when there is none; after it failed, dirFailed is set (see cache.go).
 	dir string
 	// memRT and memCache compile in memory once the cache directory
 	// failed while compiling; nil until then.
