@@ -61,11 +61,18 @@ func (handler) ListEach(_ context.Context, req *controller.ListRequest, yield fu
 	if err != nil {
 		return err
 	}
-	// A plain file is read a window at a time, twice: first to see that
-	// it is plain, before anything is listed.
-	err = eachWindow(req.FS, p, func(*outline) error { return nil })
-	if err == nil {
-		return eachWindow(req.FS, p, func(o *outline) error { return o.each(p, req.Type.Kind, req.Namespace, yield) })
+	// A plain file is read a window at a time, once. A file that is not
+	// plain shows it in its first window unless it turns after a window
+	// of plain entries: one that large could not be parsed whole in a
+	// module's memory anyway.
+	listed := 0
+	err = eachWindow(req.FS, p, func(o *outline) error {
+		listed += len(o.entries)
+		return o.each(p, req.Type.Kind, req.Namespace, yield)
+	})
+	if err == errNotPlain && listed > 0 {
+		return fmt.Errorf("%s: malformed: after %d entries written plainly (a name and a colon at the start of a line, their fields indented below), the file holds other YAML (anchors, aliases, quoted or flow keys); a file this large is listed a part at a time, so write it plainly throughout",
+			p, listed)
 	}
 	if err != errNotPlain {
 		return err

@@ -112,3 +112,19 @@ func TestWindowEndsInsideAName(t *testing.T) {
 		t.Fatalf("eachWindow: %d entries, %v; want 8000 and no error", n, err)
 	}
 }
+
+// TestListTurnsNotPlain lists a file larger than a window whose entries
+// are plain until one in its last window has an alias: the list fails
+// saying so, rather than list some entries twice or parse it whole.
+func TestListTurnsNotPlain(t *testing.T) {
+	t.Parallel()
+	text := largeFile(16000) + "base: &b\n  spec: {v: 1}\nother: *b\n"
+	if len(text) < 2*windowBytes {
+		t.Fatalf("the file is %d bytes, want more than two windows", len(text))
+	}
+	dir := controllertest.MapDir{segmentsFile: {Data: []byte(text)}}
+	r := call(t, dir, "", "list", "Segment", "prod")
+	if r.Code == 0 || !strings.Contains(r.Stderr, "malformed: after") || !strings.Contains(r.Stderr, "write it plainly throughout") {
+		t.Errorf("list = code %d, stderr %q; want an error saying the file turns from plain entries", r.Code, r.Stderr)
+	}
+}
