@@ -239,40 +239,44 @@ func (m *Mux) serve(ctx context.Context, req request, inv *Invocation) ([]byte, 
 // listed checks, filters and sorts what a handler listed and encodes it.
 func (req request) listed(rs []*Resource) ([]byte, error) {
 	kept := make([]*Resource, 0, len(rs))
+	seen := make(map[string]bool, len(rs))
 	for _, r := range rs {
-		if err := req.check(r); err != nil {
+		keep, err := req.admit(r, seen)
+		if err != nil {
 			return nil, err
 		}
-		if r.MatchLabels(req.labels) {
+		if keep {
 			kept = append(kept, r)
 		}
 	}
 	slices.SortFunc(kept, func(a, b *Resource) int { return cmp.Compare(a.Metadata.Name, b.Metadata.Name) })
-	for i := 1; i < len(kept); i++ {
-		if kept[i].Metadata.Name == kept[i-1].Metadata.Name {
-			return nil, fmt.Errorf("list %s: two resources named %q", req, kept[i].Metadata.Name)
-		}
-	}
 	return encode(kept)
 }
 
+// admit checks a resource a handler listed, refusing a name listed before
+// (in seen, to which it adds the name) whether or not the labels select
+// either, and reports whether the labels select it.
+func (req request) admit(r *Resource, seen map[string]bool) (keep bool, err error) {
+	if err := req.check(r); err != nil {
+		return false, err
+	}
+	if seen[r.Metadata.Name] {
+		return false, fmt.Errorf("list %s: two resources named %q", req, r.Metadata.Name)
+	}
+	seen[r.Metadata.Name] = true
+	return r.MatchLabels(req.labels), nil
+}
+
 // listEach prints what an EachLister lists, as it lists it: a JSON array
-// with a resource a line, each checked and filtered as listed checks them.
-// Only the names are kept, to refuse a name listed twice.
+// with a resource a line, each admitted as listed admits them. Only the
+// names are kept, to refuse a name listed twice.
 func (req request) listEach(ctx context.Context, h EachLister, inv *Invocation) error {
 	w := bufio.NewWriterSize(inv.Stdout, 64<<10)
 	seen := make(map[string]bool)
 	sep := "["
 	err := h.ListEach(ctx, &ListRequest{FS: inv.FS, Type: req.typ, Namespace: req.namespace, Labels: req.labels}, func(r *Resource) error {
-		if err := req.check(r); err != nil {
+		if keep, err := req.admit(r, seen); err != nil || !keep {
 			return err
-		}
-		if seen[r.Metadata.Name] {
-			return fmt.Errorf("list %s: two resources named %q", req, r.Metadata.Name)
-		}
-		seen[r.Metadata.Name] = true
-		if !r.MatchLabels(req.labels) {
-			return nil
 		}
 		data, err := encode(r)
 		if err != nil {

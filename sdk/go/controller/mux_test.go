@@ -127,6 +127,11 @@ func TestRun(t *testing.T) {
 				return []*controller.Resource{resource("default", "x", nil), resource("default", "x", nil)}, nil
 			}},
 			stderr: `list Widget in namespace "default": two resources named "x"` + "\n"},
+		{name: "list with a duplicate the labels leave out, as ListEach refuses it", args: []string{"list", "Widget", "default", "size=s"}, code: 1,
+			handler: stub{list: func(*controller.ListRequest) ([]*controller.Resource, error) {
+				return []*controller.Resource{resource("default", "x", nil), resource("default", "x", nil)}, nil
+			}},
+			stderr: `list Widget in namespace "default": two resources named "x"` + "\n"},
 		{name: "list without a name", args: []string{"list", "Widget", "default"}, code: 1,
 			handler: stub{list: func(*controller.ListRequest) ([]*controller.Resource, error) {
 				return []*controller.Resource{resource("default", "", nil)}, nil
