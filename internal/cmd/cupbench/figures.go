@@ -16,8 +16,8 @@ import (
 	"github.com/cup-dev/cup/internal/cupdproc"
 )
 
-// allRows are the rows of the table, in the order they are measured.
-var allRows = []string{"writes", "put", "list", "get", "rss", "trivial", "startup", "flagfile"}
+// allRows are the rows of the table, in the order it shows them.
+var allRows = []string{"writes", "put", "list", "get", "rss", "startup", "flagfile", "trivial"}
 
 // loadRows are the rows measured on one cupd serving the large
 // repository.

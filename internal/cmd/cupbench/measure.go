@@ -247,19 +247,18 @@ func measureStartup(ctx context.Context, o *options, b *binary, t *table) error 
 		warmPort, warmReady = append(warmPort, port), append(warmReady, ready)
 	}
 	t.explain("startup", fmt.Sprintf("cupd serve on its embedded demo (with its WASM controller, flagfile): from exec until a TCP connection is accepted and until /readyz answers 200; the median of %d start-ups each with a new compile cache directory, then with the same again (warm), the least and the most in the notes", o.starts))
-	note := func(d []time.Duration) string { return spread(d) }
 	if b.cacheFlag == "" {
 		t.note(b.label + " has no WASM compile cache flag: its cold start-ups compile in memory, and it has no warm ones")
 	}
-	t.set("startup", "demo start-up, cold: exec → port accepts", "ms", "-", b.col, ms(median(coldPort)), note(coldPort))
-	t.set("startup", "demo start-up, cold: exec → /readyz 200", "ms", "-", b.col, ms(median(coldReady)), note(coldReady))
+	t.set("startup", "demo start-up, cold: exec → port accepts", "ms", "-", b.col, ms(median(coldPort)), spread(coldPort))
+	t.set("startup", "demo start-up, cold: exec → /readyz 200", "ms", "-", b.col, ms(median(coldReady)), spread(coldReady))
 	if len(warmReady) == 0 {
 		t.none("startup", "demo start-up, warm: exec → port accepts", "ms", "-", b.col, "no WASM compile cache flag")
 		t.none("startup", "demo start-up, warm: exec → /readyz 200", "ms", "-", b.col, "no WASM compile cache flag")
 		return nil
 	}
-	t.set("startup", "demo start-up, warm: exec → port accepts", "ms", "-", b.col, ms(median(warmPort)), note(warmPort))
-	t.set("startup", "demo start-up, warm: exec → /readyz 200", "ms", "-", b.col, ms(median(warmReady)), note(warmReady))
+	t.set("startup", "demo start-up, warm: exec → port accepts", "ms", "-", b.col, ms(median(warmPort)), spread(warmPort))
+	t.set("startup", "demo start-up, warm: exec → /readyz 200", "ms", "-", b.col, ms(median(warmReady)), spread(warmReady))
 	return nil
 }
 
@@ -338,7 +337,7 @@ func startOnce(ctx context.Context, b *binary, cache, name string, check bool, t
 		time.Sleep(5 * time.Millisecond)
 	}
 	if check {
-		if status, body, err := call(ctx, hc, "GET", "http://"+addr+"/apis/flags.cup.dev/v1alpha1/namespaces/default/segments", nil); err != nil || status != 200 {
+		if status, body, err := call(ctx, hc, "GET", "http://"+addr+segmentsPath, nil); err != nil || status != 200 {
 			t.note(fmt.Sprintf("%s: the demo does not serve its WASM type Segment (%d %v %.100s): start-up did not compile it", b.label, status, err, body))
 		}
 	}

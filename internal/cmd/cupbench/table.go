@@ -25,9 +25,6 @@ type line struct {
 	cells                      []cell
 }
 
-// displayRows is the order of the rows in the table.
-var displayRows = []string{"writes", "put", "list", "get", "rss", "startup", "flagfile", "trivial"}
-
 // cell is a binary's figure: nil when it has none, with a note (status
 // codes, the spread).
 type cell struct {
@@ -114,7 +111,7 @@ func (t *table) print(w io.Writer) {
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	lines := slices.Clone(t.lines)
 	slices.SortStableFunc(lines, func(a, b *line) int {
-		return slices.Index(displayRows, a.row) - slices.Index(displayRows, b.row)
+		return slices.Index(allRows, a.row) - slices.Index(allRows, b.row)
 	})
 	for _, l := range lines {
 		cols := []string{l.row, l.measure, or(l.target, "-")}
@@ -140,7 +137,7 @@ func (t *table) print(w io.Writer) {
 		fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	}
 	_ = tw.Flush()
-	for _, r := range displayRows {
+	for _, r := range allRows {
 		if e := t.explained[r]; e != "" {
 			fmt.Fprintf(w, "%s: %s\n", r, e)
 		}

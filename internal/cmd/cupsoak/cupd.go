@@ -16,7 +16,6 @@ import (
 
 // cupd is the cupd subprocess, with its pprof endpoints.
 type cupd struct {
-	id int // the replica's number, from 0
 	*cupdproc.Process
 	debugURL string       // http://127.0.0.1:PORT, serving /debug/pprof/
 	hc       *http.Client // for the debug endpoints: no connection stays open
@@ -52,7 +51,6 @@ func startCupd(ctx context.Context, o *options, i int, bin, dir, repoURL, config
 		return nil, err
 	}
 	return &cupd{
-		id:       i,
 		Process:  p,
 		debugURL: "http://" + debugAddr,
 		hc:       &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}},

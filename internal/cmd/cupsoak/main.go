@@ -340,7 +340,6 @@ func run(ctx context.Context, o *options, out io.Writer) (ok bool, err error) {
 
 	// Watchers, each with the state at some commit before the load.
 	watchCtx, stopWatchers := context.WithCancel(ctx)
-	defer stopWatchers()
 	var watchers []*watcher
 	var watchWG sync.WaitGroup
 	for r := range o.replicas {
@@ -424,14 +423,11 @@ func run(ctx context.Context, o *options, out io.Writer) (ok bool, err error) {
 
 	// Every replica comes to serve the remote's head, and every watcher
 	// sees the last change of an item.
-	head, err := g.revParse(ctx, remote, "refs/heads/"+branch)
-	if err != nil {
-		return false, err
-	}
 	st, err := readRemote(ctx, g, remote, initial, "refs/heads/"+branch)
 	if err != nil {
 		return false, fmt.Errorf("reading the remote: %w", err)
 	}
+	head := st.Head
 	if fan != nil {
 		fan.all()
 	}

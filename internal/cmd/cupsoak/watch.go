@@ -251,13 +251,11 @@ func branchEvents(st *remoteState) (events []expectedEvent, from map[string]int)
 	return events, from
 }
 
-// itemName is the name of the item whose file is p, if p is one.
+// itemName is the name of the item whose file is p, if p is one (see
+// pathOf).
 func itemName(p string) (string, bool) {
-	dir, file := path.Split(p)
-	if dir != "items/default/" || !strings.HasSuffix(file, ".json") {
-		return "", false
-	}
-	return strings.TrimSuffix(file, ".json"), true
+	name := strings.TrimSuffix(path.Base(p), ".json")
+	return name, pathOf(name) == p
 }
 
 // checkWatchers is check 8: every watcher saw every change after its
