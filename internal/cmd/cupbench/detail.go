@@ -15,12 +15,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/cup-dev/cup/internal/benchrepo"
+	"github.com/cup-dev/cup/internal/cupdproc"
 )
 
 // run reports on cupd at n resources: gets, lists, puts, watches.
@@ -59,7 +59,7 @@ func run(cupd string, n int, layout benchrepo.Layout, clients int, getFor time.D
 	}
 	go func() { _, _ = io.Copy(io.Discard, out) }()
 	base := url + benchrepo.Path
-	fmt.Printf("cupd pid %d at %s; RSS at start %s\n", cmd.Process.Pid, url, rss(cmd.Process.Pid))
+	fmt.Printf("cupd pid %d at %s; RSS at start %s\n", cmd.Process.Pid, url, cupdproc.FormatBytes(rssOf(cmd.Process.Pid)))
 
 	tr := &http.Transport{MaxIdleConnsPerHost: clients * 2, MaxConnsPerHost: clients * 2}
 	hc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
@@ -111,7 +111,7 @@ func run(cupd string, n int, layout benchrepo.Layout, clients int, getFor time.D
 		size = len(b)
 	}
 	fmt.Printf("list  all %d:      p50 %-9v p99 %-9v (%.1f MiB per response)\n", n, pct(lat, 50), pct(lat, 99), float64(size)/(1<<20))
-	fmt.Printf("cupd RSS after the reads: %s\n", rss(cmd.Process.Pid))
+	fmt.Printf("cupd RSS after the reads: %s\n", cupdproc.FormatBytes(rssOf(cmd.Process.Pid)))
 
 	// Get, one client: the latency of a single request with nothing queued.
 	lat = lat[:0]
@@ -142,7 +142,7 @@ func run(cupd string, n int, layout benchrepo.Layout, clients int, getFor time.D
 		return err
 	}
 	fmt.Printf("list  after a write (cold commit): %v\n", time.Since(t0).Round(time.Microsecond))
-	fmt.Printf("cupd RSS after the load: %s (raw resources %.1f MiB)\n", rss(cmd.Process.Pid), float64(raw)/(1<<20))
+	fmt.Printf("cupd RSS after the load: %s (raw resources %.1f MiB)\n", cupdproc.FormatBytes(rssOf(cmd.Process.Pid)), float64(raw)/(1<<20))
 	if watchers > 0 {
 		return watch(ctx, hc, base, cmd.Process.Pid, watchers, note)
 	}
@@ -153,7 +153,7 @@ func run(cupd string, n int, layout benchrepo.Layout, clients int, getFor time.D
 // own connection, and reports cupd's resident memory with them open, then
 // how long one write's event takes to reach every one.
 func watch(ctx context.Context, hc *http.Client, base string, pid, n int, note string) error {
-	before := rssKiB(pid)
+	before := rssOf(pid)
 	wc := &http.Client{Transport: &http.Transport{MaxConnsPerHost: n + 1, MaxIdleConnsPerHost: n + 1}}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -183,8 +183,8 @@ func watch(ctx context.Context, hc *http.Client, base string, pid, n int, note s
 			}
 		}()
 	}
-	after := rssKiB(pid)
-	fmt.Printf("watch %d idle:     cupd RSS %d KiB more (%.1f KiB a watch)\n", n, after-before, float64(after-before)/float64(n))
+	after := rssOf(pid)
+	fmt.Printf("watch %d idle:     cupd RSS %d KiB more (%.1f KiB a watch)\n", n, (after-before)/1024, float64(after-before)/1024/float64(n))
 	t0 := time.Now()
 	if _, err := fetch(hc, "PUT", base+"/"+benchrepo.Name(0), benchrepo.Item(0, "watched "+note[:100]), 202); err != nil {
 		return err
@@ -203,10 +203,10 @@ func watch(ctx context.Context, hc *http.Client, base string, pid, n int, note s
 	return nil
 }
 
-// rssKiB is pid's resident memory in KiB, 0 when unknown.
-func rssKiB(pid int) int {
-	kib, _ := strconv.Atoi(strings.TrimSuffix(rss(pid), " kB"))
-	return kib
+// rssOf is pid's resident memory in bytes, 0 when unknown.
+func rssOf(pid int) int64 {
+	m, _ := cupdproc.ReadMemory(pid)
+	return m.RSS
 }
 
 func serverURL(r io.Reader) (string, error) {
@@ -246,17 +246,4 @@ func pct(d []time.Duration, p int) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[(len(s)-1)*p/100].Round(time.Microsecond)
-}
-
-func rss(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return "unknown"
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			return strings.Join(strings.Fields(strings.TrimPrefix(line, "VmRSS:")), " ")
-		}
-	}
-	return "unknown"
 }
