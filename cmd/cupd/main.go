@@ -158,8 +158,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 			if err := applyEnv(cmd.Flags(), os.Environ()); err != nil {
 				return err
 			}
-			_, inEnv := lookup(os.Environ(), envName("wasm-cache-dir"))
-			f.wasmCacheDirSet = inEnv || cmd.Flags().Changed("wasm-cache-dir")
+			f.wasmCacheDirSet = cmd.Flags().Changed("wasm-cache-dir")
 			return runServe(cmd.Context(), &f, stdout, stderr)
 		},
 	}
@@ -282,6 +281,8 @@ func applyEnv(fs *pflag.FlagSet, environ []string) error {
 		if v, ok := lookup(environ, name); ok {
 			if err := fl.Value.Set(v); err != nil {
 				errs = append(errs, fmt.Errorf("%s=%q: %w", name, v, err))
+			} else {
+				fl.Changed = true // given, as by the command line
 			}
 		}
 	})
