@@ -73,7 +73,9 @@ func (s *Source) Fetch(ctx context.Context) error {
 func (s *Source) fetchLocked(ctx context.Context) error {
 	ctx, o := s.startOp(ctx, "git.fetch")
 	stale := s.stale.Swap(false)
+	since := s.pushSeq.Load() // before the fetch lists the remote
 	changed, err := s.fetch(ctx, stale)
+	s.keepPushed(ctx, since)
 	if err != nil && stale {
 		s.stale.Store(true)
 	}

@@ -38,6 +38,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,9 +75,12 @@ type Source struct {
 	state   atomic.Pointer[refState]
 	stale   atomic.Bool // the cache's references may lag the state: fetch them all (see repairRefs)
 
-	fetchMu      sync.Mutex    // one fetch at a time, and no push recorded during one (see setHead)
-	fetchStarted atomic.Uint64 // fetches begun; written under fetchMu
-	fetchErr     error         // the last fetch's error, under fetchMu
+	fetchMu      sync.Mutex            // one fetch at a time
+	pushMu       sync.Mutex            // guards pushed
+	pushed       map[string]pushedHead // the last push of each branch (see setHead)
+	pushSeq      atomic.Uint64         // pushes recorded
+	fetchStarted atomic.Uint64         // fetches begun; written under fetchMu
+	fetchErr     error                 // the last fetch's error, under fetchMu
 
 	eng *writes.Engine // target resolution, locking, retries, replay
 
@@ -297,30 +301,73 @@ func (s *Source) loadState(head string) (bool, error) {
 // logged rather than returned: the state reads use has the new value, and
 // the next fetch writes the cache's references again (see repairRefs).
 //
-// It waits for a fetch under way: one that listed the remote's references
-// before the push landed would otherwise record the branch's older value
-// after this one, and reads (and watches) would see the branch go back
-// until the next fetch. A fetch that starts after this one lists the
-// remote after the push.
+// A fetch under way may have listed the remote's references before the
+// push landed; it keeps the pushed value of the branch rather than record
+// the older one it listed (see keepPushed), so a push never waits for a
+// fetch, and reads never see the branch go back.
 func (s *Source) setHead(ctx context.Context, branch string, h plumbing.Hash) {
-	s.fetchMu.Lock()
-	defer s.fetchMu.Unlock()
+	s.pushMu.Lock()
+	if s.pushed == nil {
+		s.pushed = make(map[string]pushedHead)
+	}
+	s.pushed[branch] = pushedHead{h, s.pushSeq.Add(1)}
+	s.pushMu.Unlock()
 	if err := s.locked.SetReference(plumbing.NewHashReference(plumbing.NewBranchReferenceName(branch), h)); err != nil {
 		s.cfg.Logger.WarnContext(ctx, "the push landed, but recording the branch in the cache failed; the next fetch records it",
 			"branch", branch, "commit", h.String(), "error", err)
 		s.repairRefs()
 	}
+	s.setState(map[string]plumbing.Hash{branch: h})
+}
+
+// A pushedHead is the commit a push moved a branch to, and the push's
+// number.
+type pushedHead struct {
+	commit plumbing.Hash
+	seq    uint64
+}
+
+// setState sets branches in the state reads use.
+func (s *Source) setState(branches map[string]plumbing.Hash) {
 	for {
 		old := s.state.Load()
-		next := &refState{heads: make(map[string]plumbing.Hash, len(old.heads)+1), tags: old.tags, head: old.head}
-		for k, v := range old.heads {
-			next.heads[k] = v
-		}
-		next.heads[branch] = h
+		next := &refState{heads: make(map[string]plumbing.Hash, len(old.heads)+len(branches)), tags: old.tags, head: old.head}
+		maps.Copy(next.heads, old.heads)
+		maps.Copy(next.heads, branches)
 		if s.state.CompareAndSwap(old, next) {
 			return
 		}
 	}
+}
+
+// keepPushed is called by a fetch, under fetchMu, once it recorded what it
+// listed (or failed): the branches pushed since pushes numbered since (the fetch's
+// start), which it may have listed before their push, are set back to
+// their pushed commits, in the cache and in the state, and the next fetch
+// lists them again (stale), which brings a newer commit if the remote has
+// one.
+func (s *Source) keepPushed(ctx context.Context, since uint64) {
+	s.pushMu.Lock()
+	kept := map[string]plumbing.Hash{}
+	for branch, p := range s.pushed {
+		if p.seq > since {
+			kept[branch] = p.commit
+		} else {
+			delete(s.pushed, branch) // landed before this fetch listed
+		}
+	}
+	s.pushMu.Unlock()
+	if len(kept) == 0 {
+		return
+	}
+	for branch, h := range kept {
+		if err := s.locked.SetReference(plumbing.NewHashReference(plumbing.NewBranchReferenceName(branch), h)); err != nil {
+			s.cfg.Logger.WarnContext(ctx, "recording a branch pushed during a fetch in the cache failed; the next fetch records it",
+				"branch", branch, "commit", h.String(), "error", err)
+		}
+	}
+	s.setState(kept)
+	s.stale.Store(true)
 }
 
 func (s *Source) current() (*refState, error) {

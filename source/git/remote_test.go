@@ -563,8 +563,8 @@ func TestFetchesShared(t *testing.T) {
 // the fetch's older value recorded after the push's, reads and watches
 // would see the branch go back until the next fetch (several cupd
 // replicas on one remote, each fetching on every webhook call, did). The
-// remote gets a commit on another branch first, so that the fetch has
-// something to bring.
+// push answers without waiting for the fetch. The remote gets a commit on
+// another branch first, so that the fetch has something to bring.
 func TestFetchDuringPushKeepsNewerHead(t *testing.T) {
 	t.Parallel()
 	r := newRemote(t)
@@ -596,22 +596,24 @@ func TestFetchDuringPushKeepsNewerHead(t *testing.T) {
 		res, err := src.Update(t.Context(), &source.UpdateRequest{Message: "ours\n", Apply: write("config/a.yaml", "a: 2\n")})
 		updated <- result{res, err}
 	}()
-	// The fetch goes on once the push landed.
-	for r.branchHead(t, "main") == r.head {
-		select {
-		case u := <-updated:
-			t.Fatalf("Update ended before its push landed: %v", u.err)
-		default:
-			time.Sleep(time.Millisecond)
-		}
+	// The push answers while the fetch is still held: it does not wait
+	// for it.
+	var up result
+	select {
+	case up = <-updated:
+	case <-time.After(30 * time.Second):
+		close(release)
+		t.Fatal("the push did not answer while a fetch was under way")
+	}
+	if up.err != nil {
+		t.Fatalf("Update: %v", up.err)
+	}
+	if got := r.branchHead(t, "main"); got != up.res.Commit {
+		t.Fatalf("the remote's main is %s after the push, want %s", got, up.res.Commit)
 	}
 	close(release)
 	if err := <-fetched; err != nil {
 		t.Fatalf("Fetch: %v", err)
-	}
-	up := <-updated
-	if up.err != nil {
-		t.Fatalf("Update: %v", up.err)
 	}
 	snap, err := src.View(t.Context(), "")
 	if err != nil {
