@@ -165,7 +165,9 @@ func (r *Runtime) prune(ctx context.Context, entries, temps []cacheFile) {
 			if total <= limit {
 				break
 			}
-			if r.written[f.path] {
+			if known, ok := r.entries[f.path]; r.written[f.path] || !ok || !known.Equal(f.mod) {
+				// This runtime's, or new since it last looked: another of
+				// its compiles (or another process) is about to claim it.
 				continue
 			}
 			if err := os.Remove(f.path); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -45,7 +45,8 @@ func WithCacheDir(dir string) RuntimeOption {
 // WithCacheMaxBytes bounds the cache directory of WithCacheDir to n bytes:
 // when the Runtime opens it, and after each compile that writes an entry,
 // the entries written longest ago (by any process or wazero version) are
-// removed until the rest fit, except those this Runtime wrote. A removed
+// removed until the rest fit, except those this Runtime wrote and those new since it
+// last looked (another compile's, about to be claimed). A removed
 // entry only costs a compile at the next start that needs it. Unfinished
 // entries (wazero's .tmp files) older than an hour are removed too. 0, the
 // default, does not bound the directory.
