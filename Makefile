@@ -173,6 +173,7 @@ FUZZ_TARGETS := \
 	./controller:FuzzParseResource \
 	./controller/template:FuzzPaths \
 	./controller/template:FuzzFiles \
+	./controller/wasm:FuzzInterruptible \
 	./internal/config:FuzzLoad \
 	./server:FuzzLabelSet \
 	./server:FuzzREST \

@@ -191,14 +191,30 @@ func (r *Runtime) prune(ctx context.Context, entries, temps []cacheFile) {
 	}
 }
 
-// compileNew compiles module, logs how long it took and counts it. A
-// compile that fails with the cache directory is tried again in memory: if
-// that works, the directory was at fault (an entry that cannot be read
-// back, a full disk), and every later compile is made in memory.
-func (r *Runtime) compileNew(ctx context.Context, name string, module []byte) (wazero.Runtime, wazero.CompiledModule, error) {
+// compileNew compiles module, logs how long it took and counts it: made
+// interruptible (see interrupt.go) when it can be, and else as it is, with
+// wazero's checks. A module that does not compile once rewritten is
+// compiled as it is, which tells whether the module or the rewrite is at
+// fault.
+func (r *Runtime) compileNew(ctx context.Context, name string, module []byte) (program, error) {
+	rewritten, err := interruptible(module)
+	if err == nil {
+		var p program
+		if p, err = r.compileInterruptible(ctx, name, rewritten); err == nil || ctx.Err() != nil {
+			return p, err
+		}
+	}
+	return r.compileChecked(ctx, name, module, err)
+}
+
+// compileInterruptible compiles module, made interruptible. A compile that
+// fails with the cache directory is tried again in memory: if that works,
+// the directory was at fault (an entry that cannot be read back, a full
+// disk), and every later compile is made in memory.
+func (r *Runtime) compileInterruptible(ctx context.Context, name string, module []byte) (program, error) {
 	rt, err := r.runtime(ctx)
 	if err != nil {
-		return nil, nil, err
+		return program{}, err
 	}
 	r.mu.Lock()
 	// On the directory's failure alone: memRT exists also after a module
@@ -217,23 +233,57 @@ func (r *Runtime) compileNew(ctx context.Context, name string, module []byte) (w
 	case err != nil && withDir && ctx.Err() == nil:
 		mem, merr := r.memoryRuntime(ctx)
 		if merr != nil {
-			return nil, nil, errors.Join(err, merr)
+			return program{}, errors.Join(err, merr)
 		}
 		m2, err2 := mem.CompileModule(ctx, module)
 		if err2 != nil {
-			return nil, nil, err2 // the module's fault, not the directory's
+			return program{}, err2 // the module's fault, not the directory's
 		}
 		r.cacheFailed(ctx, err)
 		rt, m, err = mem, m2, nil
 	}
 	if err != nil {
-		return nil, nil, err
+		return program{}, err
 	}
+	r.compiled(ctx, name, len(module), outcome, start)
+	return program{m: m, rt: rt, interruptible: true}, nil
+}
+
+// compiled logs and counts a compile that began at start.
+func (r *Runtime) compiled(ctx context.Context, name string, size int, outcome string, start time.Time, attrs ...any) {
 	d := time.Since(start)
 	r.obs.compiles.WithLabelValues(outcome).Inc()
 	r.obs.compileDuration.WithLabelValues(outcome).Observe(d.Seconds())
-	r.cfg.logger.InfoContext(ctx, "compiled wasm module", "module", name, "bytes", len(module), "cache", outcome, "duration", elapsed(start))
-	return rt, m, nil
+	r.cfg.logger.InfoContext(ctx, "compiled wasm module", append([]any{"module", name, "bytes", size, "cache", outcome, "duration", elapsed(start)}, attrs...)...)
+}
+
+// compileChecked compiles module, which could not be made interruptible
+// (why says why), in memory, in the runtime with wazero's checks: its
+// loops run several times slower.
+func (r *Runtime) compileChecked(ctx context.Context, name string, module []byte, why error) (program, error) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return program{}, errors.New("wasm runtime is closed")
+	}
+	if r.checkedRT == nil {
+		cache := wazero.NewCompilationCache()
+		rt, err := newWazero(ctx, cache, true)
+		if err != nil {
+			r.mu.Unlock()
+			return program{}, errors.Join(err, cache.Close(ctx))
+		}
+		r.checkedRT, r.checkedCache = rt, cache
+	}
+	rt := r.checkedRT
+	r.mu.Unlock()
+	start := time.Now()
+	m, err := rt.CompileModule(ctx, module)
+	if err != nil {
+		return program{}, err
+	}
+	r.compiled(ctx, name, len(module), cacheMemory, start, "interruptible", false, "why", why.Error())
+	return program{m: m, rt: rt}, nil
 }
 
 // memoryRuntime returns the runtime compiling in memory after the cache
@@ -246,7 +296,7 @@ func (r *Runtime) memoryRuntime(ctx context.Context) (wazero.Runtime, error) {
 	}
 	if r.memRT == nil {
 		cache := wazero.NewCompilationCache()
-		rt, err := newWazero(ctx, cache)
+		rt, err := newWazero(ctx, cache, false)
 		if err != nil {
 			return nil, errors.Join(err, cache.Close(ctx))
 		}
@@ -307,7 +357,7 @@ func (r *Runtime) Precompile(ctx context.Context, modules []Module, done func(n 
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			_, _, rel, err := r.compile(ctx, m.Name, m.Bytes)
+			_, rel, err := r.compile(ctx, m.Name, m.Bytes)
 			mu.Lock()
 			defer mu.Unlock()
 			if err == nil {

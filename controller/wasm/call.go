@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
@@ -116,8 +117,15 @@ func (c *Controller) run(ctx context.Context, cl *call) (res *result, err error)
 	var clk clock
 	cfg = cfg.WithWalltime(clk.walltime, 1).WithNanotime(clk.nanotime, 1).WithNanosleep(clk.sleep)
 
+	if c.prog.interruptible {
+		cfg = cfg.WithStartFunctions() // started below, once it can be stopped
+	}
+
 	c.obs.alive.Inc()
-	mod, err := c.runtime.InstantiateModule(ctx, c.compiled, cfg)
+	mod, err := c.prog.rt.InstantiateModule(ctx, c.prog.m, cfg)
+	if err == nil && c.prog.interruptible {
+		err = start(ctx, mod)
+	}
 	if mod != nil {
 		_ = mod.Close(context.WithoutCancel(ctx))
 	}
@@ -154,6 +162,37 @@ func (c *Controller) run(ctx context.Context, cl *call) (res *result, err error)
 		// A trap, or a failure to instantiate.
 		return nil, fmt.Errorf("%s: %w: %s%s", cl.op, controller.ErrFailed, bounded(trimCrash(err.Error())), said(res.stderr))
 	}
+}
+
+// start runs the _start function of mod, a module made interruptible
+// (see interrupt.go), until it exits or ctx ends it, as InstantiateModule
+// runs it for a module it starts: an exit with code 0 is no error. A module
+// stopped because ctx ended returns ctx's error.
+func start(ctx context.Context, mod api.Module) error {
+	stop, ok := mod.ExportedGlobal(stopExport).(api.MutableGlobal)
+	if !ok {
+		return fmt.Errorf("%w: the module exports no %s global", controller.ErrFailed, stopExport)
+	}
+	var stopped atomic.Bool
+	unwatch := context.AfterFunc(ctx, func() {
+		stopped.Store(true)
+		stop.Set(1)
+	})
+	_, err := mod.ExportedFunction("_start").Call(ctx)
+	unwatch()
+	var exit *sys.ExitError
+	switch {
+	case errors.As(err, &exit):
+		if exit.ExitCode() == 0 {
+			return nil
+		}
+		return err
+	case err != nil && stopped.Load():
+		return ctx.Err()
+	case err != nil:
+		return fmt.Errorf("module[%s] function[_start] failed: %w", mod.Name(), err)
+	}
+	return nil
 }
 
 // failure turns the non-zero exit of a call into an error:

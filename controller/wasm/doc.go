@@ -98,6 +98,10 @@
 // with [WithCacheDir], which makes it about 25 times faster after a
 // restart). Each call then costs an instantiation: for a Go module about
 // 1.5ms, mostly wazero copying the module's data and the Go runtime
-// starting, plus what the program does. The checks that let a timeout stop
-// a module make its loops several times slower than they would be without.
+// starting, plus what the program does. So that a timeout can stop a
+// module in any loop, each module is compiled with a counter at the head
+// of every loop, which every 16,384 iterations calls into Go and stops the
+// module once its call has ended; a module it cannot be added to (one
+// using SIMD) gets wazero's checks, a call into Go at every iteration,
+// which make its loops several times slower.
 package wasm

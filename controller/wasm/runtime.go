@@ -97,9 +97,14 @@ type Runtime struct {
 	dir string
 	// memRT and memCache compile in memory once the cache directory
 	// failed while compiling; nil until then.
-	memRT     wazero.Runtime
-	memCache  wazero.CompilationCache
-	dirFailed bool // cacheFailed has been called
+	memRT    wazero.Runtime
+	memCache wazero.CompilationCache
+	// checkedRT and checkedCache compile, in memory, the modules that
+	// cannot be made interruptible (see interrupt.go), with wazero's own
+	// checks; nil until the first.
+	checkedRT    wazero.Runtime
+	checkedCache wazero.CompilationCache
+	dirFailed    bool // cacheFailed has been called
 	// entries are the cache directory's entries known to r: there when
 	// r first looked, or claimed by a compile as its own (see claim).
 	entries map[string]time.Time
@@ -116,11 +121,20 @@ type compiledModule struct {
 	// mu is held while compiling, so that compilations of the module take
 	// turns.
 	mu sync.Mutex
-	m  wazero.CompiledModule // guarded by mu; nil until compiled
-	rt wazero.Runtime        // guarded by mu: the runtime m was compiled in
+	p  program // guarded by mu; p.m is nil until compiled
 	// refs counts the compile calls waiting for m or holding it, guarded by
 	// Runtime.mu.
 	refs int
+}
+
+// A program is a compiled module and how to run it.
+type program struct {
+	m  wazero.CompiledModule
+	rt wazero.Runtime // the runtime m was compiled in
+	// interruptible tells that m was rewritten to stop when its stop
+	// global is set (see interrupt.go); otherwise rt is one with wazero's
+	// checks.
+	interruptible bool
 }
 
 // compile returns the compiled form of module, and the wazero runtime to
@@ -130,7 +144,7 @@ type compiledModule struct {
 // module take turns, since wazero shares one only once it has finished;
 // after a failed one, the next in turn tries again. name names the module
 // in the log. release gives the module back; the last release closes it.
-func (r *Runtime) compile(ctx context.Context, name string, module []byte) (_ wazero.Runtime, _ wazero.CompiledModule, release func(context.Context) error, _ error) {
+func (r *Runtime) compile(ctx context.Context, name string, module []byte) (_ program, release func(context.Context) error, _ error) {
 	sum := sha256.Sum256(module)
 	r.mu.Lock()
 	if r.modules == nil {
@@ -156,22 +170,22 @@ func (r *Runtime) compile(ctx context.Context, name string, module []byte) (_ wa
 		return false
 	}
 	cm.mu.Lock()
-	if cm.m == nil {
-		rt, m, err := r.compileNew(ctx, name, module)
+	if cm.p.m == nil {
+		p, err := r.compileNew(ctx, name, module)
 		if err != nil {
 			cm.mu.Unlock()
 			drop()
-			return nil, nil, nil, err
+			return program{}, nil, err
 		}
-		cm.rt, cm.m = rt, m
+		cm.p = p
 	}
-	rt, m := cm.rt, cm.m
+	p := cm.p
 	cm.mu.Unlock()
 	var once sync.Once
-	return rt, m, func(ctx context.Context) (err error) {
+	return p, func(ctx context.Context) (err error) {
 		once.Do(func() {
 			if drop() {
-				err = m.Close(ctx)
+				err = p.m.Close(ctx)
 			}
 		})
 		return err
@@ -224,7 +238,7 @@ func (r *Runtime) runtime(ctx context.Context) (wazero.Runtime, error) {
 		return r.rt, nil
 	}
 	cache := r.openCache(ctx)
-	rt, err := newWazero(ctx, cache)
+	rt, err := newWazero(ctx, cache, false)
 	if err != nil {
 		return nil, errors.Join(err, cache.Close(ctx))
 	}
@@ -232,11 +246,14 @@ func (r *Runtime) runtime(ctx context.Context) (wazero.Runtime, error) {
 	return rt, nil
 }
 
-// newWazero returns a wazero runtime compiling into cache, with WASI.
-func newWazero(ctx context.Context, cache wazero.CompilationCache) (wazero.Runtime, error) {
+// newWazero returns a wazero runtime compiling into cache, with WASI, and
+// with wazero's checks that stop a module once its context is done when
+// checked is set. A cache must not be shared by runtimes that differ in
+// checked: wazero's keys for compiled code do not tell them apart.
+func newWazero(ctx context.Context, cache wazero.CompilationCache, checked bool) (wazero.Runtime, error) {
 	cfg := wazero.NewRuntimeConfig().
 		WithCompilationCache(cache).
-		WithCloseOnContextDone(true)
+		WithCloseOnContextDone(checked)
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		return nil, errors.Join(fmt.Errorf("wasm runtime: instantiating WASI: %w", err), rt.Close(ctx))
@@ -259,6 +276,9 @@ func (r *Runtime) Close(ctx context.Context) error {
 	}
 	if r.memRT != nil {
 		errs = append(errs, r.memRT.Close(ctx), r.memCache.Close(ctx))
+	}
+	if r.checkedRT != nil {
+		errs = append(errs, r.checkedRT.Close(ctx), r.checkedCache.Close(ctx))
 	}
 	return errors.Join(errs...)
 }

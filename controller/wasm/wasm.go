@@ -23,14 +23,13 @@ import (
 // documentation describes. It is safe for concurrent use: each call runs in
 // its own module instance.
 type Controller struct {
-	name     string
-	spec     Spec // with defaults
-	runtime  wazero.Runtime
-	compiled wazero.CompiledModule
-	release  func(context.Context) error // gives compiled back to the runtime
-	logger   *slog.Logger
-	budget   *semaphore.Weighted // the runtime's memory budget in pages; nil when unbounded
-	obs      *observer           // the runtime's metrics and tracer
+	name    string
+	spec    Spec // with defaults
+	prog    program
+	release func(context.Context) error // gives prog back to the runtime
+	logger  *slog.Logger
+	budget  *semaphore.Weighted // the runtime's memory budget in pages; nil when unbounded
+	obs     *observer           // the runtime's metrics and tracer
 }
 
 var _ controller.Controller = (*Controller)(nil)
@@ -66,16 +65,16 @@ func New(ctx context.Context, rt *Runtime, name string, module []byte, spec *Spe
 			name, s.MemoryLimitPages, pagesSize(s.MemoryLimitPages), budget, pagesSize(uint32(budget)))
 	}
 	start := time.Now()
-	runtime, compiled, release, err := rt.compile(ctx, s.Path, module)
+	prog, release, err := rt.compile(ctx, s.Path, module)
 	if err != nil {
 		return nil, fmt.Errorf("wasm controller %q: compiling module %s: %w", name, s.Path, err)
 	}
-	if err := checkModule(compiled, module, s.MemoryLimitPages); err != nil {
+	if err := checkModule(prog.m, module, s.MemoryLimitPages); err != nil {
 		return nil, errors.Join(fmt.Errorf("wasm controller %q: module %s: %w", name, s.Path, err), release(ctx))
 	}
 	rt.cfg.logger.DebugContext(ctx, "compiled wasm controller", "controller", name, "module", s.Path,
 		"bytes", len(module), "duration", elapsed(start))
-	return &Controller{name: name, spec: s, runtime: runtime, compiled: compiled, release: release, logger: rt.cfg.logger, budget: rt.budget, obs: rt.obs}, nil
+	return &Controller{name: name, spec: s, prog: prog, release: release, logger: rt.cfg.logger, budget: rt.budget, obs: rt.obs}, nil
 }
 
 // checkModule checks that m, compiled from module, is a WASI command whose

@@ -1,0 +1,75 @@
+package wasm_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	goruntime "runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cup-dev/cup/controller"
+	"github.com/cup-dev/cup/controller/wasm"
+	"github.com/cup-dev/cup/internal/testlog"
+)
+
+// spinModule is a WASI command whose _start loops for ever, and has no
+// memory: loop; br 0; end.
+var spinModule = []byte{
+	0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // magic, version
+	0x01, 0x04, 0x01, 0x60, 0x00, 0x00, // types: () -> ()
+	0x03, 0x02, 0x01, 0x00, // functions: one of type 0
+	0x07, 0x0a, 0x01, 0x06, '_', 's', 't', 'a', 'r', 't', 0x00, 0x00, // export "_start"
+	0x0a, 0x09, 0x01, 0x07, 0x00, 0x03, 0x40, 0x0c, 0x00, 0x0b, 0x0b, // code
+}
+
+// simdSpinModule is spinModule with a SIMD instruction before its loop
+// (v128.const 0; drop), which the rewrite that makes modules
+// interruptible does not know.
+var simdSpinModule = func() []byte {
+	b := append([]byte(nil), spinModule[:len(spinModule)-11]...)
+	b = append(b, 0x0a, 0x1c, 0x01, 0x1a, 0x00, 0xfd, 0x0c)
+	b = append(b, make([]byte, 16)...)
+	return append(b, 0x1a, 0x03, 0x40, 0x0c, 0x00, 0x0b, 0x0b)
+}()
+
+// TestSpinningModulesStop: more modules than there are threads for Go
+// code, each in a loop that never calls out, all stop at their timeout.
+// Go cannot preempt machine code it did not compile, so this needs the
+// modules to call into Go now and then: without, every P would spin, and
+// no timer would fire.
+func TestSpinningModulesStop(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name          string
+		module        []byte
+		interruptible bool
+	}{{"rewritten", spinModule, true}, {"wazero's checks", simdSpinModule, false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			log := &testlog.Buffer{}
+			rt := newRuntime(t, wasm.WithLogger(slog.New(slog.NewTextHandler(log, nil))))
+			c, err := wasm.New(t.Context(), rt, "spin", tt.module, &wasm.Spec{Path: "spin.wasm", Timeout: 200 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Close(context.Background()) })
+			if got := !strings.Contains(log.String(), "interruptible=false"); got != tt.interruptible {
+				t.Errorf("compiled interruptible: %t, want %t; log:\n%s", got, tt.interruptible, log)
+			}
+			var wg sync.WaitGroup
+			for range goruntime.GOMAXPROCS(0) + 2 {
+				wg.Go(func() {
+					_, err := c.Get(t.Context(), &controller.GetRequest{FS: newMemFS(t, nil), Type: flagType, Namespace: "default", Name: "x"})
+					checkSentinel(t, err, context.DeadlineExceeded)
+					if !strings.Contains(fmt.Sprint(err), "stopped after the 200ms timeout") {
+						t.Errorf("Get = %v, want it stopped after its timeout", err)
+					}
+				})
+			}
+			wg.Wait()
+		})
+	}
+}
