@@ -250,6 +250,10 @@ func (p *Process) LogSummary() []string {
 type Memory struct {
 	RSS  int64 // VmRSS: resident now, in bytes
 	Peak int64 // VmHWM: the most ever resident, in bytes
+	// Anon and File split RSS (RssAnon, RssFile): the heap and stacks,
+	// and the pages of mapped files (the binary, mapped pack files); 0
+	// when the kernel does not say.
+	Anon, File int64
 }
 
 // ReadMemory reads the memory of process pid from /proc (Linux only).
@@ -265,7 +269,7 @@ func parseStatus(status string) (Memory, error) {
 	var m Memory
 	var found int
 	for line := range strings.Lines(status) {
-		for name, v := range map[string]*int64{"VmRSS:": &m.RSS, "VmHWM:": &m.Peak} {
+		for name, v := range map[string]*int64{"VmRSS:": &m.RSS, "VmHWM:": &m.Peak, "RssAnon:": &m.Anon, "RssFile:": &m.File} {
 			rest, ok := strings.CutPrefix(line, name)
 			if !ok {
 				continue
@@ -279,7 +283,9 @@ func parseStatus(status string) (Memory, error) {
 				return m, err
 			}
 			*v = n << 10
-			found++
+			if v == &m.RSS || v == &m.Peak {
+				found++
+			}
 		}
 	}
 	if found != 2 {

@@ -4,10 +4,10 @@ import "testing"
 
 func TestParseStatus(t *testing.T) {
 	t.Parallel()
-	status := "Name:\tcupd\nVmPeak:\t 2000000 kB\nVmHWM:\t  204800 kB\nVmRSS:\t  102400 kB\nThreads:\t9\n"
+	status := "Name:\tcupd\nVmPeak:\t 2000000 kB\nVmHWM:\t  204800 kB\nVmRSS:\t  102400 kB\nRssAnon:\t   61440 kB\nRssFile:\t   40960 kB\nThreads:\t9\n"
 	m, err := parseStatus(status)
-	if err != nil || m.RSS != 100<<20 || m.Peak != 200<<20 {
-		t.Errorf("parseStatus = %+v, %v; want RSS 100 MiB, peak 200 MiB", m, err)
+	if err != nil || m != (Memory{RSS: 100 << 20, Peak: 200 << 20, Anon: 60 << 20, File: 40 << 20}) {
+		t.Errorf("parseStatus = %+v, %v; want RSS 100 MiB (60 anonymous, 40 of files), peak 200 MiB", m, err)
 	}
 	if _, err := parseStatus("Name:\tcupd\nVmRSS:\t1 kB\n"); err == nil {
 		t.Error("parseStatus without VmHWM succeeded")

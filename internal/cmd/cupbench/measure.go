@@ -173,7 +173,7 @@ func measureLoad(ctx context.Context, o *options, b *binary, d *data, t *table) 
 			return err
 		}
 		t.set("rss", fmt.Sprintf("RSS after load, N=%d", o.n), "MiB", "≤ 60 MiB", b.col, float64(m.RSS)/(1<<20),
-			fmt.Sprintf("peak %s", cupdproc.FormatBytes(m.Peak)))
+			fmt.Sprintf("peak %s; anonymous %s, files %s", cupdproc.FormatBytes(m.Peak), cupdproc.FormatBytes(m.Anon), cupdproc.FormatBytes(m.File)))
 		t.explain("rss", "VmRSS of the cupd of the load rows after "+strings.Join(ran, ", "))
 	}
 	return stop(p)
