@@ -258,8 +258,11 @@ func (r *Runtime) compiled(ctx context.Context, name string, size int, outcome s
 }
 
 // compileChecked compiles module, which could not be made interruptible
-// (why says why), in memory, in the runtime with wazero's checks: its
-// loops run several times slower.
+// (why says why), in the runtime with wazero's checks: its loops run
+// several times slower. It compiles in memory, again at each start: few
+// modules need it (those with SIMD, threads, exceptions or a start
+// section), and the cache directory's bound and outcomes count the
+// interruptible ones.
 func (r *Runtime) compileChecked(ctx context.Context, name string, module []byte, why error) (program, error) {
 	r.mu.Lock()
 	if r.closed {

@@ -167,7 +167,8 @@ func (c *Controller) run(ctx context.Context, cl *call) (res *result, err error)
 // start runs the _start function of mod, a module made interruptible
 // (see interrupt.go), until it exits or ctx ends it, as InstantiateModule
 // runs it for a module it starts: an exit with code 0 is no error. A module
-// stopped because ctx ended returns ctx's error.
+// stopped because ctx ended returns ctx's error (so does one that trapped
+// by itself just as ctx ended).
 func start(ctx context.Context, mod api.Module) error {
 	stop, ok := mod.ExportedGlobal(stopExport).(api.MutableGlobal)
 	if !ok {

@@ -28,8 +28,13 @@ import (
 // next function's prologue, the scheduler takes the P back when the
 // goroutine has run too long.
 //
+// An instruction that copies or fills memory or a table (memory.copy and
+// the like) costs the fuel of one iteration for every 4 KiB it is told to
+// move, so that a loop of large copies checks as often as its time asks.
+//
 // A module this cannot rewrite (one using instructions it does not know,
-// such as SIMD) runs with wazero's checks instead.
+// such as SIMD, or with a start section, which wazero runs before a call
+// could set the stop global) runs with wazero's checks instead.
 
 // loopFuel is how many loop iterations a module runs between two calls
 // into Go: tens of microseconds to a millisecond, depending on the loop.
@@ -49,12 +54,17 @@ type section struct {
 
 // Section ids of the binary format.
 const (
-	sectionCustom = 0
-	sectionImport = 2
-	sectionMemory = 5
-	sectionGlobal = 6
-	sectionExport = 7
-	sectionCode   = 10
+	sectionCustom    = 0
+	sectionType      = 1
+	sectionImport    = 2
+	sectionFunction  = 3
+	sectionStart     = 8
+	sectionData      = 11
+	sectionDataCount = 12
+	sectionMemory    = 5
+	sectionGlobal    = 6
+	sectionExport    = 7
+	sectionCode      = 10
 )
 
 // sectionOrder is the place of each known section among the others;
@@ -65,7 +75,7 @@ var sectionOrder = map[byte]int{1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 13: 6, 6: 7, 7: 8,
 // globals stop and fuel:
 //
 //	global.get fuel; i32.const 1; i32.sub; global.set fuel
-//	global.get fuel; i32.eqz
+//	global.get fuel; i32.const 0; i32.le_s
 //	if
 //	  i32.const loopFuel; global.set fuel
 //	  i32.const 0; memory.grow 0; drop
@@ -76,11 +86,25 @@ func loopCheck(stop, fuel uint32) []byte {
 	set := func(b []byte, g uint32) []byte { return binary.AppendUvarint(append(b, 0x24), uint64(g)) }
 	b := get(nil, fuel)
 	b = set(append(b, 0x41, 0x01, 0x6b), fuel)
-	b = append(get(b, fuel), 0x45, 0x04, 0x40)
+	b = append(get(b, fuel), 0x41, 0x00, 0x4c, 0x04, 0x40)
 	b = set(appendSLEB(append(b, 0x41), loopFuel), fuel)
 	b = append(b, 0x41, 0x00, 0x40, 0x00, 0x1a)
 	b = append(get(b, stop), 0x04, 0x40, 0x00, 0x0b)
 	return append(b, 0x0b)
+}
+
+// bulkCharge is the code inserted before an instruction that moves n
+// bytes or elements (n on top of the stack), with the scratch local
+// scratch:
+//
+//	local.tee scratch; global.get fuel; local.get scratch
+//	i32.const 12; i32.shr_u; i32.sub; global.set fuel
+func bulkCharge(fuel, scratch uint32) []byte {
+	b := binary.AppendUvarint([]byte{0x22}, uint64(scratch))
+	b = binary.AppendUvarint(append(b, 0x23), uint64(fuel))
+	b = binary.AppendUvarint(append(b, 0x20), uint64(scratch))
+	b = append(b, 0x41, 0x0c, 0x76, 0x6b, 0x24)
+	return binary.AppendUvarint(b, uint64(fuel))
 }
 
 // appendSLEB appends v as a signed LEB128.
@@ -98,10 +122,11 @@ func appendSLEB(b []byte, v int64) []byte {
 // interruptible returns module rewritten to trap at the head of a loop
 // (within loopFuel iterations) once its exported global stopExport, a
 // mutable i32, is not 0. It returns an error wrapping errNotInterruptible
-// for a module it cannot rewrite: malformed, or using instructions it does
-// not know. A module without a memory is given one of no pages. Debug
-// sections (.debug_*, DWARF), whose code offsets the rewrite would make
-// wrong, are left out.
+// for a module it cannot rewrite: malformed (so that wazero, compiling it
+// as it is, says what is wrong), with a start section, or using
+// instructions it does not know. A module without a memory is given one of
+// no pages. Debug sections (.debug_*, DWARF), whose code offsets the
+// rewrite would make wrong, are left out.
 func interruptible(module []byte) ([]byte, error) {
 	if len(module) < 8 || !bytes.Equal(module[:8], []byte("\x00asm\x01\x00\x00\x00")) {
 		return nil, fmt.Errorf("%w: not a WebAssembly 1.0 binary", errNotInterruptible)
@@ -117,40 +142,75 @@ func interruptible(module []byte) ([]byte, error) {
 		return nil, r.err
 	}
 	// The new globals come after those the module imports and defines.
-	var globals uint32
-	hasGlobals, hasExports, hasMemory := false, false, false
-	for _, s := range sections {
+	var (
+		rw                                rewriter
+		hasGlobals, hasExports, hasMemory bool
+		emptyMemory                       = -1 // a memory section of no memories
+		definedFuncs, nCodes              uint32
+		types, funcTypes                  []uint32
+		globals                           uint64
+	)
+	for i, s := range sections {
+		var err error
 		switch s.id {
+		case sectionType:
+			types, err = paramCounts(s.payload)
 		case sectionImport:
-			n, memories, err := imported(s.payload)
-			if err != nil {
-				return nil, err
-			}
-			globals += n
-			hasMemory = hasMemory || memories > 0
+			var g, m uint32
+			g, m, err = imported(s.payload)
+			globals += uint64(g)
+			hasMemory = hasMemory || m > 0
+		case sectionFunction:
+			funcTypes, err = indexes(s.payload)
+			definedFuncs = uint32(len(funcTypes))
 		case sectionMemory:
 			m := reader{b: s.payload}
-			hasMemory = hasMemory || m.u32() > 0
+			if n := m.u32(); n > 0 {
+				hasMemory = true
+			} else if m.err == nil && m.done() {
+				emptyMemory = i
+			}
 		case sectionGlobal:
 			g := reader{b: s.payload}
-			globals += g.u32()
-			if g.err != nil {
-				return nil, g.err
-			}
+			globals += uint64(g.u32())
+			err = g.err
 			hasGlobals = true
 		case sectionExport:
-			taken, err := exports(s.payload, stopExport)
-			if err != nil {
-				return nil, err
-			}
-			if taken {
-				return nil, fmt.Errorf("%w: it exports %q itself", errNotInterruptible, stopExport)
-			}
 			hasExports = true
+		case sectionStart:
+			err = fmt.Errorf("%w: it has a start section, which runs before a call could stop it", errNotInterruptible)
+		case sectionCode:
+			c := reader{b: s.payload}
+			nCodes = c.u32()
+			err = c.err
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
-	if !hasMemory {
+	if globals+2 > 1<<32-1 || nCodes != definedFuncs {
+		return nil, fmt.Errorf("%w: %d globals, %d functions and %d bodies", errNotInterruptible, globals, definedFuncs, nCodes)
+	}
+	rw.globals = uint32(globals)
+	rw.memory = hasMemory
+	rw.check = loopCheck(rw.globals, rw.globals+1)
+	rw.types, rw.funcTypes = types, funcTypes
+	for _, s := range sections {
+		if s.id == sectionExport {
+			if err := rw.checkExports(s.payload); err != nil {
+				return nil, err
+			}
+		}
+		if !hasMemory && (s.id == sectionData || s.id == sectionDataCount) {
+			return nil, fmt.Errorf("%w: data without a memory", errNotInterruptible)
+		}
+	}
+	switch {
+	case hasMemory:
+	case emptyMemory >= 0:
 		// One of no pages, for the memory.grow of the check.
+		sections[emptyMemory].payload = []byte{1, 0, 0}
+	default:
 		sections = insertSection(sections, section{sectionMemory, []byte{1, 0, 0}})
 	}
 	if !hasGlobals {
@@ -159,7 +219,6 @@ func interruptible(module []byte) ([]byte, error) {
 	if !hasExports {
 		sections = insertSection(sections, section{sectionExport, []byte{0}})
 	}
-	check := loopCheck(globals, globals+1)
 	out := make([]byte, 0, len(module)+len(module)/16)
 	out = append(out, module[:8]...)
 	for _, s := range sections {
@@ -167,7 +226,7 @@ func interruptible(module []byte) ([]byte, error) {
 		var err error
 		switch s.id {
 		case sectionCustom:
-			if name, ok := customName(p); !ok || strings.HasPrefix(name, ".debug_") {
+			if name, ok := customName(p); ok && strings.HasPrefix(name, ".debug_") {
 				continue
 			}
 		case sectionGlobal:
@@ -180,10 +239,10 @@ func interruptible(module []byte) ([]byte, error) {
 			e := binary.AppendUvarint(nil, uint64(len(stopExport)))
 			e = append(e, stopExport...)
 			e = append(e, 0x03) // a global
-			e = binary.AppendUvarint(e, uint64(globals))
+			e = binary.AppendUvarint(e, uint64(rw.globals))
 			p, err = appendToVector(p, e)
 		case sectionCode:
-			p, err = checkLoops(p, check)
+			p, err = rw.code(p)
 		}
 		if err != nil {
 			return nil, err
@@ -193,6 +252,15 @@ func interruptible(module []byte) ([]byte, error) {
 		out = append(out, p...)
 	}
 	return out, nil
+}
+
+// A rewriter rewrites the code of a module.
+type rewriter struct {
+	globals   uint32   // the module's own: stop is globals, fuel globals+1
+	memory    bool     // whether the module has a memory of its own
+	check     []byte   // loopCheck
+	types     []uint32 // the parameter count of each type
+	funcTypes []uint32 // the type of each function the module defines
 }
 
 // insertSection inserts s before the first known section that must follow
@@ -228,7 +296,7 @@ func customName(p []byte) (string, bool) {
 	return string(name), r.err == nil
 }
 
-// imported counts the globals and the memories of an import section.
+// imported counts the globals and memories of an import section.
 func imported(p []byte) (globals, memories uint32, _ error) {
 	r := reader{b: p}
 	for range r.count() {
@@ -257,24 +325,59 @@ func imported(p []byte) (globals, memories uint32, _ error) {
 	return globals, memories, r.err
 }
 
-// exports reports whether an export section exports name.
-func exports(p []byte, name string) (bool, error) {
+// checkExports checks an export section: none is called stopExport, and
+// none names a global the module does not have (which would name stop or
+// fuel once they are added).
+func (rw *rewriter) checkExports(p []byte) error {
 	r := reader{b: p}
-	found := false
 	for range r.count() {
-		found = found || string(r.bytes(r.u32())) == name
-		r.byte()
-		r.u32()
+		name := string(r.bytes(r.u32()))
+		kind, index := r.byte(), r.u32()
+		switch {
+		case r.err != nil:
+			return r.err
+		case name == stopExport:
+			return fmt.Errorf("%w: it exports %q itself", errNotInterruptible, stopExport)
+		case kind == 0x03 && index >= rw.globals:
+			return fmt.Errorf("%w: it exports global %d of %d", errNotInterruptible, index, rw.globals)
+		}
+	}
+	return r.err
+}
+
+// paramCounts returns the number of parameters of each type of a type
+// section.
+func paramCounts(p []byte) ([]uint32, error) {
+	r := reader{b: p}
+	var out []uint32
+	for range r.count() {
+		if form := r.byte(); form != 0x60 {
+			r.fail("a type of form %#x", form)
+		}
+		n := r.count()
+		r.bytes(n)
+		r.bytes(r.count())
 		if r.err != nil {
 			break
 		}
+		out = append(out, n)
 	}
-	return found, r.err
+	return out, r.err
 }
 
-// checkLoops returns a code section with check inserted at the head of
-// every loop.
-func checkLoops(p []byte, check []byte) ([]byte, error) {
+// indexes reads a vector of indexes.
+func indexes(p []byte) ([]uint32, error) {
+	r := reader{b: p}
+	out := make([]uint32, r.count())
+	for i := range out {
+		out[i] = r.u32()
+	}
+	return out, r.err
+}
+
+// code returns a code section with rw.check at the head of every loop,
+// and fuel charged before every bulk instruction.
+func (rw *rewriter) code(p []byte) ([]byte, error) {
 	r := reader{b: p}
 	n := r.count()
 	if r.err != nil {
@@ -282,13 +385,17 @@ func checkLoops(p []byte, check []byte) ([]byte, error) {
 	}
 	out := binary.AppendUvarint(make([]byte, 0, len(p)+len(p)/16), uint64(n))
 	var body []byte
-	for range n {
+	for i := range n {
 		code := r.bytes(r.u32())
 		if r.err != nil {
 			return nil, r.err
 		}
+		t := rw.funcTypes[i]
+		if int64(t) >= int64(len(rw.types)) {
+			return nil, fmt.Errorf("%w: function %d of type %d of %d", errNotInterruptible, i, t, len(rw.types))
+		}
 		var err error
-		if body, err = checkBody(body[:0], code, check); err != nil {
+		if body, err = rw.body(body[:0], code, rw.types[t]); err != nil {
 			return nil, err
 		}
 		out = binary.AppendUvarint(out, uint64(len(body)))
@@ -300,19 +407,32 @@ func checkLoops(p []byte, check []byte) ([]byte, error) {
 	return out, nil
 }
 
-// checkBody appends to out a function's code (its locals and then its
-// instructions) with check after each loop instruction.
-func checkBody(out, code, check []byte) ([]byte, error) {
+// body appends to out a function's code, its locals and then its
+// instructions, with one more local, an i32 for bulkCharge, rw.check after
+// each loop instruction and bulkCharge before each bulk instruction. params
+// is the function's number of parameters.
+func (rw *rewriter) body(out, code []byte, params uint32) ([]byte, error) {
 	r := reader{b: code}
-	for range r.count() { // local declarations: a count and a type
-		r.u32()
+	decls := r.count()
+	first := r.off // of the declarations
+	locals := uint64(params)
+	for range decls {
+		locals += uint64(r.u32())
 		r.byte()
 		if r.err != nil {
 			return nil, r.err
 		}
 	}
-	from := 0 // code[from:r.off] is copied next
+	if locals >= 1<<32-1 {
+		return nil, fmt.Errorf("%w: %d locals", errNotInterruptible, locals)
+	}
+	out = binary.AppendUvarint(out, uint64(decls)+1)
+	out = append(out, code[first:r.off]...)
+	out = append(out, 1, 0x7f)
+	charge := bulkCharge(rw.globals+1, uint32(locals))
+	from := r.off // code[from:r.off] is copied next
 	for r.off < len(code) {
+		at := r.off
 		op := code[r.off]
 		r.off++
 		switch immediates[op] {
@@ -320,12 +440,18 @@ func checkBody(out, code, check []byte) ([]byte, error) {
 		case immLoop:
 			r.blockType()
 			out = append(out, code[from:r.off]...)
-			out = append(out, check...)
+			out = append(out, rw.check...)
 			from = r.off
 		case immBlock:
 			r.blockType()
 		case immIndex:
-			r.u32()
+			i := r.u32()
+			switch {
+			case (op == 0x23 || op == 0x24) && i >= rw.globals:
+				r.fail("global %d of %d", i, rw.globals)
+			case (op == 0x3f || op == 0x40) && !rw.memory:
+				r.fail("a memory instruction without a memory")
+			}
 		case immTwoIndexes:
 			r.u32()
 			r.u32()
@@ -339,6 +465,9 @@ func checkBody(out, code, check []byte) ([]byte, error) {
 				r.byte()
 			}
 		case immMemarg:
+			if !rw.memory {
+				r.fail("a memory instruction without a memory")
+			}
 			r.memarg()
 		case immI32:
 			r.sleb(5)
@@ -351,7 +480,17 @@ func checkBody(out, code, check []byte) ([]byte, error) {
 		case immByte:
 			r.byte()
 		case immPrefixFC:
-			switch sub := r.u32(); {
+			sub := r.u32()
+			if sub >= 8 && sub <= 11 && !rw.memory {
+				r.fail("a memory instruction without a memory")
+			}
+			switch sub {
+			case 8, 10, 12, 14, 11, 17: // memory.init, memory.copy, table.init, table.copy, memory.fill, table.fill
+				out = append(out, code[from:at]...)
+				out = append(out, charge...)
+				from = at
+			}
+			switch {
 			case sub <= 7: // saturating truncations
 			case sub == 8, sub == 10, sub == 12, sub == 14: // memory.init, memory.copy, table.init, table.copy
 				r.u32()

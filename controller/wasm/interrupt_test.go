@@ -35,23 +35,54 @@ var simdSpinModule = func() []byte {
 	return append(b, 0x1a, 0x03, 0x40, 0x0c, 0x00, 0x0b, 0x0b)
 }()
 
+// bulkSpinModule loops for ever copying 32 MiB within its 1,024 pages:
+// loop; memory.copy 0 32Mi 32Mi; br 0; end.
+var bulkSpinModule = []byte{
+	0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+	0x01, 0x04, 0x01, 0x60, 0x00, 0x00,
+	0x03, 0x02, 0x01, 0x00,
+	0x05, 0x04, 0x01, 0x00, 0x80, 0x08, // memory: 1,024 pages
+	0x07, 0x0a, 0x01, 0x06, '_', 's', 't', 'a', 'r', 't', 0x00, 0x00,
+	0x0a, 0x19, 0x01, 0x17, 0x00, 0x03, 0x40,
+	0x41, 0x00, 0x41, 0x80, 0x80, 0x80, 0x10, 0x41, 0x80, 0x80, 0x80, 0x10,
+	0xfc, 0x0a, 0x00, 0x00, 0x0c, 0x00, 0x0b, 0x0b,
+}
+
+// startSpinModule loops for ever in its start function, which wazero runs
+// while it makes the instance; its _start does nothing.
+var startSpinModule = []byte{
+	0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+	0x01, 0x04, 0x01, 0x60, 0x00, 0x00,
+	0x03, 0x03, 0x02, 0x00, 0x00, // functions 0 and 1
+	0x07, 0x0a, 0x01, 0x06, '_', 's', 't', 'a', 'r', 't', 0x00, 0x01, // _start: function 1
+	0x08, 0x01, 0x00, // start: function 0
+	0x0a, 0x0c, 0x02, 0x07, 0x00, 0x03, 0x40, 0x0c, 0x00, 0x0b, 0x0b, 0x02, 0x00, 0x0b,
+}
+
 // TestSpinningModulesStop: more modules than there are threads for Go
 // code, each in a loop that never calls out, all stop at their timeout.
 // Go cannot preempt machine code it did not compile, so this needs the
 // modules to call into Go now and then: without, every P would spin, and
-// no timer would fire.
+// no timer would fire. A loop of large copies checks as often as a loop of
+// small steps, and a module whose start function loops is run with
+// wazero's checks.
 func TestSpinningModulesStop(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		name          string
 		module        []byte
 		interruptible bool
-	}{{"rewritten", spinModule, true}, {"wazero's checks", simdSpinModule, false}} {
+	}{
+		{"rewritten", spinModule, true},
+		{"bulk copies", bulkSpinModule, true},
+		{"SIMD: wazero's checks", simdSpinModule, false},
+		{"start function: wazero's checks", startSpinModule, false},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			log := &testlog.Buffer{}
 			rt := newRuntime(t, wasm.WithLogger(slog.New(slog.NewTextHandler(log, nil))))
-			c, err := wasm.New(t.Context(), rt, "spin", tt.module, &wasm.Spec{Path: "spin.wasm", Timeout: 200 * time.Millisecond})
+			c, err := wasm.New(t.Context(), rt, "spin", tt.module, &wasm.Spec{Path: "spin.wasm", Timeout: 200 * time.Millisecond, MemoryLimitPages: 1024})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,5 +102,31 @@ func TestSpinningModulesStop(t *testing.T) {
 			}
 			wg.Wait()
 		})
+	}
+}
+
+// TestMemoryLimitFromNoPages: a memory that starts with no pages is held
+// to the limit when it grows. The module grows its memory by 300 pages,
+// past the default 256, traps if that worked, and else exits 0 (a get
+// that writes nothing).
+func TestMemoryLimitFromNoPages(t *testing.T) {
+	t.Parallel()
+	module := []byte{
+		0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+		0x01, 0x04, 0x01, 0x60, 0x00, 0x00,
+		0x03, 0x02, 0x01, 0x00,
+		0x05, 0x03, 0x01, 0x00, 0x00, // memory: no pages
+		0x07, 0x0a, 0x01, 0x06, '_', 's', 't', 'a', 'r', 't', 0x00, 0x00,
+		// memory.grow 300; i32.const -1; i32.ne; if; unreachable; end
+		0x0a, 0x10, 0x01, 0x0e, 0x00, 0x41, 0xac, 0x02, 0x40, 0x00, 0x41, 0x7f, 0x47, 0x04, 0x40, 0x00, 0x0b, 0x0b,
+	}
+	c, err := wasm.New(t.Context(), newRuntime(t), "grow", module, &wasm.Spec{Path: "grow.wasm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	_, err = c.Get(t.Context(), &controller.GetRequest{FS: newMemFS(t, nil), Type: flagType, Namespace: "default", Name: "x"})
+	if !strings.Contains(fmt.Sprint(err), "the module exited 0 and wrote nothing") {
+		t.Errorf("Get = %v, want the module to have found its memory could not grow past its limit", err)
 	}
 }

@@ -87,6 +87,9 @@ var memories sync.Pool
 type linearMemory struct {
 	limiter *memoryLimiter
 	buf     []byte
+	// made is set once the memory has its initial size, which the module
+	// asked for and checkModule checked: later sizes are checked here.
+	made bool
 }
 
 // Reallocate implements experimental.LinearMemory: it returns the memory
@@ -94,7 +97,8 @@ type linearMemory struct {
 // beyond the limit.
 func (m *linearMemory) Reallocate(size uint64) []byte {
 	limit := m.limiter.limit
-	if m.buf == nil {
+	if !m.made {
+		m.made = true
 		if b, ok := memories.Get().(*[]byte); ok {
 			m.buf = (*b)[:0]
 		}

@@ -248,8 +248,7 @@ func (r *Runtime) runtime(ctx context.Context) (wazero.Runtime, error) {
 
 // newWazero returns a wazero runtime compiling into cache, with WASI, and
 // with wazero's checks that stop a module once its context is done when
-// checked is set. A cache must not be shared by runtimes that differ in
-// checked: wazero's keys for compiled code do not tell them apart.
+// checked is set.
 func newWazero(ctx context.Context, cache wazero.CompilationCache, checked bool) (wazero.Runtime, error) {
 	cfg := wazero.NewRuntimeConfig().
 		WithCompilationCache(cache).
