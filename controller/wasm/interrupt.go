@@ -530,9 +530,10 @@ const (
 )
 
 // immediates gives the immediates of each opcode: those of WebAssembly
-// 1.0 and of the sign extension, saturating truncation, bulk memory,
-// reference types and tail call proposals. Exceptions, SIMD, threads and
-// GC are unknown.
+// 1.0 and of the sign extension, saturating truncation, bulk memory and
+// reference types proposals. Exceptions, SIMD, threads and GC are
+// unknown, and so are tail calls (return_call): a function that calls
+// itself so loops without a loop instruction, or a stack that overflows.
 var immediates = func() (t [256]uint8) {
 	set := func(kind uint8, ops ...int) {
 		for _, op := range ops {
@@ -549,9 +550,9 @@ var immediates = func() (t [256]uint8) {
 	set(immNone, span(0x45, 0xc4)...) // numeric instructions
 	set(immLoop, 0x03)
 	set(immBlock, 0x02, 0x04)
-	set(immIndex, 0x0c, 0x0d, 0x10, 0x12, 0xd2, 0x3f, 0x40)
+	set(immIndex, 0x0c, 0x0d, 0x10, 0xd2, 0x3f, 0x40)
 	set(immIndex, span(0x20, 0x26)...) // locals, globals, tables
-	set(immTwoIndexes, 0x11, 0x13)     // call_indirect, return_call_indirect
+	set(immTwoIndexes, 0x11)           // call_indirect
 	set(immBrTable, 0x0e)
 	set(immTypes, 0x1c)
 	set(immMemarg, span(0x28, 0x3e)...) // loads and stores

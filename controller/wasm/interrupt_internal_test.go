@@ -74,6 +74,7 @@ func TestInterruptible(t *testing.T) {
 		{"more bodies than functions", append(loopModule[:8:8], 0x0a, 0x05, 0xff, 0xff, 0xff, 0xff, 0x0f), "4294967295 bodies"},
 		{"global out of range", bytes.Replace(loopModule, []byte{0x24, 0x00}, []byte{0x24, 0x01}, 1), "global 1 of 1"},
 		{"start section", bytes.Replace(loopModule, []byte("\x0a\x19"), []byte("\x08\x01\x00\x0a\x19"), 1), "a start section"},
+		{"tail call", bytes.Replace(loopModule, []byte{0x23, 0x00, 0x0d, 0x00}, []byte{0x01, 0x01, 0x12, 0x00}, 1), "the instruction 0x12"},
 		{"memory instructions without a memory", bytes.Replace(loopModule, []byte{0x05, 0x03, 0x01, 0x00, 0x01}, nil, 1), "a memory instruction without a memory"},
 	} {
 		_, err := interruptible(tt.module)
