@@ -217,10 +217,10 @@ func (r *Runtime) compileInterruptible(ctx context.Context, name string, module 
 		return program{}, err
 	}
 	r.mu.Lock()
-	// On the directory's failure alone: memRT exists also after a module
+	// On the directory's failure alone: mem exists also after a module
 	// that failed both ways, which says nothing of the directory.
 	if r.dirFailed {
-		rt = r.memRT
+		rt = r.mem.rt
 	}
 	withDir := r.dir != "" && !r.dirFailed
 	r.mu.Unlock()
@@ -231,7 +231,7 @@ func (r *Runtime) compileInterruptible(ctx context.Context, name string, module 
 	case err == nil && withDir:
 		outcome = r.claim(ctx)
 	case err != nil && withDir && ctx.Err() == nil:
-		mem, merr := r.memoryRuntime(ctx)
+		mem, merr := r.inMemory(ctx, &r.mem, false)
 		if merr != nil {
 			return program{}, errors.Join(err, merr)
 		}
@@ -264,22 +264,10 @@ func (r *Runtime) compiled(ctx context.Context, name string, size int, outcome s
 // section), and the cache directory's bound and outcomes count the
 // interruptible ones.
 func (r *Runtime) compileChecked(ctx context.Context, name string, module []byte, why error) (program, error) {
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return program{}, errors.New("wasm runtime is closed")
+	rt, err := r.inMemory(ctx, &r.checked, true)
+	if err != nil {
+		return program{}, err
 	}
-	if r.checkedRT == nil {
-		cache := wazero.NewCompilationCache()
-		rt, err := newWazero(ctx, cache, true)
-		if err != nil {
-			r.mu.Unlock()
-			return program{}, errors.Join(err, cache.Close(ctx))
-		}
-		r.checkedRT, r.checkedCache = rt, cache
-	}
-	rt := r.checkedRT
-	r.mu.Unlock()
 	start := time.Now()
 	m, err := rt.CompileModule(ctx, module)
 	if err != nil {
@@ -289,23 +277,29 @@ func (r *Runtime) compileChecked(ctx context.Context, name string, module []byte
 	return program{m: m, rt: rt}, nil
 }
 
-// memoryRuntime returns the runtime compiling in memory after the cache
-// directory failed, creating it on first use.
-func (r *Runtime) memoryRuntime(ctx context.Context) (wazero.Runtime, error) {
+// A memRuntime is a wazero runtime that compiles in memory.
+type memRuntime struct {
+	rt    wazero.Runtime // nil until made
+	cache wazero.CompilationCache
+}
+
+// inMemory returns the runtime of m, making it on first use, with wazero's
+// checks when checked is set (see newWazero).
+func (r *Runtime) inMemory(ctx context.Context, m *memRuntime, checked bool) (wazero.Runtime, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return nil, errors.New("wasm runtime is closed")
 	}
-	if r.memRT == nil {
+	if m.rt == nil {
 		cache := wazero.NewCompilationCache()
-		rt, err := newWazero(ctx, cache, false)
+		rt, err := newWazero(ctx, cache, checked)
 		if err != nil {
 			return nil, errors.Join(err, cache.Close(ctx))
 		}
-		r.memRT, r.memCache = rt, cache
+		m.rt, m.cache = rt, cache
 	}
-	return r.memRT, nil
+	return m.rt, nil
 }
 
 // cacheFailed logs, once, that the cache directory failed with err, and

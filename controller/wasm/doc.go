@@ -102,6 +102,6 @@
 // module in any loop, each module is compiled with a counter at the head
 // of every loop, which every 16,384 iterations calls into Go and stops the
 // module once its call has ended; a module it cannot be added to (one
-// using SIMD, or with a start section) gets wazero's checks, a call into Go at every iteration,
-// which make its loops several times slower.
+// using SIMD, or with a start section) gets wazero's checks, a call into
+// Go at every iteration, which make its loops several times slower.
 package wasm

@@ -146,7 +146,7 @@ func interruptible(module []byte) ([]byte, error) {
 		rw                                rewriter
 		hasGlobals, hasExports, hasMemory bool
 		emptyMemory                       = -1 // a memory section of no memories
-		definedFuncs, nCodes              uint32
+		nCodes                            uint32
 		types, funcTypes                  []uint32
 		globals                           uint64
 	)
@@ -162,7 +162,6 @@ func interruptible(module []byte) ([]byte, error) {
 			hasMemory = hasMemory || m > 0
 		case sectionFunction:
 			funcTypes, err = indexes(s.payload)
-			definedFuncs = uint32(len(funcTypes))
 		case sectionMemory:
 			m := reader{b: s.payload}
 			if n := m.u32(); n > 0 {
@@ -188,8 +187,8 @@ func interruptible(module []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
-	if globals+2 > 1<<32-1 || nCodes != definedFuncs {
-		return nil, fmt.Errorf("%w: %d globals, %d functions and %d bodies", errNotInterruptible, globals, definedFuncs, nCodes)
+	if globals+2 > 1<<32-1 || int64(nCodes) != int64(len(funcTypes)) {
+		return nil, fmt.Errorf("%w: %d globals, %d functions and %d bodies", errNotInterruptible, globals, len(funcTypes), nCodes)
 	}
 	rw.globals = uint32(globals)
 	rw.memory = hasMemory
@@ -429,7 +428,7 @@ func (rw *rewriter) body(out, code []byte, params uint32) ([]byte, error) {
 	out = binary.AppendUvarint(out, uint64(decls)+1)
 	out = append(out, code[first:r.off]...)
 	out = append(out, 1, 0x7f)
-	charge := bulkCharge(rw.globals+1, uint32(locals))
+	bulk := bulkCharge(rw.globals+1, uint32(locals))
 	from := r.off // code[from:r.off] is copied next
 	for r.off < len(code) {
 		at := r.off
@@ -484,18 +483,23 @@ func (rw *rewriter) body(out, code []byte, params uint32) ([]byte, error) {
 			if sub >= 8 && sub <= 11 && !rw.memory {
 				r.fail("a memory instruction without a memory")
 			}
-			switch sub {
-			case 8, 10, 12, 14, 11, 17: // memory.init, memory.copy, table.init, table.copy, memory.fill, table.fill
+			// Bulk instructions are charged before they run, with their
+			// count on top of the stack.
+			charge := func() {
 				out = append(out, code[from:at]...)
-				out = append(out, charge...)
+				out = append(out, bulk...)
 				from = at
 			}
-			switch {
-			case sub <= 7: // saturating truncations
-			case sub == 8, sub == 10, sub == 12, sub == 14: // memory.init, memory.copy, table.init, table.copy
+			switch sub {
+			case 0, 1, 2, 3, 4, 5, 6, 7: // saturating truncations
+			case 8, 10, 12, 14: // memory.init, memory.copy, table.init, table.copy
+				charge()
 				r.u32()
 				r.u32()
-			case sub <= 17: // data.drop, memory.fill, elem.drop, table.grow, table.size, table.fill
+			case 11, 17: // memory.fill, table.fill
+				charge()
+				r.u32()
+			case 9, 13, 15, 16: // data.drop, elem.drop, table.grow, table.size
 				r.u32()
 			default:
 				r.fail("the instruction 0xfc %d", sub)
@@ -662,11 +666,13 @@ func (r *reader) memarg() {
 	r.sleb(10) // an offset: 64 bits for a 64-bit memory
 }
 
-// limits skips the limits of a table or memory.
-func (r *reader) limits() {
-	flags := r.byte()
-	r.sleb(10)
+// limits reads the limits of a table or memory, and returns the minimum.
+// Limits of 64 bits (memory64, which wazero does not run) fail.
+func (r *reader) limits() uint32 {
+	flags := r.byte() // bit 0: a maximum follows
+	least := r.u32()
 	if flags&1 != 0 {
-		r.sleb(10)
+		r.u32()
 	}
+	return least
 }

@@ -95,15 +95,11 @@ type Runtime struct {
 	// dir is the cache directory: cfg.cacheDir once it proved usable, ""
 	// when there is none; after it failed, dirFailed is set (see cache.go).
 	dir string
-	// memRT and memCache compile in memory once the cache directory
-	// failed while compiling; nil until then.
-	memRT    wazero.Runtime
-	memCache wazero.CompilationCache
-	// checkedRT and checkedCache compile, in memory, the modules that
-	// cannot be made interruptible (see interrupt.go), with wazero's own
-	// checks; nil until the first.
-	checkedRT    wazero.Runtime
-	checkedCache wazero.CompilationCache
+	// mem compiles in memory once the cache directory failed while
+	// compiling; checked compiles, in memory, the modules that cannot be
+	// made interruptible (see interrupt.go), with wazero's own checks.
+	// Both are made on first use (see inMemory).
+	mem, checked memRuntime
 	dirFailed    bool // cacheFailed has been called
 	// entries are the cache directory's entries known to r: there when
 	// r first looked, or claimed by a compile as its own (see claim).
@@ -273,11 +269,10 @@ func (r *Runtime) Close(ctx context.Context) error {
 	if r.rt != nil {
 		errs = append(errs, r.rt.Close(ctx), r.cache.Close(ctx))
 	}
-	if r.memRT != nil {
-		errs = append(errs, r.memRT.Close(ctx), r.memCache.Close(ctx))
-	}
-	if r.checkedRT != nil {
-		errs = append(errs, r.checkedRT.Close(ctx), r.checkedCache.Close(ctx))
+	for _, m := range []memRuntime{r.mem, r.checked} {
+		if m.rt != nil {
+			errs = append(errs, m.rt.Close(ctx), m.cache.Close(ctx))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -3,7 +3,6 @@ package wasm
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -103,36 +102,15 @@ func checkModule(m wazero.CompiledModule, module []byte, pages uint32) error {
 // module is known to be valid: wazero compiled it.
 func memoryMin(module []byte) uint64 {
 	var most uint64
-	b := module[min(8, len(module)):] // magic and version
-	for len(b) > 0 {
-		id := b[0]
-		size, n := binary.Uvarint(b[1:])
-		if n <= 0 || uint64(len(b)-1-n) < size {
-			return most
-		}
-		section := b[1+n : 1+n+int(size)]
-		b = b[1+n+int(size):]
-		if id != 5 { // the memory section
+	r := reader{b: module[min(8, len(module)):]} // after magic and version
+	for !r.done() {
+		id := r.byte()
+		s := reader{b: r.bytes(r.u32())}
+		if id != sectionMemory {
 			continue
 		}
-		count, n := binary.Uvarint(section)
-		section = section[max(n, 0):]
-		for range count {
-			if len(section) == 0 {
-				break
-			}
-			flags := section[0] // bit 0: a maximum follows the minimum
-			lo, n := binary.Uvarint(section[1:])
-			if n <= 0 {
-				break
-			}
-			most = max(most, lo)
-			section = section[1+n:]
-			if flags&1 != 0 {
-				if _, n := binary.Uvarint(section); n > 0 {
-					section = section[n:]
-				}
-			}
+		for range s.count() {
+			most = max(most, uint64(s.limits()))
 		}
 	}
 	return most
