@@ -93,7 +93,11 @@ func TestSpinningModulesStop(t *testing.T) {
 			var wg sync.WaitGroup
 			for range goruntime.GOMAXPROCS(0) + 2 {
 				wg.Go(func() {
+					start := time.Now()
 					_, err := c.Get(t.Context(), &controller.GetRequest{FS: newMemFS(t, nil), Type: flagType, Namespace: "default", Name: "x"})
+					if took := time.Since(start); took > 10*time.Second {
+						t.Errorf("the 200ms timeout stopped the module after %s", took)
+					}
 					checkSentinel(t, err, context.DeadlineExceeded)
 					if !strings.Contains(fmt.Sprint(err), "stopped after the 200ms timeout") {
 						t.Errorf("Get = %v, want it stopped after its timeout", err)
