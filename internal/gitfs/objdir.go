@@ -2,7 +2,6 @@ package gitfs
 
 import (
 	"bytes"
-	"compress/zlib"
 	endian "encoding/binary"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/klauspost/compress/zlib"
 )
 
 // ErrCorrupt reports an object or pack whose bytes are not what Git writes.
