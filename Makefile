@@ -171,6 +171,7 @@ bench: ## Run the Go benchmarks
 # The fuzz targets, as package:Name, which `make fuzz` runs one after another.
 FUZZ_TARGETS := \
 	./controller:FuzzParseResource \
+	./controller:FuzzParseCommon \
 	./controller/template:FuzzPaths \
 	./controller/template:FuzzFiles \
 	./controller/wasm:FuzzInterruptible \

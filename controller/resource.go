@@ -67,6 +67,14 @@ func ParseResource(data []byte) (*Resource, error) {
 	if err := CheckUTF8(data); err != nil {
 		return nil, fmt.Errorf("decoding resource: %w", err)
 	}
+	if r, ok := parseCommon(data); ok {
+		return r, nil
+	}
+	return parseJSON(data)
+}
+
+// parseJSON is ParseResource's decoding by encoding/json.
+func parseJSON(data []byte) (*Resource, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var r Resource
@@ -135,9 +143,31 @@ func (r *Resource) MarshalFile() ([]byte, error) {
 // labels and annotations; the order of keys in spec does (cup writes it
 // stably, so only a hand edit can change it).
 func (r *Resource) ContentVersion() (string, error) {
+	var spec []byte
+	if len(bytes.TrimSpace(r.Spec)) > 0 {
+		var err error
+		if spec, err = compact(r.Spec); err != nil {
+			return "", err
+		}
+	}
+	return r.contentVersion(spec), nil
+}
+
+// compact returns spec compacted, as json.Compact does.
+func compact(spec []byte) ([]byte, error) {
+	var b bytes.Buffer
+	b.Grow(len(spec))
+	if err := json.Compact(&b, spec); err != nil {
+		return nil, fmt.Errorf("encoding spec: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// contentVersion is ContentVersion with the spec already compacted.
+func (r *Resource) contentVersion(spec []byte) string {
 	h := sha256.New()
+	var n [8]byte
 	field := func(s string) {
-		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
 		h.Write(n[:])
 		h.Write([]byte(s))
@@ -153,17 +183,11 @@ func (r *Resource) ContentVersion() (string, error) {
 			field(m[k])
 		}
 	}
-	var spec bytes.Buffer
-	if len(bytes.TrimSpace(r.Spec)) > 0 {
-		if err := json.Compact(&spec, r.Spec); err != nil {
-			return "", fmt.Errorf("encoding spec: %w", err)
-		}
-	}
-	if s := spec.String(); s != "{}" && s != "null" {
+	if s := string(spec); s != "{}" && s != "null" {
 		field(s)
 	} else {
 		field("") // no spec, null and {} are the same content
 	}
 	sum := h.Sum(nil)
-	return hex.EncodeToString(sum[:16]), nil
+	return hex.EncodeToString(sum[:16])
 }

@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -31,7 +30,7 @@ type entry struct {
 }
 
 func newEntry(r *controller.Resource) (*entry, error) {
-	v, err := r.ContentVersion()
+	data, v, err := r.EncodeVersioned()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s/%s: %w", controller.ErrMalformed, r.Metadata.Namespace, r.Metadata.Name, err)
 	}
@@ -42,15 +41,9 @@ func newEntry(r *controller.Resource) (*entry, error) {
 	if field := notUTF8(r); field != "" {
 		return nil, fmt.Errorf("%w: %s/%s: %s is not UTF-8", controller.ErrMalformed, r.Metadata.Namespace, r.Metadata.Name, field)
 	}
-	e := &entry{name: strings.Clone(r.Metadata.Name), labels: newLabelSet(r.Metadata.Labels)}
+	e := &entry{name: strings.Clone(r.Metadata.Name), labels: newLabelSet(r.Metadata.Labels), json: data}
 	if n, err := hex.Decode(e.version[:], []byte(v)); err != nil || n != len(e.version) {
 		return nil, fmt.Errorf("content version %q is not %d bytes of hex", v, len(e.version))
-	}
-	r.Metadata.ResourceVersion = v
-	e.json, err = json.Marshal(r)
-	r.Metadata.ResourceVersion = ""
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s/%s: %w", controller.ErrMalformed, r.Metadata.Namespace, r.Metadata.Name, err)
 	}
 	return e, nil
 }

@@ -1,0 +1,121 @@
+package controller
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/cup-dev/cup/internal/document"
+)
+
+// FuzzParseCommon checks parseCommon against encoding/json: whatever it
+// accepts, encoding/json accepts too and decodes to the same resource;
+// and for whatever either accepts, EncodeVersioned gives what json.Marshal
+// and ContentVersion give.
+func FuzzParseCommon(f *testing.F) {
+	for _, s := range []string{
+		`{"apiVersion": "flags.cup.dev/v1", "kind": "Flag", "metadata": {"name": "a"}}`,
+		`{"apiVersion": "flags.cup.dev/v1", "kind": "Flag", "metadata": {"namespace": "default", "name": "a", "labels": {"team": "web", "team": "app"}, "annotations": {"note": "<&>"}, "resourceVersion": "ff"}, "spec": {"enabled": true, "rollout": 1.50, "n": [1, 2e3, -0], "s": "\u00e9\ud83d\ude00 \u2028 <b>"}}`,
+		"{\n  \"apiVersion\": \"a/v1\",\n  \"kind\": \"K\",\n  \"metadata\": {\n    \"name\": \"é\u2028\",\n    \"labels\": {}\n  },\n  \"spec\": {\"a\": \"}]\\\"\"}\n}\n",
+		`{"apiVersion": "", "kind": "", "metadata": {"name": ""}, "spec": null}`,
+		`{"metadata": {"labels": {}}, "spec": {}}`,
+		`{"spec": {"big": 9007199254740993, "deep": {"a": {"b": {"c": [[[]]]}}}}}`,
+		`{"spec": {"a": [}]}`,
+		`{"spec": {"a": 1}}}`,
+		`{"spec": []}`,
+		`{"spec": nullx}`,
+		`{"kind": "a", "kind": "b"}`,
+		`{"Kind": "a"}`,
+		`{"kind": "a\tb"}`,
+		`{"kind": "a\"b"}`,
+		`{"metadata": {"name": "a"}} {}`,
+		`{"metadata": {"name": "a"}} }`,
+		`{"metadata": null}`,
+		`{"metadata": {"labels": null}}`,
+		`{"status": {}}`,
+		`{"kind": "a",}`,
+		`null`,
+		``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if document.CheckDepth(data, document.MaxDepth) != nil || CheckUTF8(data) != nil {
+			return
+		}
+		common, ok := parseCommon(data)
+		r, err := parseJSON(data)
+		if ok {
+			if err != nil {
+				t.Fatalf("parseCommon accepted what encoding/json refuses (%v): %q", err, data)
+			}
+			if !reflect.DeepEqual(common, r) {
+				t.Fatalf("parseCommon and encoding/json differ on %q:\n%#v\n%#v", data, common, r)
+			}
+		}
+		if err != nil {
+			return
+		}
+		r.Metadata.ResourceVersion = "ignored"
+		got, version, err := r.EncodeVersioned()
+		want, werr := r.ContentVersion()
+		if (err != nil) != (werr != nil) || version != want {
+			t.Fatalf("EncodeVersioned's version %q (%v), ContentVersion's %q (%v)", version, err, want, werr)
+		}
+		if err != nil {
+			return
+		}
+		r.Metadata.ResourceVersion = want
+		marshaled, merr := json.Marshal(r)
+		if merr != nil || !bytes.Equal(got, marshaled) {
+			t.Fatalf("EncodeVersioned gave\n%s\njson.Marshal\n%s (%v)", got, marshaled, merr)
+		}
+	})
+}
+
+// TestEncodeVersionedMatchesMarshal covers what files cannot hold but
+// controllers can hand over: strings json.Marshal escapes, empty and
+// whitespace specs, maps empty but not nil.
+func TestEncodeVersionedMatchesMarshal(t *testing.T) {
+	for _, r := range []Resource{
+		{APIVersion: "a/v1", Kind: "K", Metadata: Metadata{Name: "n"}},
+		{APIVersion: "a/v1", Kind: "K", Metadata: Metadata{Name: "n", Labels: map[string]string{}, Annotations: map[string]string{"a<": "\x00\x7f\u2028\"\\&"}}},
+		{Metadata: Metadata{Namespace: "ns", Name: "\xff"}, Spec: json.RawMessage(" { \"a\" : \"<\u2029>\" } ")},
+		{Spec: json.RawMessage("null")},
+		{Spec: json.RawMessage("{}")},
+		{Spec: json.RawMessage(" ")},
+		{Spec: json.RawMessage("{")},
+	} {
+		got, version, err := r.EncodeVersioned()
+		want, werr := r.ContentVersion()
+		if werr == nil && err == nil && version != want {
+			t.Errorf("%+v: version %q, ContentVersion %q", r, version, want)
+		}
+		r.Metadata.ResourceVersion = version
+		marshaled, merr := json.Marshal(r)
+		if (err != nil) != (merr != nil) || !bytes.Equal(got, marshaled) {
+			t.Errorf("%+v: EncodeVersioned %s (%v), json.Marshal %s (%v)", r, got, err, marshaled, merr)
+		}
+	}
+}
+
+// TestParseCommonTakesFilesAsCupWritesThem: the shape cup writes (and
+// hand-written files of the same shape) never needs encoding/json.
+func TestParseCommonTakesFilesAsCupWritesThem(t *testing.T) {
+	r := Resource{APIVersion: "bench.cup.dev/v1", Kind: "Item", Metadata: Metadata{
+		Namespace: "default", Name: "item-1", Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"note": "é <b>"},
+	}, Spec: json.RawMessage(`{"owner": "a@example.com", "n": [1, 2.50], "s": "\"quoted\"\n"}`)}
+	file, err := r.MarshalFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := parseCommon(file)
+	if !ok {
+		t.Fatalf("parseCommon refused %s", file)
+	}
+	want, err := parseJSON(file)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("parseCommon %#v, encoding/json %#v (%v)", got, want, err)
+	}
+}
