@@ -147,25 +147,41 @@ func checkRequest(typ controller.Type, namespace string) error {
 }
 
 // load reads and decodes the file at p. The resource it returns is shared
-// with the cache and must be cloned before it leaves the controller. Errors
-// reading the file are returned as they are; a file that does not decode
-// gives an error wrapping controller.ErrMalformed.
-func (c *Controller) load(fsys fs.FS, p string) (*controller.Resource, error) {
+// with the cache, and must be cloned before it leaves the controller, when
+// shared says so. Errors reading the file are returned as they are; a file
+// that does not decode gives an error wrapping controller.ErrMalformed.
+func (c *Controller) load(fsys fs.FS, p string) (r *controller.Resource, shared bool, err error) {
 	data, err := fs.ReadFile(fsys, p)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	keys := []contentKey{sha256.Sum256(data)}
-	vals, hit := make([]decoded, 1), make([]bool, 1)
-	c.cache.lookup(keys, vals, hit)
-	if !hit[0] {
-		vals[0] = decodeContent(c.spec.Encoding, data)
-		c.cache.add(keys, vals, nil)
+	var d decoded
+	if c.cache.half == 0 {
+		// No cache (as cupd, whose memo keeps entries by content id, has
+		// it): nothing to hash, and the resource is the caller's.
+		d = decodeContent(c.spec.Encoding, data)
+	} else {
+		keys := []contentKey{sha256.Sum256(data)}
+		vals, hit := make([]decoded, 1), make([]bool, 1)
+		c.cache.lookup(keys, vals, hit)
+		if !hit[0] {
+			vals[0] = decodeContent(c.spec.Encoding, data)
+			c.cache.add(keys, vals, nil)
+		}
+		d, shared = vals[0], true
 	}
-	if vals[0].err != nil {
-		return nil, malformed(p, vals[0].err)
+	if d.err != nil {
+		return nil, false, malformed(p, d.err)
 	}
-	return vals[0].res, nil
+	return d.res, shared, nil
+}
+
+// owned returns r, or a clone of it when it is shared with the cache.
+func owned(r *controller.Resource, shared bool) *controller.Resource {
+	if shared {
+		return r.Clone()
+	}
+	return r
 }
 
 func malformed(p string, err error) error {
@@ -203,7 +219,7 @@ func (c *Controller) Get(ctx context.Context, req *controller.GetRequest) (*cont
 	if err != nil {
 		return nil, err
 	}
-	r, err := c.load(req.FS, p)
+	r, shared, err := c.load(req.FS, p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, notFound(req.Type, req.Namespace, req.Name)
@@ -213,7 +229,7 @@ func (c *Controller) Get(ctx context.Context, req *controller.GetRequest) (*cont
 	if err := checkIdentity(r, p, req.Type, req.Namespace, req.Name); err != nil {
 		return nil, err
 	}
-	out := r.Clone()
+	out := owned(r, shared)
 	out.Metadata.Namespace = req.Namespace
 	return out, nil
 }
@@ -296,8 +312,10 @@ func (c *Controller) ListProblems(ctx context.Context, req *controller.ListReque
 		}
 	}
 	keys := make([]contentKey, n)
-	if err := forEach(ctx, n, 512, func(i int) { keys[i] = sha256.Sum256(data[i]) }); err != nil {
-		return nil, nil, err
+	if c.cache.half > 0 { // with no cache, the keys go unused
+		if err := forEach(ctx, n, 512, func(i int) { keys[i] = sha256.Sum256(data[i]) }); err != nil {
+			return nil, nil, err
+		}
 	}
 
 	vals := make([]decoded, n)
@@ -461,7 +479,7 @@ func (c *Controller) ListKeyed(ctx context.Context, req *controller.ListRequest)
 
 // decodeListed decodes one file found by ListKeyed, as List would.
 func (c *Controller) decodeListed(fsys fs.FS, typ controller.Type, namespace, p string, split []string) (*controller.Resource, error) {
-	r, err := c.load(fsys, p)
+	r, shared, err := c.load(fsys, p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -474,7 +492,7 @@ func (c *Controller) decodeListed(fsys fs.FS, typ controller.Type, namespace, p 
 	if err := c.checkListed(r, p, typ, namespace, split); err != nil {
 		return nil, err
 	}
-	out := r.Clone()
+	out := owned(r, shared)
 	out.Metadata.Namespace = namespace
 	return out, nil
 }
