@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"sync"
 )
 
@@ -22,8 +20,9 @@ func (r *Resource) EncodeVersioned() (data []byte, version string, err error) {
 			return nil, "", err
 		}
 	}
-	version = r.contentVersion(spec)
 	m := &r.Metadata
+	labels, annotations := sortedKeys(m.Labels), sortedKeys(m.Annotations)
+	version = r.contentVersion(spec, labels, annotations)
 	scratch := scratchPool.Get().(*[]byte)
 	defer scratchPool.Put(scratch)
 	b := append((*scratch)[:0], `{"apiVersion":`...)
@@ -38,14 +37,14 @@ func (r *Resource) EncodeVersioned() (data []byte, version string, err error) {
 	}
 	b = append(b, `"name":`...)
 	b = appendString(b, m.Name)
-	b = appendStrings(b, `,"labels":`, m.Labels)
-	b = appendStrings(b, `,"annotations":`, m.Annotations)
+	b = appendStrings(b, `,"labels":`, m.Labels, labels)
+	b = appendStrings(b, `,"annotations":`, m.Annotations, annotations)
 	b = append(b, `,"resourceVersion":`...)
 	b = appendString(b, version)
 	b = append(b, '}')
 	if len(spec) > 0 {
 		b = append(b, `,"spec":`...)
-		if bytes.ContainsAny(spec, "<>&\u2028\u2029") {
+		if needsHTMLEscape(spec) {
 			// json.Marshal escapes these in a RawMessage as it does in
 			// strings; they occur only in strings.
 			var e bytes.Buffer
@@ -67,14 +66,29 @@ var scratchPool = sync.Pool{New: func() any { return new([]byte) }}
 
 const maxScratch = 64 << 10
 
+// needsHTMLEscape reports whether b holds '<', '>' or '&', or U+2028 or
+// U+2029 (0xE2 0x80 0xA8 or 0xA9): bytes.ContainsAny decodes runes to find
+// those two, which made it most of the check.
+func needsHTMLEscape(b []byte) bool {
+	for i, c := range b {
+		switch {
+		case c == '<' || c == '>' || c == '&':
+			return true
+		case c == 0xE2 && i+2 < len(b) && b[i+1] == 0x80 && b[i+2]&^1 == 0xA8:
+			return true
+		}
+	}
+	return false
+}
+
 // appendStrings appends name and m as json.Marshal encodes a map with
-// omitempty: nothing when it is empty, keys in order.
-func appendStrings(b []byte, name string, m map[string]string) []byte {
+// omitempty: nothing when it is empty, keys in order (keys, sorted).
+func appendStrings(b []byte, name string, m map[string]string, keys []string) []byte {
 	if len(m) == 0 {
 		return b
 	}
 	b = append(b, name...)
-	for i, k := range slices.Sorted(maps.Keys(m)) {
+	for i, k := range keys {
 		if i == 0 {
 			b = append(b, '{')
 		} else {

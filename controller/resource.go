@@ -150,7 +150,14 @@ func (r *Resource) ContentVersion() (string, error) {
 			return "", err
 		}
 	}
-	return r.contentVersion(spec), nil
+	return r.contentVersion(spec, sortedKeys(r.Metadata.Labels), sortedKeys(r.Metadata.Annotations)), nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(m))
 }
 
 // compact returns spec compacted, as json.Compact does.
@@ -163,8 +170,9 @@ func compact(spec []byte) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// contentVersion is ContentVersion with the spec already compacted.
-func (r *Resource) contentVersion(spec []byte) string {
+// contentVersion is ContentVersion with the spec already compacted and the
+// keys of labels and annotations sorted.
+func (r *Resource) contentVersion(spec []byte, labels, annotations []string) string {
 	h := sha256.New()
 	var n [8]byte
 	field := func(s string) {
@@ -176,11 +184,14 @@ func (r *Resource) contentVersion(spec []byte) string {
 	field(r.Kind)
 	field(r.Metadata.Namespace)
 	field(r.Metadata.Name)
-	for _, m := range []map[string]string{r.Metadata.Labels, r.Metadata.Annotations} {
-		field(strconv.Itoa(len(m)))
-		for _, k := range slices.Sorted(maps.Keys(m)) {
+	for _, m := range [...]struct {
+		m    map[string]string
+		keys []string
+	}{{r.Metadata.Labels, labels}, {r.Metadata.Annotations, annotations}} {
+		field(strconv.Itoa(len(m.m)))
+		for _, k := range m.keys {
 			field(k)
-			field(m[k])
+			field(m.m[k])
 		}
 	}
 	if s := string(spec); s != "{}" && s != "null" {
