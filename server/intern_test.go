@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -289,4 +290,46 @@ func TestEntriesRefuseWhatIsNotUTF8(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInternerDropsCollectedEntries: the interner's maps keep no slot of
+// an entry collected long ago. Ten rounds each intern minSweep resources,
+// which nothing keeps; the maps hold at most what two sweeps allow, not
+// ten rounds' worth. One resource kept throughout stays found.
+func TestInternerDropsCollectedEntries(t *testing.T) {
+	in := newInterner()
+	typ := &Type{Type: controller.Type{Group: "t.cup.dev", Version: "v1", Kind: "Item", Plural: "items"}}
+	resource := func(round, i int) *controller.Resource {
+		return &controller.Resource{APIVersion: "t.cup.dev/v1", Kind: "Item",
+			Metadata: controller.Metadata{Namespace: "default", Name: fmt.Sprintf("item-%d-%d", round, i)}}
+	}
+	kept, err := in.entry(resource(-1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keptKey := keyedKey{typ: typ, namespace: "default", key: "kept"}
+	in.remember(keptKey, kept)
+	for round := range 10 {
+		for i := range minSweep {
+			e, err := in.entry(resource(round, i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			in.remember(keyedKey{typ: typ, namespace: "default", key: fmt.Sprint(round, "/", i)}, e)
+		}
+		runtime.GC()
+	}
+	in.mu.Lock()
+	slots := len(in.m) + len(in.keyed)
+	in.mu.Unlock()
+	if slots > 4*minSweep {
+		t.Errorf("the interner holds %d slots after 10 rounds of %d collected entries", slots, minSweep)
+	}
+	if got, _ := in.byKey(keptKey); got != kept {
+		t.Error("the entry kept alive is no longer found by its key")
+	}
+	if e, err := in.entry(resource(-1, 0)); err != nil || e != kept {
+		t.Errorf("the entry kept alive is no longer shared: %p, %p (%v)", e, kept, err)
+	}
+	runtime.KeepAlive(kept)
 }
