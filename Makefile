@@ -172,6 +172,7 @@ bench: ## Run the Go benchmarks
 FUZZ_TARGETS := \
 	./controller:FuzzParseResource \
 	./controller:FuzzParseCommon \
+	./controller:FuzzCompactJSON \
 	./controller/template:FuzzPaths \
 	./controller/template:FuzzFiles \
 	./controller/wasm:FuzzInterruptible \

@@ -156,7 +156,7 @@ func (p *scanner) strings() (map[string]string, bool) {
 	return m, ok
 }
 
-// spec reads an object, valid as json.Valid has it, into a copy of its
+// spec reads an object, valid as json.Valid has it (validJSON), into a copy of its
 // bytes as they are (a json.RawMessage), or null into nil.
 func (p *scanner) spec() (json.RawMessage, bool) {
 	p.space()
@@ -184,7 +184,7 @@ func (p *scanner) spec() (json.RawMessage, bool) {
 		case '}', ']':
 			if depth--; depth == 0 {
 				v := rest[:j+1]
-				if !json.Valid(v) {
+				if !validJSON(v) {
 					return nil, false
 				}
 				p.i += j + 1

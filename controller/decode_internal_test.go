@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/cup-dev/cup/internal/document"
@@ -118,4 +119,63 @@ func TestParseCommonTakesFilesAsCupWritesThem(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("parseCommon %#v, encoding/json %#v (%v)", got, want, err)
 	}
+}
+
+// FuzzCompactJSON checks compactJSON and validJSON against encoding/json:
+// they take what json.Compact and json.Valid take, and compact it to the
+// same bytes.
+func FuzzCompactJSON(f *testing.F) {
+	for _, s := range []string{
+		` { "a" : [ 1 , -0.5e+3 , true , false , null , "x\"\\\/\b\f\n\r\t\u00e9" , { } , [ ] ] } `,
+		`{"a":1,}`, `[1,]`, `01`, `-`, `1.`, `1e`, `1E-7`, `"\u12"`, `"\x"`, "\"\x01\"", "\"\xff\"",
+		`{"a" 1}`, `{1:2}`, `[}`, `{]`, `tru`, `nul`, `[1 2]`, ``, ` `, `"a" "b"`, `{"a":{"b":[[[]]]}}`,
+		"\"\u2028<>&\"",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Add(bytes.Repeat([]byte("["), maxJSONDepth+1))
+	f.Add(append(bytes.Repeat([]byte("["), maxJSONDepth), bytes.Repeat([]byte("]"), maxJSONDepth)...))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		var want bytes.Buffer
+		err := json.Compact(&want, src)
+		got, ok := compactJSON([]byte("prefix"), src)
+		if ok != (err == nil) {
+			t.Fatalf("compactJSON says %v, json.Compact %v, of %q", ok, err, src)
+		}
+		if ok && string(got) != "prefix"+want.String() {
+			t.Fatalf("compactJSON gave %q, json.Compact %q, of %q", got, want.Bytes(), src)
+		}
+		if !ok && string(got) != "prefix" {
+			t.Fatalf("compactJSON changed dst to %q on %q", got, src)
+		}
+		if v := validJSON(src); v != json.Valid(src) {
+			t.Fatalf("validJSON says %v of %q, json.Valid the opposite", v, src)
+		}
+	})
+}
+
+// BenchmarkCompactSpec compacts a spec of benchrepo's shape (indented, 180
+// bytes) with encoding/json and with compactJSON.
+func BenchmarkCompactSpec(b *testing.B) {
+	spec := []byte("{\n    \"owner\": \"owner-42@example.com\",\n    \"replicas\": 2,\n    \"enabled\": true,\n    \"note\": \"" + strings.Repeat("x", 80) + "\"\n  }")
+	b.Run("encoding/json", func(b *testing.B) {
+		b.SetBytes(int64(len(spec)))
+		var buf bytes.Buffer
+		for b.Loop() {
+			buf.Reset()
+			if err := json.Compact(&buf, spec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("compactJSON", func(b *testing.B) {
+		b.SetBytes(int64(len(spec)))
+		dst := make([]byte, 0, len(spec))
+		for b.Loop() {
+			var ok bool
+			if dst, ok = compactJSON(dst[:0], spec); !ok {
+				b.Fatal("refused")
+			}
+		}
+	})
 }

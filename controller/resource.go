@@ -162,6 +162,9 @@ func sortedKeys(m map[string]string) []string {
 
 // compact returns spec compacted, as json.Compact does.
 func compact(spec []byte) ([]byte, error) {
+	if c, ok := compactJSON(make([]byte, 0, len(spec)), spec); ok {
+		return c, nil
+	}
 	var b bytes.Buffer
 	b.Grow(len(spec))
 	if err := json.Compact(&b, spec); err != nil {
