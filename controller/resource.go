@@ -157,7 +157,12 @@ func sortedKeys(m map[string]string) []string {
 	if len(m) == 0 {
 		return nil
 	}
-	return slices.Sorted(maps.Keys(m))
+	keys := make([]string, 0, len(m)) // one allocation, where slices.Collect grows
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // compact returns spec compacted, as json.Compact does.
