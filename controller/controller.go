@@ -93,6 +93,15 @@ type ContentIDFS interface {
 	ContentID(name string) (string, error)
 }
 
+// ContentIDEntry is an optional ability of the fs.DirEntry values a
+// ContentIDFS's ReadDir returns: the id ContentID gives for the entry's
+// file, read from the directory itself. ok is false where the entry cannot
+// tell, such as for a symbolic link, whose target ContentID follows.
+type ContentIDEntry interface {
+	fs.DirEntry
+	ContentID() (id string, ok bool)
+}
+
 // GetRequest asks for one resource.
 type GetRequest struct {
 	FS        fs.FS

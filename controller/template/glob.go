@@ -7,6 +7,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/cup-dev/cup/controller"
 )
 
 // globFiles returns the files (and symbolic links, which reading resolves)
@@ -17,6 +19,41 @@ import (
 // it reads that one directory and matches names with a precompiled matcher,
 // which is several times faster than fs.Glob on large directories.
 func globFiles(fsys fs.FS, pattern string) ([]string, error) {
+	matches, err := globMatches(fsys, pattern)
+	return paths(matches), err
+}
+
+// paths returns the matches' paths.
+func paths(matches []globbed) []string {
+	if matches == nil {
+		return nil
+	}
+	out := make([]string, len(matches))
+	for i, m := range matches {
+		out[i] = m.path
+	}
+	return out
+}
+
+// globbed is a file globFiles found, and its content's id when its
+// directory entry tells it (controller.ContentIDEntry).
+type globbed struct {
+	path, id string
+}
+
+func newMatch(p string, e fs.DirEntry) globbed {
+	m := globbed{path: p}
+	if ce, ok := e.(controller.ContentIDEntry); ok {
+		m.id, _ = ce.ContentID()
+	}
+	return m
+}
+
+func byPath(a, b globbed) int { return strings.Compare(a.path, b.path) }
+
+// globMatches is globFiles with each file's content id, where its entry
+// gives it.
+func globMatches(fsys fs.FS, pattern string) ([]globbed, error) {
 	dir, file := path.Split(pattern)
 	dir = strings.TrimSuffix(dir, "/")
 	if dir == "" {
@@ -36,17 +73,17 @@ func globFiles(fsys fs.FS, pattern string) ([]string, error) {
 		}
 		return nil, fmt.Errorf("listing %s: %w", dir, err)
 	}
-	var out []string
+	var out []globbed
 	for _, e := range entries {
 		if !e.IsDir() && match(e.Name()) {
 			if dir == "." {
-				out = append(out, e.Name())
+				out = append(out, newMatch(e.Name(), e))
 			} else {
-				out = append(out, dir+"/"+e.Name())
+				out = append(out, newMatch(dir+"/"+e.Name(), e))
 			}
 		}
 	}
-	slices.Sort(out) // ReadDirFS implementations should sort, but need not
+	slices.SortFunc(out, byPath) // ReadDirFS implementations should sort, but need not
 	return out, nil
 }
 
@@ -55,10 +92,10 @@ func globFiles(fsys fs.FS, pattern string) ([]string, error) {
 // one element at a time, matching directory entries, and never stats a file
 // (fs.Glob plus a Stat per match costs a read of every file's header on a
 // Git tree). Symbolic links to directories are not followed.
-func globSlow(fsys fs.FS, pattern string) ([]string, error) {
+func globSlow(fsys fs.FS, pattern string) ([]globbed, error) {
 	elems := strings.Split(pattern, "/")
 	dirs := []string{"."}
-	var out []string
+	var out []globbed
 	for i, elem := range elems {
 		last := i == len(elems)-1
 		match := matcher(elem)
@@ -90,7 +127,7 @@ func globSlow(fsys fs.FS, pattern string) ([]string, error) {
 				}
 				switch {
 				case last && !e.IsDir():
-					out = append(out, join(e.Name()))
+					out = append(out, newMatch(join(e.Name()), e))
 				case !last && e.IsDir():
 					next = append(next, join(e.Name()))
 				}
@@ -98,7 +135,7 @@ func globSlow(fsys fs.FS, pattern string) ([]string, error) {
 		}
 		dirs = next
 	}
-	slices.Sort(out)
+	slices.SortFunc(out, byPath)
 	return out, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"reflect"
 	"strings"
 	"testing"
@@ -94,6 +95,80 @@ func TestListKeyedAgreesWithList(t *testing.T) {
 	b, _ := c.ListKeyed(ctx, &controller.ListRequest{FS: idFS{mem2}, Type: flagType, Namespace: "default"})
 	if len(b) != 1 || a[0].Key != b[0].Key || a[0].Origin != b[0].Origin {
 		t.Fatalf("the same file in two trees: %+v and %+v", a[0], b)
+	}
+}
+
+// entryIDFS is idFS whose directory entries tell their files' ids, but
+// for names holding "link", as a Git tree does for symbolic links; it
+// counts the calls of ContentID.
+type entryIDFS struct {
+	idFS
+	calls *int
+}
+
+func (f entryIDFS) ContentID(name string) (string, error) {
+	*f.calls++
+	return f.idFS.ContentID(name)
+}
+
+func (f entryIDFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	entries, err := fs.ReadDir(f.FS, name)
+	for i, e := range entries {
+		if !e.IsDir() {
+			id, err := f.idFS.ContentID(path.Join(name, e.Name()))
+			if err != nil {
+				return nil, err
+			}
+			entries[i] = idEntry{e, id, !strings.Contains(e.Name(), "link")}
+		}
+	}
+	return entries, err
+}
+
+type idEntry struct {
+	fs.DirEntry
+	id string
+	ok bool
+}
+
+func (e idEntry) ContentID() (string, bool) {
+	if !e.ok {
+		return "", false
+	}
+	return e.id, true
+}
+
+// TestListKeyedTakesIDsFromDirectoryEntries: keys made from the ids the
+// directory's entries give are the keys ContentID gives, and ContentID is
+// asked only for the entries that do not tell (symbolic links).
+func TestListKeyedTakesIDsFromDirectoryEntries(t *testing.T) {
+	t.Parallel()
+	c := newController(t, template.Spec{ListTemplate: `{{ .Namespace }}/*.json`}, template.WithCacheSize(0))
+	mem := newMemFS(t, nil)
+	put(t, c, mem, newFlag("default", "a", `{"on": false}`))
+	put(t, c, mem, newFlag("default", "b", `{"on": true}`))
+	put(t, c, mem, newFlag("default", "link", `{"on": true}`))
+	req := &controller.ListRequest{FS: idFS{mem}, Type: flagType, Namespace: "default"}
+	want, err := c.ListKeyed(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	req.FS = entryIDFS{idFS{mem}, &calls}
+	got, err := c.ListKeyed(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || len(want) != 3 {
+		t.Fatalf("found %d and %d files, want 3", len(got), len(want))
+	}
+	for i := range got {
+		if got[i].Key != want[i].Key || got[i].Origin != want[i].Origin {
+			t.Errorf("from entries %q %q, from ContentID %q %q", got[i].Origin, got[i].Key, want[i].Origin, want[i].Key)
+		}
+	}
+	if calls != 1 {
+		t.Errorf("ContentID was called %d times, want once (the link)", calls)
 	}
 }
 

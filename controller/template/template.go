@@ -240,6 +240,12 @@ func notFound(typ controller.Type, namespace, name string) error {
 
 // listFiles returns the files the list template matches for req.
 func (c *Controller) listFiles(ctx context.Context, req *controller.ListRequest) ([]string, error) {
+	matches, err := c.listMatches(ctx, req)
+	return paths(matches), err
+}
+
+// listMatches is listFiles with the content ids the directory gives.
+func (c *Controller) listMatches(ctx context.Context, req *controller.ListRequest) ([]globbed, error) {
 	if req == nil || req.FS == nil {
 		return nil, fmt.Errorf("%w: list: no file system", controller.ErrInvalid)
 	}
@@ -250,7 +256,7 @@ func (c *Controller) listFiles(ctx context.Context, req *controller.ListRequest)
 	if err != nil {
 		return nil, err
 	}
-	return globFiles(req.FS, pattern)
+	return globMatches(req.FS, pattern)
 }
 
 // listItem is a resource found by List and the file it came from.
@@ -445,7 +451,7 @@ func (c *Controller) FilePerResource() bool { return true }
 // type, the resource (in the requested namespace) otherwise, or an error
 // naming the file.
 func (c *Controller) ListKeyed(ctx context.Context, req *controller.ListRequest) ([]controller.Listed, error) {
-	matches, err := c.listFiles(ctx, req)
+	matches, err := c.listMatches(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -453,20 +459,24 @@ func (c *Controller) ListKeyed(ctx context.Context, req *controller.ListRequest)
 	fsys, typ, namespace := req.FS, req.Type, req.Namespace
 	split := c.nameSplitter(typ, namespace)
 	out := make([]controller.Listed, 0, len(matches))
-	for i, m := range matches {
+	for i, mt := range matches {
 		if i%256 == 255 {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
 		}
+		m := mt.path
 		var key string
 		if ids != nil {
-			id, err := ids.ContentID(m)
-			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					continue // a dangling symbolic link holds no resource
+			id := mt.id
+			if id == "" { // the directory did not say: a symbolic link
+				var err error
+				if id, err = ids.ContentID(m); err != nil {
+					if errors.Is(err, fs.ErrNotExist) {
+						continue // a dangling symbolic link holds no resource
+					}
+					return nil, fmt.Errorf("reading %s: %w", m, err)
 				}
-				return nil, fmt.Errorf("reading %s: %w", m, err)
 			}
 			key = m + "\x00" + id
 		}

@@ -285,6 +285,16 @@ type dirEntry struct {
 	e    *entry
 }
 
+// ContentID implements controller.ContentIDEntry: a file's blob id, as
+// FS.ContentID gives it; a symbolic link's is its target's, which the
+// entry cannot tell.
+func (d *dirEntry) ContentID() (string, bool) {
+	if d.e.isDir() || d.e.isSymlink() {
+		return "", false
+	}
+	return string(d.e.hash[:]), true
+}
+
 func (d *dirEntry) Name() string      { return d.e.name }
 func (d *dirEntry) IsDir() bool       { return d.e.isDir() }
 func (d *dirEntry) Type() fs.FileMode { return fsMode(d.e.mode).Type() }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"path"
 	"strings"
 	"sync"
 	"testing"
@@ -223,6 +224,26 @@ func TestFSContentID(t *testing.T) {
 	}
 	if _, err := fsys.ContentID("missing.txt"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("ContentID(missing.txt) = %v, want fs.ErrNotExist", err)
+	}
+	// Directory entries tell a file's id, the one ContentID gives, and
+	// leave a link's and a directory's to ContentID.
+	for _, dir := range []string{".", "a/b"} {
+		entries, err := fsys.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			got, ok := e.(controller.ContentIDEntry).ContentID()
+			name := path.Join(dir, e.Name())
+			switch {
+			case e.IsDir() || e.Type()&fs.ModeSymlink != 0:
+				if ok {
+					t.Errorf("the entry of %s gives the id %x", name, got)
+				}
+			case !ok || got != id(name):
+				t.Errorf("the entry of %s gives %x (%v), ContentID %x", name, got, ok, id(name))
+			}
+		}
 	}
 }
 
