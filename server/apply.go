@@ -89,7 +89,7 @@ func (s *Server) apply(ctx context.Context, m *cupv1alpha1.ApplyRequest) (*cupv1
 			if err != nil {
 				return nil, err
 			}
-			if ir.Resource, err = e.proto(); err != nil {
+			if ir.Resource, err = s.proto(e); err != nil {
 				return nil, err
 			}
 		}

@@ -31,7 +31,7 @@ func (h *resourceService) Get(ctx context.Context, req *connect.Request[cupv1alp
 	if err != nil {
 		return nil, err
 	}
-	pb, err := e.proto()
+	pb, err := h.s.proto(e)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func (h *resourceService) List(ctx context.Context, req *connect.Request[cupv1al
 		out.Warnings = append(out.Warnings, w.proto())
 	}
 	for _, e := range p.items {
-		pb, err := e.proto()
+		pb, err := h.s.proto(e)
 		if err != nil {
 			return nil, err
 		}
@@ -85,7 +85,7 @@ func (h *resourceService) Put(ctx context.Context, req *connect.Request[cupv1alp
 		revision: m.Revision, message: m.Message, precondition: m.ResourceVersion,
 		changeSet: m.ChangeSet, idempotencyKey: m.IdempotencyKey, dryRun: m.DryRun, create: m.Create,
 	})
-	return storedResponse(res, stored, err, func(res *cupv1alpha1.WriteResult, r *cupv1alpha1.Resource) *cupv1alpha1.PutResponse {
+	return storedResponse(h.s, res, stored, err, func(res *cupv1alpha1.WriteResult, r *cupv1alpha1.Resource) *cupv1alpha1.PutResponse {
 		return &cupv1alpha1.PutResponse{Result: res, Resource: r}
 	})
 }
@@ -93,11 +93,11 @@ func (h *resourceService) Put(ctx context.Context, req *connect.Request[cupv1alp
 // storedResponse answers a write that stored a resource (a put or a patch)
 // with the response build makes of its result and the resource, or with
 // err.
-func storedResponse[T any](res *cupv1alpha1.WriteResult, stored *entry, err error, build func(*cupv1alpha1.WriteResult, *cupv1alpha1.Resource) *T) (*connect.Response[T], error) {
+func storedResponse[T any](s *Server, res *cupv1alpha1.WriteResult, stored *entry, err error, build func(*cupv1alpha1.WriteResult, *cupv1alpha1.Resource) *T) (*connect.Response[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	pb, err := stored.proto()
+	pb, err := s.proto(stored)
 	if err != nil {
 		return nil, err
 	}
@@ -202,29 +202,93 @@ func structFromJSON(b []byte) (*structpb.Struct, error) {
 	return &st, nil
 }
 
-// proto returns the resource as a message, decoded on first use. The message
-// is shared: callers must not modify it.
+// protoCacheBytes bounds the messages Server.proto keeps, so that a
+// resource read or watched by many at once is converted once. Entries kept
+// one each until this cache replaced them: a message takes several times
+// its resource's JSON (protoSize), and ten thousand resources read once
+// over Connect held 13 MB that --cache-bytes did not count. A conversion
+// from an entry's JSON is cheap (ParseResource, then protojson); a larger
+// cache held more garbage through collections: in bin/cupbench's load
+// rows, cupd's RSS was 154-157 MiB with 8 MiB here and 114-115 MiB with 1
+// MiB, at the same Connect GET throughput.
+const protoCacheBytes = 1 << 20
+
+// protoSize estimates the heap pb takes, from the sizes of the messages,
+// maps and strings it is made of (TestProtoSizeIsItsHeap measures it):
+// a spec as a Struct takes several times its JSON, and more for many
+// small values than for a few long strings.
+func protoSize(pb *cupv1alpha1.Resource) int64 {
+	const message, field = 64, 48 // a message's allocation; a map slot and its string header
+	n := int64(4*message + len(pb.ApiVersion) + len(pb.Kind) + len(pb.SpecJson))
+	if md := pb.Metadata; md != nil {
+		n += int64(len(md.Namespace) + len(md.Name) + len(md.ResourceVersion))
+		for _, m := range []map[string]string{md.Labels, md.Annotations} {
+			for k, v := range m {
+				n += int64(field + len(k) + len(v))
+			}
+		}
+	}
+	if pb.Spec != nil {
+		n += structSize(pb.Spec)
+	}
+	return n
+}
+
+func structSize(st *structpb.Struct) int64 {
+	const message, field = 64, 48
+	n := int64(message)
+	for k, v := range st.Fields {
+		n += int64(field+len(k)) + valueSize(v)
+	}
+	return n
+}
+
+func valueSize(v *structpb.Value) int64 {
+	const message, wrapper = 64, 16 // a Value, and its kind's oneof wrapper
+	n := int64(message + wrapper)
+	switch k := v.Kind.(type) {
+	case *structpb.Value_StringValue:
+		n += int64(len(k.StringValue))
+	case *structpb.Value_StructValue:
+		n += structSize(k.StructValue)
+	case *structpb.Value_ListValue:
+		n += int64(message + 8*cap(k.ListValue.Values))
+		for _, e := range k.ListValue.Values {
+			n += valueSize(e)
+		}
+	}
+	return n
+}
+
+// proto returns the resource of e as a message. The message is shared:
+// callers must not modify it.
 //
 // A google.protobuf.Struct holds every number as a float64: a spec with a
 // number that a float64 cannot hold exactly goes in spec_json instead, as
 // the JSON it is, so that no form rounds what the REST form shows exactly
 // under the same resourceVersion.
-func (e *entry) proto() (*cupv1alpha1.Resource, error) {
-	if pb := e.pb.Load(); pb != nil {
+func (s *Server) proto(e *entry) (*cupv1alpha1.Resource, error) {
+	key := string(e.version[:]) // the content, whose message it is
+	if pb, ok := s.protos.Get(key); ok {
 		return pb, nil
 	}
-	in, err := decodeResource(e.json)
+	// e.json is a resource's JSON as EncodeVersioned writes it, which
+	// ParseResource reads in one pass; decodeResource, which reads what
+	// callers send, is the fallback.
+	r, err := controller.ParseResource(e.json)
+	if err != nil {
+		in, derr := decodeResource(e.json)
+		if derr != nil {
+			return nil, derr
+		}
+		r = &in.resource
+	}
+	pb, err := resourceProto(r)
 	if err != nil {
 		return nil, err
 	}
-	r, err := resourceProto(&in.resource)
-	if err != nil {
-		return nil, err
-	}
-	if !e.pb.CompareAndSwap(nil, r) {
-		return e.pb.Load(), nil
-	}
-	return r, nil
+	s.protos.Add(key, pb, protoSize(pb))
+	return pb, nil
 }
 
 func (h *resourceService) Watch(ctx context.Context, req *connect.Request[cupv1alpha1.WatchRequest], stream *connect.ServerStream[cupv1alpha1.WatchResponse]) error {
@@ -237,7 +301,7 @@ func (h *resourceService) Watch(ctx context.Context, req *connect.Request[cupv1a
 	return h.s.watch(ctx, ref{m.Group, m.Version, m.Plural, m.Namespace, ""}, q, func(ev *watchEvent) error {
 		out := &cupv1alpha1.WatchResponse{Type: ev.typ, Commit: ev.commit, InitialEventsEnd: ev.initialEnd, ResumeRevision: ev.resume}
 		if ev.entry != nil {
-			pb, err := ev.entry.proto()
+			pb, err := h.s.proto(ev.entry)
 			if err != nil {
 				return err
 			}

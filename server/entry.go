@@ -7,13 +7,11 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/cup-dev/cup/controller"
-	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 )
 
 // entry is one resource with its REST form encoded once. Entries are
@@ -25,8 +23,7 @@ type entry struct {
 	labels  labelSet
 	version [16]byte // the resourceVersion, which json also holds in hex
 	json    []byte   // the REST form: the file form plus metadata.resourceVersion
-	pb      atomic.Pointer[cupv1alpha1.Resource]
-	held    int32 // how many of the memo's items hold it (memo.hold); guarded by the memo's mu
+	held    int32    // how many of the memo's items hold it (memo.hold); guarded by the memo's mu
 }
 
 func newEntry(r *controller.Resource) (*entry, error) {

@@ -3,10 +3,12 @@ package server
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/cup-dev/cup/controller"
+	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 )
 
 // memoFill memoises, at commit, a listing of n resources of about 500 bytes
@@ -137,4 +139,53 @@ func TestMemoKeepsWhatALargerListingWouldEvict(t *testing.T) {
 		t.Errorf("the memo counts %d bytes, over its budget of %d", m.used, budget)
 	}
 	runtime.KeepAlive(in)
+}
+
+// TestProtoSizeIsItsHeap checks protoSize, what the cache of messages
+// counts for one, against the heap's growth for resources of three
+// shapes: benchrepo's, many small numbers, and a few long strings.
+func TestProtoSizeIsItsHeap(t *testing.T) {
+	const n = 2000
+	for _, tc := range []struct {
+		name string
+		spec func(i int) string
+	}{
+		{"benchrepo", func(i int) string {
+			return fmt.Sprintf(`{"owner":"owner-%d@example.com","replicas":%d,"enabled":true,"note":"%0200d"}`, i, i%5, i)
+		}},
+		{"numbers", func(i int) string {
+			return fmt.Sprintf(`{"rollout":[%s%d],"nested":{"a":{"b":[true,false,null]}}}`, strings.Repeat("1,", 100), i)
+		}},
+		{"strings", func(i int) string {
+			return fmt.Sprintf(`{"a":"%02000d","b":"%01000d"}`, i, i)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := make([]*controller.Resource, n)
+			for i := range n {
+				rs[i] = &controller.Resource{APIVersion: "t.cup.dev/v1", Kind: "Item",
+					Metadata: controller.Metadata{Namespace: "default", Name: fmt.Sprintf("item-%06d", i), ResourceVersion: "0123456789abcdef0123456789abcdef",
+						Labels: map[string]string{"shard": fmt.Sprintf("s%d", i%16), "team": fmt.Sprintf("team-%d", i%7)}},
+					Spec: []byte(tc.spec(i))}
+			}
+			pbs := make([]*cupv1alpha1.Resource, n)
+			before := heapAfterGC()
+			var counted int64
+			for i, r := range rs {
+				pb, err := resourceProto(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pbs[i] = pb
+				counted += protoSize(pb)
+			}
+			grown := heapAfterGC() - before
+			t.Logf("%s: protoSize %d bytes a message, the heap grew %d", tc.name, counted/n, grown/n)
+			if ratio := float64(counted) / float64(grown); ratio < 0.75 || ratio > 1.33 {
+				t.Errorf("protoSize counts %d bytes for %d of heap", counted, grown)
+			}
+			runtime.KeepAlive(pbs)
+			runtime.KeepAlive(rs)
+		})
+	}
 }

@@ -236,7 +236,7 @@ func (h *resourceService) Patch(ctx context.Context, req *connect.Request[cupv1a
 		revision: m.Revision, message: m.Message, precondition: m.ResourceVersion,
 		changeSet: m.ChangeSet, idempotencyKey: m.IdempotencyKey, dryRun: m.DryRun,
 	})
-	return storedResponse(res, stored, err, func(res *cupv1alpha1.WriteResult, r *cupv1alpha1.Resource) *cupv1alpha1.PatchResponse {
+	return storedResponse(h.s, res, stored, err, func(res *cupv1alpha1.WriteResult, r *cupv1alpha1.Resource) *cupv1alpha1.PatchResponse {
 		return &cupv1alpha1.PatchResponse{Result: res, Resource: r}
 	})
 }

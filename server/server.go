@@ -26,6 +26,7 @@ import (
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
 	"github.com/cup-dev/cup/gen/cup/v1alpha1/cupv1alpha1connect"
 	"github.com/cup-dev/cup/internal/document"
+	"github.com/cup-dev/cup/internal/lru"
 	"github.com/cup-dev/cup/source"
 )
 
@@ -118,6 +119,7 @@ type Server struct {
 	validator protovalidate.Validator
 	memo      *memo
 	interner  *interner
+	protos    *lru.Cache[*cupv1alpha1.Resource] // Server.proto's
 	writes    slots
 	bodies    *bodyBudget
 	calls     *callSlots
@@ -181,7 +183,7 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, src: src, types: make(map[controller.Type]*Type), validator: v, memo: newMemo(cfg.cacheBudget),
-		interner: newInterner(), writes: newWriteSlots(cfg.maxWrites), calls: calls,
+		interner: newInterner(), protos: lru.New[*cupv1alpha1.Resource](protoCacheBytes), writes: newWriteSlots(cfg.maxWrites), calls: calls,
 		bodies:   newBodyBudget(cfg.maxInflight, cfg.maxBody),
 		watchers: newWatchSlots(cfg.maxWatches),
 	}
