@@ -27,6 +27,15 @@ const maxCachedBlob = 1 << 20
 // and snapshots. It is safe for concurrent use.
 type TreeCache struct {
 	lru lru[*tree]
+
+	// big holds the last tree read that alone is larger than the bound,
+	// which lru refuses: without it, every path looked up in a directory
+	// of 100,000 files decoded the directory again, and a first listing
+	// of it took longer than ten minutes. It costs at most the largest
+	// tree, which a listing of it holds anyway.
+	mu     sync.Mutex
+	bigKey plumbing.Hash
+	big    *tree
 }
 
 // NewTreeCache returns a cache holding up to maxEntries tree entries in all.
@@ -38,8 +47,27 @@ func NewTreeCache(maxEntries int) *TreeCache {
 
 func treeCost(t *tree) int64 { return int64(len(t.entries) + 1) }
 
-func (c *TreeCache) get(h plumbing.Hash) (*tree, bool) { return c.lru.get(h) }
-func (c *TreeCache) add(h plumbing.Hash, t *tree)      { c.lru.add(h, t, treeCost(t)) }
+func (c *TreeCache) get(h plumbing.Hash) (*tree, bool) {
+	if t, ok := c.lru.get(h); ok {
+		return t, true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.big != nil && c.bigKey == h {
+		return c.big, true
+	}
+	return nil, false
+}
+
+func (c *TreeCache) add(h plumbing.Hash, t *tree) {
+	if cost := treeCost(t); cost <= c.lru.max || c.lru.max <= 0 {
+		c.lru.add(h, t, cost)
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.bigKey, c.big = h, t
+}
 
 // Len returns the number of trees in the cache.
 func (c *TreeCache) Len() int { return c.lru.len() }
