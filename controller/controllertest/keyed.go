@@ -34,6 +34,19 @@ func (c contentIDs) ContentID(name string) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
+// ReadDir hides what the entries below may tell of their content
+// (controller.ContentIDEntry): their ids are not the ones ContentID gives.
+func (c contentIDs) ReadDir(name string) ([]fs.DirEntry, error) {
+	entries, err := fs.ReadDir(c.FS, name)
+	for i, e := range entries {
+		entries[i] = plainEntry{e}
+	}
+	return entries, err
+}
+
+// plainEntry is a directory entry with no ability but fs.DirEntry's.
+type plainEntry struct{ fs.DirEntry }
+
 // keyedList lists req through kl and decodes what it found as a caller
 // does: resources of other types (nil) left out, the rest sorted by name,
 // the selector applied (ListKeyed ignores it). Decode errors fail t.
