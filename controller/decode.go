@@ -156,7 +156,7 @@ func (p *scanner) strings() (map[string]string, bool) {
 	return m, ok
 }
 
-// spec reads an object, valid as json.Valid has it (validJSON), into a copy of its
+// spec reads an object, valid as json.Valid has it (prefixJSON), into a copy of its
 // bytes as they are (a json.RawMessage), or null into nil.
 func (p *scanner) spec() (json.RawMessage, bool) {
 	p.space()
@@ -168,29 +168,10 @@ func (p *scanner) spec() (json.RawMessage, bool) {
 	if len(rest) == 0 || rest[0] != '{' {
 		return nil, false
 	}
-	// Find where the object ends by its brackets, skipping strings; what
-	// lies between is then checked.
-	depth := 0
-	for j := 0; j < len(rest); j++ {
-		switch rest[j] {
-		case '"':
-			for j++; j < len(rest) && rest[j] != '"'; j++ {
-				if rest[j] == '\\' {
-					j++
-				}
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth--; depth == 0 {
-				v := rest[:j+1]
-				if !validJSON(v) {
-					return nil, false
-				}
-				p.i += j + 1
-				return bytes.Clone(v), true
-			}
-		}
+	n, ok := prefixJSON(rest)
+	if !ok {
+		return nil, false
 	}
-	return nil, false
+	p.i += n
+	return bytes.Clone(rest[:n]), true
 }

@@ -121,9 +121,9 @@ func TestParseCommonTakesFilesAsCupWritesThem(t *testing.T) {
 	}
 }
 
-// FuzzCompactJSON checks compactJSON and validJSON against encoding/json:
-// they take what json.Compact and json.Valid take, and compact it to the
-// same bytes.
+// FuzzCompactJSON checks compactJSON and prefixJSON against encoding/json:
+// compactJSON takes what json.Compact takes and compacts it to the same
+// bytes; prefixJSON takes a value json.Valid takes, and all of one.
 func FuzzCompactJSON(f *testing.F) {
 	for _, s := range []string{
 		` { "a" : [ 1 , -0.5e+3 , true , false , null , "x\"\\\/\b\f\n\r\t\u00e9" , { } , [ ] ] } `,
@@ -148,8 +148,12 @@ func FuzzCompactJSON(f *testing.F) {
 		if !ok && string(got) != "prefix" {
 			t.Fatalf("compactJSON changed dst to %q on %q", got, src)
 		}
-		if v := validJSON(src); v != json.Valid(src) {
-			t.Fatalf("validJSON says %v of %q, json.Valid the opposite", v, src)
+		n, ok := prefixJSON(src)
+		if ok && (n == 0 || !json.Valid(src[:n])) {
+			t.Fatalf("prefixJSON takes %q of %q, which json.Valid refuses", src[:n], src)
+		}
+		if json.Valid(src) && (!ok || len(bytes.TrimSpace(src[n:])) > 0) {
+			t.Fatalf("prefixJSON takes %d bytes (%v) of %q, which json.Valid takes whole", n, ok, src)
 		}
 	})
 }

@@ -11,16 +11,18 @@ package controller
 // json.Compact.
 func compactJSON(dst, src []byte) ([]byte, bool) {
 	s := jsonScan{src: src, dst: dst, keep: true}
-	if !s.value() {
+	if !s.whole() {
 		return dst, false
 	}
-	return s.dst, true
+	return append(s.dst, src[s.run:]...), true
 }
 
-// validJSON reports whether src is one JSON value, as json.Valid does.
-func validJSON(src []byte) bool {
+// prefixJSON returns the length of the JSON value src starts with, as
+// json.Valid would take it on its own, or false.
+func prefixJSON(src []byte) (int, bool) {
 	s := jsonScan{src: src}
-	return s.value()
+	ok := s.value()
+	return s.i, ok
 }
 
 // maxJSONDepth is encoding/json's nesting limit.
@@ -53,7 +55,16 @@ func (s *jsonScan) space() {
 	}
 }
 
-// value reads the whole of src as one value.
+// whole reads the whole of src as one value, with whitespace around it.
+func (s *jsonScan) whole() bool {
+	if !s.value() {
+		return false
+	}
+	s.space()
+	return s.i == len(s.src)
+}
+
+// value reads one value, after whitespace, and stops after its last byte.
 func (s *jsonScan) value() bool {
 	var stackBuf [64]byte
 	stack := stackBuf[:0] // the open '{' and '['
@@ -102,18 +113,12 @@ func (s *jsonScan) value() bool {
 		default:
 			return false
 		}
-		// After a value: the next one, the end of containers, or of src.
+		// After a value: the next one, or the end of containers.
 		for {
-			s.space()
 			if len(stack) == 0 {
-				if s.i != len(s.src) {
-					return false
-				}
-				if s.keep {
-					s.dst = append(s.dst, s.src[s.run:s.i]...)
-				}
 				return true
 			}
+			s.space()
 			if s.i >= len(s.src) {
 				return false
 			}
