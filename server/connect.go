@@ -224,18 +224,26 @@ func protoKey(e *entry) string {
 	return string(e.version[:])
 }
 
+// The heap a message's parts take: a message's allocation (a Value's, a
+// Struct's); a map slot with its key's string header; a Value's oneof
+// wrapper.
+const (
+	protoMessage = 64
+	protoField   = 48
+	protoWrapper = 16
+)
+
 // protoSize estimates the heap pb takes, from the sizes of the messages,
 // maps and strings it is made of (TestProtoSizeIsItsHeap measures it):
 // a spec as a Struct takes several times its JSON, and more for many
 // small values than for a few long strings.
 func protoSize(pb *cupv1alpha1.Resource) int64 {
-	const message, field = 64, 48 // a message's allocation; a map slot and its string header
-	n := int64(4*message + len(pb.ApiVersion) + len(pb.Kind) + len(pb.SpecJson))
+	n := int64(4*protoMessage + len(pb.ApiVersion) + len(pb.Kind) + len(pb.SpecJson))
 	if md := pb.Metadata; md != nil {
 		n += int64(len(md.Namespace) + len(md.Name) + len(md.ResourceVersion))
 		for _, m := range []map[string]string{md.Labels, md.Annotations} {
 			for k, v := range m {
-				n += int64(field + len(k) + len(v))
+				n += int64(protoField + len(k) + len(v))
 			}
 		}
 	}
@@ -246,24 +254,22 @@ func protoSize(pb *cupv1alpha1.Resource) int64 {
 }
 
 func structSize(st *structpb.Struct) int64 {
-	const message, field = 64, 48
-	n := int64(message)
+	n := int64(protoMessage)
 	for k, v := range st.Fields {
-		n += int64(field+len(k)) + valueSize(v)
+		n += int64(protoField+len(k)) + valueSize(v)
 	}
 	return n
 }
 
 func valueSize(v *structpb.Value) int64 {
-	const message, wrapper = 64, 16 // a Value, and its kind's oneof wrapper
-	n := int64(message + wrapper)
+	n := int64(protoMessage + protoWrapper)
 	switch k := v.Kind.(type) {
 	case *structpb.Value_StringValue:
 		n += int64(len(k.StringValue))
 	case *structpb.Value_StructValue:
 		n += structSize(k.StructValue)
 	case *structpb.Value_ListValue:
-		n += int64(message + 8*cap(k.ListValue.Values))
+		n += int64(protoMessage + 8*cap(k.ListValue.Values))
 		for _, e := range k.ListValue.Values {
 			n += valueSize(e)
 		}
