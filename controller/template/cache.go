@@ -43,6 +43,9 @@ func newDecodeCache(size int) *decodeCache {
 	return &decodeCache{half: half, cur: make(map[contentKey]decoded)}
 }
 
+// on reports whether c keeps anything.
+func (c *decodeCache) on() bool { return c.half > 0 }
+
 // lookup fills out[i] for every keys[i] in the cache and reports whether it
 // did so in hit[i].
 func (c *decodeCache) lookup(keys []contentKey, out []decoded, hit []bool) {

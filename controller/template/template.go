@@ -156,7 +156,7 @@ func (c *Controller) load(fsys fs.FS, p string) (r *controller.Resource, shared 
 		return nil, false, err
 	}
 	var d decoded
-	if c.cache.half == 0 {
+	if !c.cache.on() {
 		// No cache (as cupd, whose memo keeps entries by content id, has
 		// it): nothing to hash, and the resource is the caller's.
 		d = decodeContent(c.spec.Encoding, data)
@@ -318,7 +318,7 @@ func (c *Controller) ListProblems(ctx context.Context, req *controller.ListReque
 		}
 	}
 	keys := make([]contentKey, n)
-	if c.cache.half > 0 { // with no cache, the keys go unused
+	if c.cache.on() { // with no cache, the keys go unused
 		if err := forEach(ctx, n, 512, func(i int) { keys[i] = sha256.Sum256(data[i]) }); err != nil {
 			return nil, nil, err
 		}
