@@ -108,28 +108,26 @@ func measureLoad(ctx context.Context, o *options, b *binary, d *data, t *table) 
 		t.set("get", fmt.Sprintf("first GET of a name p50, fresh cupd, N=%d", o.n), "ms", "≤ 0.15 ms", b.col, ms(pct(lat, 50)), fmt.Sprintf("p99 %.3f ms", ms(pct(lat, 99))))
 		// The same names again, and the trivial procedure, one call at a
 		// time: what the first read adds, and the round trip's floor.
-		again := func(call func() error) ([]time.Duration, error) {
+		again := func(call func(name int) error) ([]time.Duration, error) {
 			lat := make([]time.Duration, 0, len(names))
-			for range names {
+			for _, name := range names {
 				t0 := time.Now()
-				if err := call(); err != nil {
+				if err := call(name); err != nil {
 					return nil, err
 				}
 				lat = append(lat, time.Since(t0))
 			}
 			return lat, nil
 		}
-		i := 0
-		warm, err := again(func() error {
-			i++
-			return expect(ctx, hc, "GET", base+"/"+benchrepo.Name(names[i-1]), nil, 200)
+		warm, err := again(func(name int) error {
+			return expect(ctx, hc, "GET", base+"/"+benchrepo.Name(name), nil, 200)
 		})
 		if err != nil {
 			return err
 		}
 		t.set("get", fmt.Sprintf("GET of a name read before p50, N=%d", o.n), "ms", "-", b.col, ms(pct(warm, 50)), fmt.Sprintf("p99 %.3f ms", ms(pct(warm, 99))))
 		if trivial {
-			floor, err := again(func() error {
+			floor, err := again(func(int) error {
 				return expect(ctx, hc, "POST", p.URL+trivialProcedure, []byte("{}"), 200)
 			})
 			if err != nil {
