@@ -168,7 +168,8 @@ test-gitea: ## Run cupd against a real Gitea on 127.0.0.1 (builds Gitea once int
 bench: ## Run the Go benchmarks
 	go test -run '^$$' -bench . -benchmem ./...
 
-# The fuzz targets, as package:Name, which `make fuzz` runs one after another.
+# The fuzz targets, as package directory:Name, which `make fuzz` runs one
+# after another, each in its package's module.
 FUZZ_TARGETS := \
 	./controller:FuzzParseResource \
 	./controller:FuzzParseCommon \
@@ -179,14 +180,15 @@ FUZZ_TARGETS := \
 	./internal/config:FuzzLoad \
 	./server:FuzzLabelSet \
 	./server:FuzzREST \
-	./server:FuzzPutBody
+	./server:FuzzPutBody \
+	./examples/controllers/flagfile:FuzzFastEntry
 FUZZTIME ?= 5s
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target briefly (FUZZTIME, default 5s)
 	for t in $(FUZZ_TARGETS); do \
 		echo "--- fuzz $$t for $(FUZZTIME)"; \
-		go test -run '^$$' -fuzz "^$${t#*:}"'$$' -fuzztime $(FUZZTIME) "$${t%%:*}"; \
+		GOWORK=off go -C "$${t%%:*}" test -run '^$$' -fuzz "^$${t#*:}"'$$' -fuzztime $(FUZZTIME) . || exit 1; \
 	done
 
 .PHONY: test-fuzz

@@ -25,6 +25,10 @@ func (handler) Get(_ context.Context, req *controller.GetRequest) (*controller.R
 		if !ok {
 			return nil, notFound(req.Type.Kind, req.Namespace, p, req.Name)
 		}
+		e := o.entries[i]
+		if r, ok := fastEntry(req.Type.Kind, req.Namespace, e.name, o.data[e.start:e.end]); ok {
+			return r, nil
+		}
 		es, err := o.parse(p, req.Type.Kind, req.Namespace, i, i+1)
 		if err != nil {
 			return nil, err

@@ -32,6 +32,20 @@ type outline struct {
 	lines   int // of the file before data, when data is a window of it
 	entries []span
 	byName  []int32 // indexes of entries, sorted by name
+
+	// The line of the file at offset lineOff of data, for line to count
+	// on from it: a list asks for the lines of its batches in order.
+	lineOff, lineNo int
+}
+
+// line returns the number of the line of the file at offset off of data.
+func (o *outline) line(off int) int {
+	if o.lineNo == 0 || off < o.lineOff {
+		o.lineOff, o.lineNo = 0, o.lines+1
+	}
+	o.lineNo += bytes.Count(o.data[o.lineOff:off], []byte("\n"))
+	o.lineOff = off
+	return o.lineNo
 }
 
 // find returns the index of the entry called name.

@@ -10,7 +10,7 @@ import (
 // entries parses entries [i, j) of a plain file, all at once.
 func (o *outline) parse(path, kind, namespace string, i, j int) ([]*entry, error) {
 	from, to := o.entries[i].start, o.entries[j-1].end
-	f, err := parseAt(path, kind, namespace, o.data[from:to], o.lines+lineAt(o.data, from))
+	f, err := parseAt(path, kind, namespace, o.data[from:to], o.line(from))
 	if err != nil {
 		return nil, err
 	}
@@ -19,7 +19,7 @@ func (o *outline) parse(path, kind, namespace string, i, j int) ([]*entry, error
 		ok = f.entries[k].res.Metadata.Name == o.entries[i+k].name
 	}
 	if !ok {
-		return nil, fmt.Errorf("%s:%d: malformed: the lines of entries %q to %q do not hold them alone", path, o.lines+lineAt(o.data, from), o.entries[i].name, o.entries[j-1].name)
+		return nil, fmt.Errorf("%s:%d: malformed: the lines of entries %q to %q do not hold them alone", path, o.line(from), o.entries[i].name, o.entries[j-1].name)
 	}
 	return f.entries, nil
 }
@@ -45,10 +45,19 @@ func plain(fsys fs.FS, typ controller.Type, namespace string) (p string, data []
 // YAML takes about 300 KiB.
 const batchBytes = 16 << 10
 
-// each calls yield with the entries of a plain file, parsed a batch at a
-// time.
+// each calls yield with the entries of a plain file: those fastEntry reads
+// one by one, the others parsed a batch at a time.
 func (o *outline) each(path, kind, namespace string, yield func(*controller.Resource) error) error {
+	var fast fastParser
 	for i := 0; i < len(o.entries); {
+		e := o.entries[i]
+		if r, ok := fast.entry(kind, namespace, e.name, o.data[e.start:e.end]); ok {
+			if err := yield(r); err != nil {
+				return err
+			}
+			i++
+			continue
+		}
 		j := i + 1
 		for j < len(o.entries) && o.entries[j].end-o.entries[i].start <= batchBytes {
 			j++
@@ -84,7 +93,7 @@ func (o *outline) edit(path, kind, namespace, name string) (part *file, from, to
 	if at+1 < len(o.entries) {
 		to = o.entries[at+1].start
 	}
-	if part, err = parseAt(path, kind, namespace, o.data[from:to], o.lines+lineAt(o.data, from)); err != nil {
+	if part, err = parseAt(path, kind, namespace, o.data[from:to], o.line(from)); err != nil {
 		return nil, 0, 0, err
 	}
 	part.before, part.after = at > 0, at+1 < len(o.entries)
