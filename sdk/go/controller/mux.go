@@ -274,17 +274,22 @@ func (req request) listEach(ctx context.Context, h EachLister, inv *Invocation) 
 	w := bufio.NewWriterSize(inv.Stdout, 64<<10)
 	seen := make(map[string]bool)
 	sep := "["
+	var buf []byte
 	err := h.ListEach(ctx, &ListRequest{FS: inv.FS, Type: req.typ, Namespace: req.namespace, Labels: req.labels}, func(r *Resource) error {
 		if keep, err := req.admit(r, seen); err != nil || !keep {
 			return err
 		}
-		data, err := encode(r)
-		if err != nil {
-			return err
+		data, ok := r.appendJSON(buf[:0])
+		if !ok {
+			var err error
+			if data, err = encode(r); err != nil {
+				return err
+			}
 		}
+		buf = data[:0]
 		w.WriteString(sep)
 		sep = ",\n"
-		_, err = w.Write(bytes.TrimSuffix(data, []byte("\n")))
+		_, err := w.Write(bytes.TrimSuffix(data, []byte("\n")))
 		return err
 	})
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 )
 
 // Resource is an API resource in the form cup keeps in files and exchanges
@@ -71,4 +73,77 @@ func checkSpec(spec json.RawMessage) error {
 		return nil
 	}
 	return errors.New("spec must be a JSON object")
+}
+
+// appendJSON appends r as encode writes it, without reflection: a list of
+// thousands costs a module a tenth of the time. It declines (ok false)
+// where a string needs escapes or the spec is not valid JSON, for encode
+// to write, or word the error; TestAppendJSONMatchesEncode checks that the
+// bytes are encode's.
+func (r *Resource) appendJSON(b []byte) (_ []byte, ok bool) {
+	b = append(b, `{"apiVersion":`...)
+	if b, ok = appendPlainString(b, r.APIVersion); !ok {
+		return b, false
+	}
+	b = append(b, `,"kind":`...)
+	if b, ok = appendPlainString(b, r.Kind); !ok {
+		return b, false
+	}
+	b = append(b, `,"metadata":{`...)
+	if r.Metadata.Namespace != "" {
+		b = append(b, `"namespace":`...)
+		if b, ok = appendPlainString(b, r.Metadata.Namespace); !ok {
+			return b, false
+		}
+		b = append(b, ',')
+	}
+	b = append(b, `"name":`...)
+	if b, ok = appendPlainString(b, r.Metadata.Name); !ok {
+		return b, false
+	}
+	for _, m := range []struct {
+		field string
+		m     map[string]string
+	}{{`,"labels":`, r.Metadata.Labels}, {`,"annotations":`, r.Metadata.Annotations}} {
+		if len(m.m) == 0 {
+			continue
+		}
+		b = append(append(b, m.field...), '{')
+		for i, k := range slices.Sorted(maps.Keys(m.m)) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, ok = appendPlainString(b, k); !ok {
+				return b, false
+			}
+			b = append(b, ':')
+			if b, ok = appendPlainString(b, m.m[k]); !ok {
+				return b, false
+			}
+		}
+		b = append(b, '}')
+	}
+	b = append(b, '}')
+	if len(r.Spec) > 0 {
+		b = append(b, `,"spec":`...)
+		buf := bytes.NewBuffer(b)
+		if json.Compact(buf, r.Spec) != nil {
+			return b, false
+		}
+		b = buf.Bytes()
+	}
+	return append(b, "}\n"...), true
+}
+
+// appendPlainString appends s quoted, when it is printable ASCII without
+// a quote or backslash: as encoding/json writes it, without escapes.
+func appendPlainString(b []byte, s string) ([]byte, bool) {
+	for i := range len(s) {
+		if c := s[i]; c < ' ' || c >= 0x7f || c == '"' || c == '\\' {
+			return b, false
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"'), true
 }

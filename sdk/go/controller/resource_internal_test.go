@@ -1,0 +1,38 @@
+package controller
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// TestAppendJSONMatchesEncode checks that appendJSON writes encode's bytes
+// where it writes any, and declines where a string needs escapes or the
+// spec is not valid JSON.
+func TestAppendJSONMatchesEncode(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		r    Resource
+		fast bool
+	}{
+		{Resource{APIVersion: "flags.cup.dev/v1", Kind: "Flag", Metadata: Metadata{Name: "a"}}, true},
+		{Resource{APIVersion: "v1", Kind: "Flag", Metadata: Metadata{Namespace: "prod", Name: "a", Labels: map[string]string{"z": "1", "a": "", "m": "x y"}, Annotations: map[string]string{}}, Spec: json.RawMessage(`{ "b" : [1, 2.50, "<&>"], "a": {"x": null} }`)}, true},
+		{Resource{Kind: "Flag", Metadata: Metadata{Name: "a", Annotations: map[string]string{"owner": "ana@example.com", "b/c.d": "{}"}}, Spec: json.RawMessage(`null`)}, true},
+		{Resource{Kind: "Flag", Metadata: Metadata{Name: "a"}, Spec: json.RawMessage("{\n\t\"s\": \"caf\\u00e9 \\\"q\\\"\"\n}")}, true},
+		{Resource{Kind: "Flag", Metadata: Metadata{Name: "a", Labels: map[string]string{"k": "<b>&"}}}, true},
+		{Resource{Kind: "Flag", Metadata: Metadata{Name: "a\"b"}}, false},
+		{Resource{Kind: "Flag", Metadata: Metadata{Name: "a", Labels: map[string]string{"k": "café"}}}, false},
+		{Resource{Kind: "Flag", Metadata: Metadata{Name: "a", Annotations: map[string]string{"k": "a\nb"}}}, false},
+		{Resource{Kind: "Fl\\ag", Metadata: Metadata{Name: "a"}}, false},
+		{Resource{Kind: "Flag", Metadata: Metadata{Name: "a"}, Spec: json.RawMessage(`{"a":`)}, false},
+	} {
+		want, wantErr := encode(&tt.r)
+		got, ok := tt.r.appendJSON([]byte("prefix"))
+		if ok != tt.fast {
+			t.Errorf("appendJSON(%+v): ok = %v, want %v", tt.r, ok, tt.fast)
+		}
+		if ok && (wantErr != nil || !bytes.Equal(got, append([]byte("prefix"), want...))) {
+			t.Errorf("appendJSON(%+v) = %s, want encode's %s (%v)", tt.r, got, want, wantErr)
+		}
+	}
+}
