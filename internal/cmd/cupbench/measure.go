@@ -430,14 +430,14 @@ func measureFlagfile(ctx context.Context, o *options, b *binary, d *data, t *tab
 				}
 			}
 			t.set("flagfile", fmt.Sprintf("flagfile N=%d: %s, p50", n, k.name), "ms", "-", b.col, ms(pct(lat, 50)),
-				fmt.Sprintf("%s%s", summarize(counts), first))
+				fmt.Sprintf("%s; the first %.1f ms%s", summarize(counts), ms(lat[0]), first))
 		}
 		hc.CloseIdleConnections()
 		if err := stop(p); err != nil {
 			return err
 		}
 	}
-	t.explain("flagfile", fmt.Sprintf("the demo's Segment type served by the example WASM controller (examples/controllers/flagfile) from one file of N segments, on a fresh cupd: %d requests of each kind in this order (fewer when they take more than %v), the p50 of all answers whatever their status, and the statuses in the notes", o.flagRequests, o.flagBudget))
+	t.explain("flagfile", fmt.Sprintf("the demo's Segment type served by the example WASM controller (examples/controllers/flagfile) from one file of N segments, on a fresh cupd: %d requests of each kind in this order (fewer when they take more than %v), the p50 of all answers whatever their status, and the statuses and the first answer's time in the notes", o.flagRequests, o.flagBudget))
 	return nil
 }
 
