@@ -248,9 +248,17 @@ func (p *fastParser) mapping(indent, depth int) bool {
 	return true
 }
 
+// fastMaxKeys is the most keys a fastParser reads in one mapping: it finds
+// a key twice by comparing each with those before, which yaml.v3's path does
+// with a map.
+const fastMaxKeys = 64
+
 // key writes key and a colon, checking that the mapping whose keys begin at
 // p.keys[mark] has it once, and a comma before when it is not the first.
 func (p *fastParser) key(mark int, key []byte) bool {
+	if len(p.keys)-mark == fastMaxKeys {
+		return false
+	}
 	for _, k := range p.keys[mark:] {
 		if bytes.Equal(k, key) {
 			return false // an error, which yaml.v3's path words

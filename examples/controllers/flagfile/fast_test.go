@@ -1,9 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -85,9 +87,21 @@ func TestFastEntryReadsCommonEntries(t *testing.T) {
 		{fastSeeds[7], 0, 4}, // errors
 		{largeFile(100), 100, 100},
 		{"a:\n  spec:\n    k: café\n", 0, 1}, // not ASCII
+		{"a:\n  spec:\n" + manyKeys(fastMaxKeys, "    k%d: 1\n"), 1, 1},
+		{"a:\n  spec:\n" + manyKeys(fastMaxKeys+1, "    k%d: 1\n"), 0, 1}, // too many keys to compare
+		{"a:\n  spec: {" + strings.TrimSuffix(manyKeys(fastMaxKeys+1, "k%d: 1, "), ", ") + "}\n", 0, 1},
 	} {
 		if read, entries := checkFast(t, tt.text); read != tt.read || entries != tt.entries {
 			t.Errorf("fastEntry read %d of %d entries of\n%s\nwant %d of %d", read, entries, tt.text, tt.read, tt.entries)
 		}
 	}
+}
+
+// manyKeys returns n lines or items of format, numbered.
+func manyKeys(n int, format string) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, format, i)
+	}
+	return b.String()
 }
