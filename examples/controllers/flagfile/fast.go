@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"unicode/utf8"
 
 	"github.com/cup-dev/cup/sdk/go/controller"
 )
@@ -100,18 +101,28 @@ func (p *fastParser) entry(kind, namespace, name string, data []byte) (r *contro
 
 // split sets p.lines to the lines of data that are neither blank nor
 // comments. It declines data with tabs, carriage returns, other control
-// characters, or any but ASCII.
+// characters, or characters yaml.v3 does not take as printable or takes
+// as line breaks (see printable).
 func (p *fastParser) split(data []byte) bool {
 	p.lines, p.i = p.lines[:0], 0
 	indent, text := 0, -1
-	for j, c := range data {
-		switch {
+	for j := 0; j < len(data); j++ {
+		switch c := data[j]; {
 		case c == '\n':
 			if text >= 0 && data[text] != '#' {
 				p.lines = append(p.lines, fastLine{indent: indent, text: data[text:j]})
 			}
 			indent, text = 0, -1
-		case c < ' ' || c >= 0x7f:
+		case c >= utf8.RuneSelf:
+			r, size := utf8.DecodeRune(data[j:])
+			if size == 1 || !printable(r) {
+				return false
+			}
+			if text < 0 {
+				text = j
+			}
+			j += size - 1
+		case c < ' ' || c == 0x7f:
 			return false
 		case text < 0 && c == ' ':
 			indent++
@@ -123,6 +134,14 @@ func (p *fastParser) split(data []byte) bool {
 		p.lines = append(p.lines, fastLine{indent: indent, text: data[text:]})
 	}
 	return len(p.lines) > 0
+}
+
+// printable reports whether r, not ASCII, is a character a fastParser
+// reads: one yaml.v3 takes as printable (U+00A0 to U+D7FF and U+E000 to
+// U+FFFD but U+FEFF; not U+10000 and above), but for U+2028 and U+2029,
+// which it takes as line breaks. JSON writes them all as they are.
+func printable(r rune) bool {
+	return r >= 0xA0 && r <= 0xD7FF && r != 0x2028 && r != 0x2029 || r >= 0xE000 && r <= 0xFFFD && r != 0xFEFF
 }
 
 // strings reads labels or annotations as stringMap does: null, {}, or a
@@ -431,7 +450,7 @@ func (p *fastParser) flow(text []byte, depth int) ([]byte, bool) {
 // flowPlain reports whether c may be in a plain scalar in a flow
 // collection, as a fastParser reads them.
 func flowPlain(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || bytes.IndexByte([]byte(" _./@+-~"), c) >= 0
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= utf8.RuneSelf || bytes.IndexByte([]byte(" _./@+-~"), c) >= 0
 }
 
 // afterClose returns the text after a closing quote or bracket, which must
@@ -493,7 +512,8 @@ func (p *fastParser) scalar(v []byte, quoted bool) bool {
 	return true
 }
 
-// appendString appends s, printable ASCII, as writeString writes it.
+// appendString appends s, text split has checked, as writeString writes it:
+// only quotes and backslashes need escapes.
 func appendString(b, s []byte) []byte {
 	b = append(b, '"')
 	for {
@@ -528,14 +548,15 @@ func nullWord(s []byte) bool {
 }
 
 // plainStart reports whether text is a plain scalar a fastParser reads:
-// not empty, and beginning with a letter, a digit, an underscore or a
-// slash, or a minus or dot before a digit, or ~ alone.
+// not empty, and beginning with a letter, a digit, an underscore, a slash
+// or a character beyond ASCII, or a minus or dot before a digit, or ~
+// alone.
 func plainStart(text []byte) bool {
 	if len(text) == 0 {
 		return false
 	}
 	switch c := text[0]; {
-	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '/':
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '/', c >= utf8.RuneSelf:
 		return true
 	case (c == '-' || c == '.') && len(text) > 1 && text[1] >= '0' && text[1] <= '9':
 		return true

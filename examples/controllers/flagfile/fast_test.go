@@ -59,6 +59,7 @@ func FuzzFastEntry(f *testing.F) {
 		f.Add(string(data))
 	}
 	f.Add(largeFile(3))
+	f.Add("a:\n  labels:\n    by: Søren\n  spec:\n    k: café \u00a0x\n    l: [Østlandet, \"日本\", ÿ]\n    m: {k: ‰}\n")
 	f.Fuzz(func(t *testing.T, text string) {
 		checkFast(t, text)
 	})
@@ -86,7 +87,13 @@ func TestFastEntryReadsCommonEntries(t *testing.T) {
 		{fastSeeds[6], 0, 1}, // escapes, trailing commas
 		{fastSeeds[7], 0, 4}, // errors
 		{largeFile(100), 100, 100},
-		{"a:\n  spec:\n    k: café\n", 0, 1}, // not ASCII
+		{"a:\n  labels:\n    by: Søren\n  spec:\n    k: café\n    Ø: x\n    l: [Østlandet, \"日本\"]\n", 0, 1}, // a key beyond ASCII
+		{"a:\n  labels:\n    by: Søren\n  spec:\n    k: café\n    l: [Østlandet, \"日本\", ÿ]\n", 1, 1},
+		{"a:\n  spec:\n    k: a\u2028b\n", 0, 1},   // a line break to yaml.v3
+		{"a:\n  spec:\n    k: a\u0085b\n", 0, 1},   // NEL, another
+		{"a:\n  spec:\n    k: 🙂\n", 0, 1},          // not printable to yaml.v3
+		{"a:\n  spec:\n    k: a\xffb\n", 0, 1},     // not UTF-8
+		{"a:\n  spec:\n    k: \"\ufeff\"\n", 0, 1}, // a byte order mark
 		{"a:\n  spec:\n" + manyKeys(fastMaxKeys, "    k%d: 1\n"), 1, 1},
 		{"a:\n  spec:\n" + manyKeys(fastMaxKeys+1, "    k%d: 1\n"), 0, 1}, // too many keys to compare
 		{"a:\n  spec: {" + strings.TrimSuffix(manyKeys(fastMaxKeys+1, "k%d: 1, "), ", ") + "}\n", 0, 1},
