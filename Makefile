@@ -181,7 +181,8 @@ FUZZ_TARGETS := \
 	./server:FuzzLabelSet \
 	./server:FuzzREST \
 	./server:FuzzPutBody \
-	./examples/controllers/flagfile:FuzzFastEntry
+	./examples/controllers/flagfile:FuzzFastEntry \
+	./sdk/go/controller:FuzzAppendJSON
 FUZZTIME ?= 5s
 
 .PHONY: fuzz

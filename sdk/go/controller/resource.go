@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"unicode/utf8"
 )
 
 // Resource is an API resource in the form cup keeps in files and exchanges
@@ -135,13 +136,24 @@ func (r *Resource) appendJSON(b []byte) (_ []byte, ok bool) {
 	return append(b, "}\n"...), true
 }
 
-// appendPlainString appends s quoted, when it is printable ASCII without
-// a quote or backslash: as encoding/json writes it, without escapes.
+// appendPlainString appends s quoted, when encoding/json writes it
+// without escapes: valid UTF-8 without control characters, quotes,
+// backslashes, U+2028 or U+2029.
 func appendPlainString(b []byte, s string) ([]byte, bool) {
-	for i := range len(s) {
-		if c := s[i]; c < ' ' || c >= 0x7f || c == '"' || c == '\\' {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c < ' ' || c == '"' || c == '\\' {
+				return b, false
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if size == 1 || r == '\u2028' || r == '\u2029' {
 			return b, false
 		}
+		i += size
 	}
 	b = append(b, '"')
 	b = append(b, s...)

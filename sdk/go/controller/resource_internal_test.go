@@ -21,7 +21,11 @@ func TestAppendJSONMatchesEncode(t *testing.T) {
 		{Resource{Kind: "Flag", Metadata: Metadata{Name: "a"}, Spec: json.RawMessage("{\n\t\"s\": \"caf\\u00e9 \\\"q\\\"\"\n}")}, true},
 		{Resource{Kind: "Flag", Metadata: Metadata{Name: "a", Labels: map[string]string{"k": "<b>&"}}}, true},
 		{Resource{Kind: "Flag", Metadata: Metadata{Name: "a\"b"}}, false},
-		{Resource{Kind: "Flag", Metadata: Metadata{Name: "a", Labels: map[string]string{"k": "café"}}}, false},
+		{Resource{Kind: "Flag", Metadata: Metadata{Name: "a", Labels: map[string]string{"k": "café", "ø": "日本 🙂 \x7f \ufffd"}}}, true},
+		{Resource{Kind: "Flag", Metadata: Metadata{Name: "a", Labels: map[string]string{"k": "a\u2028b"}}}, false},
+		{Resource{Kind: "Flag", Metadata: Metadata{Name: "a", Labels: map[string]string{"k": "a\u2029b"}}}, false},
+		{Resource{Kind: "Flag", Metadata: Metadata{Name: "a", Labels: map[string]string{"k": "a\xffb"}}}, false},
+		{Resource{Kind: "Flag", Metadata: Metadata{Name: "a", Labels: map[string]string{"k": "\xe2\x80"}}}, false},
 		{Resource{Kind: "Flag", Metadata: Metadata{Name: "a", Annotations: map[string]string{"k": "a\nb"}}}, false},
 		{Resource{Kind: "Fl\\ag", Metadata: Metadata{Name: "a"}}, false},
 		{Resource{Kind: "Flag", Metadata: Metadata{Name: "a"}, Spec: json.RawMessage(`{"a":`)}, false},
@@ -35,4 +39,29 @@ func TestAppendJSONMatchesEncode(t *testing.T) {
 			t.Errorf("appendJSON(%+v) = %s, want encode's %s (%v)", tt.r, got, want, wantErr)
 		}
 	}
+}
+
+// FuzzAppendJSON checks appendJSON against encode on resources of any
+// strings and spec: where appendJSON writes, it writes encode's bytes.
+func FuzzAppendJSON(f *testing.F) {
+	f.Add("prod", "a", "team", "growth", `{"a": [1, "<&>"]}`)
+	f.Add("", "café", "ø", "日本 🙂 \u2028", "null")
+	f.Add("ns", "a\"b", "k", "a\xffb", `{"a":`)
+	f.Fuzz(func(t *testing.T, namespace, name, key, value, spec string) {
+		r := Resource{APIVersion: "example.com/v1", Kind: "Flag", Metadata: Metadata{
+			Namespace: namespace, Name: name,
+			Labels: map[string]string{key: value, "z": name}, Annotations: map[string]string{value: key},
+		}}
+		if spec != "" {
+			r.Spec = json.RawMessage(spec)
+		}
+		got, ok := r.appendJSON(nil)
+		if !ok {
+			return
+		}
+		want, err := encode(&r)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("appendJSON(%+v) = %q, encode = %q, %v", r, got, want, err)
+		}
+	})
 }
