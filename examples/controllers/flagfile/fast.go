@@ -497,7 +497,8 @@ func (p *fastParser) scalar(v []byte, quoted bool) bool {
 	case "false", "False", "FALSE":
 		p.json = append(p.json, "false"...)
 		return true
-	case "~", "null", "Null", "NULL":
+	}
+	if nullWord(v) {
 		p.json = append(p.json, "null"...)
 		return true
 	}
