@@ -33,3 +33,48 @@ func TestTreeDeltaRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// FuzzTreeDelta: the delta of any two byte strings, with the common prefix
+// and suffix found a chunk at a time, applies to the target, and is found
+// whenever a byte-at-a-time search finds half the target in common.
+func FuzzTreeDelta(f *testing.F) {
+	tree := bytes.Repeat([]byte("100644 file-00000.yaml\x00aaaaaaaaaaaaaaaaaaaa"), 40)
+	f.Add(tree, 500, 3, []byte("x"))
+	f.Add(tree, 0, 0, []byte{})
+	f.Add(tree, len(tree)-1, 1, []byte("yy"))
+	f.Add([]byte("ab"), 1, 1, []byte("ab"))
+	f.Fuzz(func(t *testing.T, base []byte, at, cut int, insert []byte) {
+		if len(base) == 0 {
+			return
+		}
+		at = min(max(at, 0), len(base))
+		cut = min(max(cut, 0), len(base)-at)
+		target := append(append(bytes.Clone(base[:at]), insert...), base[at+cut:]...)
+		n := min(len(base), len(target))
+		p := 0
+		for p < n && base[p] == target[p] {
+			p++
+		}
+		s := 0
+		for s < n-p && base[len(base)-1-s] == target[len(target)-1-s] {
+			s++
+		}
+		if got := commonPrefix(base[:n], target[:n]); got != p {
+			t.Fatalf("common prefix %d, byte by byte %d", got, p)
+		}
+		if got := commonSuffix(base[len(base)-(n-p):], target[len(target)-(n-p):]); got != s {
+			t.Fatalf("common suffix %d, byte by byte %d", got, s)
+		}
+		d := treeDelta(true, base, target)
+		if d == nil {
+			if len(target)-p-s <= len(target)/2 {
+				t.Fatalf("no delta, with %d of %d bytes in common", p+s, len(target))
+			}
+			return
+		}
+		got, err := applyDelta(base, d)
+		if err != nil || !bytes.Equal(got, target) {
+			t.Fatalf("the delta applies to %q, %v; want %q", got, err, target)
+		}
+	})
+}
