@@ -39,6 +39,10 @@
 //     Git's own lock-file protocol, so that it interoperates with the git
 //     command and other implementations working on the same repository.
 //   - [LooseWriter] writes loose objects straight into an objects directory.
+//     [Staging] keeps the objects of commits in memory until the branch is
+//     about to move, and then writes those of a group of commits as one
+//     pack (trees as deltas of each other), and [MergePacks] merges such
+//     packs by copying their entries, so that they stay few.
 //   - [ResolveRevision] resolves the revision syntax beyond names and ids
 //     (short ids, main~1) with go-git, mapping its errors to the sources'.
 //

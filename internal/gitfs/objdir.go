@@ -113,6 +113,31 @@ func (d *ObjectDir) read(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
 	return d.readLoose(h)
 }
 
+// Has reports whether the objects directory holds object h, packed or
+// loose, without reading it. It does not list the packs again: a pack
+// written since they were listed shows after a read misses or Refresh.
+func (d *ObjectDir) Has(h plumbing.Hash) bool {
+	d.mu.RLock()
+	if !d.loaded {
+		d.mu.RUnlock()
+		d.reload()
+		d.mu.RLock()
+	}
+	p, _ := d.findPacked(h)
+	d.mu.RUnlock()
+	if p != nil {
+		return true
+	}
+	hex := h.String()
+	_, err := os.Stat(filepath.Join(d.dir, hex[:2], hex[2:]))
+	return err == nil
+}
+
+// Refresh lists the packs again if the pack directory changed, closing
+// those that are gone, as a read of a missing object does: a program that
+// deletes packs calls it so that their mappings go with them at once.
+func (d *ObjectDir) Refresh() { d.reload() }
+
 // reload lists the packs again if the pack directory changed since they
 // were listed (or changed within two seconds of it, too soon for its
 // modification time to tell), and reports whether it did.

@@ -180,24 +180,47 @@ func (p *PackObjects) read(h plumbing.Hash) (plumbing.ObjectType, []byte, bool) 
 // as git does, so that a reader never finds an index without its pack.
 // The index is made from what was written, not by reading the pack back.
 func (s *Store) WritePackFiles(packDir string, ids []plumbing.Hash, opts ...PackOption) error {
+	_, _, err := s.writePackFiles(packDir, ids, opts...)
+	return err
+}
+
+// writePackFiles is WritePackFiles, returning the path of the pack
+// (without .pack or .idx) and its size.
+func (s *Store) writePackFiles(packDir string, ids []plumbing.Hash, opts ...PackOption) (string, int64, error) {
 	idx := new(idxfile.Writer)
 	var trailer plumbing.Hash
+	var size int64
 	opts = append(opts, func(c *packConfig) {
 		c.entry = func(id plumbing.Hash, at int64, crc uint32) { idx.Add(id, uint64(at), crc) }
 		c.checksum = func(h plumbing.Hash) { trailer = h }
 	})
-	pack, err := writeTemp(packDir, "tmp_pack_", func(w io.Writer) error { return s.WritePack(w, ids, opts...) })
+	pack, err := writeTemp(packDir, "tmp_pack_", func(w io.Writer) error {
+		cw := &countingWriter{w: w}
+		err := s.WritePack(cw, ids, opts...)
+		size = cw.n
+		return err
+	})
 	if err != nil {
-		return err
+		return "", 0, err
 	}
+	base, err := placePack(packDir, pack, idx, trailer)
+	return base, size, err
+}
+
+// placePack writes the index of the pack at tmp (a temporary name in
+// packDir), whose entries idx holds and whose checksum is trailer, and
+// renames both into place, the index last, as git does, so that a reader
+// never finds an index without its pack. It returns the pack's path
+// without .pack or .idx; on failure it removes what it wrote and tmp.
+func placePack(packDir, tmp string, idx *idxfile.Writer, trailer plumbing.Hash) (string, error) {
 	if err := idx.OnFooter(trailer); err != nil {
-		os.Remove(pack)
-		return err
+		os.Remove(tmp)
+		return "", err
 	}
 	mi, err := idx.Index()
 	if err != nil {
-		os.Remove(pack)
-		return err
+		os.Remove(tmp)
+		return "", err
 	}
 	index, err := writeTemp(packDir, "tmp_idx_", func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 1<<16)
@@ -207,20 +230,20 @@ func (s *Store) WritePackFiles(packDir string, ids []plumbing.Hash, opts ...Pack
 		return bw.Flush()
 	})
 	if err != nil {
-		os.Remove(pack)
-		return err
+		os.Remove(tmp)
+		return "", err
 	}
 	base := filepath.Join(packDir, "pack-"+trailer.String())
-	if err := os.Rename(pack, base+".pack"); err != nil {
-		os.Remove(pack)
+	if err := os.Rename(tmp, base+".pack"); err != nil {
+		os.Remove(tmp)
 		os.Remove(index)
-		return err
+		return "", err
 	}
 	if err := os.Rename(index, base+".idx"); err != nil {
 		os.Remove(index)
-		return err
+		return "", err
 	}
-	return nil
+	return base, nil
 }
 
 // writeTemp writes a new file in dir, named by prefix and a random suffix,

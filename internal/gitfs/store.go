@@ -176,10 +176,8 @@ func (s *Store) cacheBlob(h plumbing.Hash, data []byte) {
 }
 
 func (s *Store) readObject(typ plumbing.ObjectType, h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
-	if p, ok := s.writer.(*PackObjects); ok {
-		if t, data, ok := p.read(h); ok {
-			return t, data, nil
-		}
+	if t, data, ok := s.kept(h); ok {
+		return t, data, nil
 	}
 	if s.dir != nil {
 		t, data, err := s.dir.Read(h)
@@ -222,9 +220,24 @@ func missing(err error) bool {
 		errors.Is(err, fs.ErrNotExist)
 }
 
+// kept returns object h if the store's writer keeps it in memory, not
+// yet written out.
+func (s *Store) kept(h plumbing.Hash) (plumbing.ObjectType, []byte, bool) {
+	switch w := s.writer.(type) {
+	case *PackObjects:
+		return w.read(h)
+	case *Staging:
+		return w.read(h)
+	}
+	return 0, nil, false
+}
+
 // objectSize returns the size of the content of object h.
 func (s *Store) objectSize(h plumbing.Hash) (int64, error) {
 	if data, ok := s.blobs.get(h); ok {
+		return int64(len(data)), nil
+	}
+	if _, data, ok := s.kept(h); ok {
 		return int64(len(data)), nil
 	}
 	s.mu.Lock()

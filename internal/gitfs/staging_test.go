@@ -1,0 +1,289 @@
+package gitfs_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/cup-dev/cup/internal/gitfs"
+	"github.com/cup-dev/cup/internal/gitrepo"
+	"github.com/cup-dev/cup/source"
+)
+
+// stagedRepo is a repository of a directory of 1,000 files (a tree of
+// about 40 KB) whose store writes through a Staging.
+type stagedRepo struct {
+	dir     string
+	store   *gitfs.Store
+	objs    *gitfs.ObjectDir
+	staging *gitfs.Staging
+	head    plumbing.Hash
+	n       int // commits made
+}
+
+func newStagedRepo(t *testing.T) *stagedRepo {
+	t.Helper()
+	dir := t.TempDir()
+	c, err := gitrepo.Init(dir, "main", gitrepo.Generate("big", 1000), "initial\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := gitfs.NewObjectDir(filepath.Join(dir, "objects"))
+	t.Cleanup(func() { objs.Close() })
+	staging := gitfs.NewStaging(filepath.Join(dir, "objects"), objs)
+	storage := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault())
+	t.Cleanup(func() { storage.Close() })
+	st := gitfs.NewStore(storage, gitfs.WithObjectDir(objs), gitfs.WithObjectWriter(staging))
+	return &stagedRepo{dir: dir, store: st, objs: objs, staging: staging, head: plumbing.NewHash(c)}
+}
+
+// commit changes one file on top of the last commit and returns the new
+// commit, which only the staging holds until a flush.
+func (r *stagedRepo) commit(t *testing.T) plumbing.Hash {
+	t.Helper()
+	_, tree, err := r.store.Peel(r.head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ov := gitfs.NewOverlay(r.store.FS(tree))
+	r.n++
+	if err := ov.WriteFile("big/file-00500.yaml", fmt.Appendf(nil, "name: file-00500\nvalue: %d\n", r.n), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	changes, err := ov.Changes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	newTree, err := r.store.BuildTree(t.Context(), tree, changes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig := source.Signature{Name: "t", Email: "t@x", When: time.Unix(1700000000+int64(r.n), 0).UTC()}
+	c, err := r.store.WriteCommit(&gitfs.Commit{Tree: newTree, Parents: []plumbing.Hash{r.head}, Author: sig, Committer: sig, Message: fmt.Sprintf("change %d\n", r.n)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.head = c
+	return c
+}
+
+// publish flushes the staging and moves main to the last commit.
+func (r *stagedRepo) publish(t *testing.T, old plumbing.Hash) gitfs.FlushResult {
+	t.Helper()
+	res, err := r.staging.Flush(r.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gitfs.NewRefs(r.dir, r.dir).Update(t.Context(), "refs/heads/main", old, r.head, nil); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func packs(t *testing.T, dir string) []string {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "objects", "pack", "pack-*.pack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// TestStagingWritesGroupsAsPacks: the objects of one commit are written
+// loose, those of several as one pack with the trees after the first as
+// deltas; until the flush only the store sees them, and git reads what
+// the flush wrote.
+func TestStagingWritesGroupsAsPacks(t *testing.T) {
+	t.Parallel()
+	r := newStagedRepo(t)
+	start := r.head
+	before := len(packs(t, r.dir))
+
+	c := r.commit(t)
+	if r.objs.Has(c) {
+		t.Fatal("a staged commit is in the objects directory before the flush")
+	}
+	if _, err := r.store.ReadObject(plumbing.CommitObject, c); err != nil {
+		t.Fatalf("the store does not read a staged commit: %v", err)
+	}
+	res := r.publish(t, start)
+	if res.Pack != "" || res.Objects != 4 {
+		t.Fatalf("one commit: %+v, want 4 loose objects (blob, two trees, commit)", res)
+	}
+	if !r.objs.Has(c) {
+		t.Fatal("the flushed commit is not in the objects directory")
+	}
+
+	old := r.head
+	for range 5 {
+		r.commit(t)
+	}
+	res = r.publish(t, old)
+	if res.Pack == "" || res.Objects != 20 {
+		t.Fatalf("five commits: %+v, want one pack of 20 objects", res)
+	}
+	if got := len(packs(t, r.dir)); got != before+1 {
+		t.Fatalf("%d packs, want %d", got, before+1)
+	}
+	// Four of the five trees are deltas: the pack is about one tree.
+	tree := gitCmd(t, r.dir, "cat-file", "-s", "main:big")
+	var treeSize int64
+	fmt.Sscan(tree, &treeSize)
+	if res.PackBytes > treeSize+4096 {
+		t.Errorf("a pack of five commits is %d bytes, a tree %d: its trees are not deltas", res.PackBytes, treeSize)
+	}
+	gitCmd(t, r.dir, "verify-pack", res.Pack+".idx")
+	gitCmd(t, r.dir, "fsck", "--strict", "--no-dangling")
+	if got := gitCmd(t, r.dir, "show", "main:big/file-00500.yaml"); got != "name: file-00500\nvalue: 6\n" {
+		t.Fatalf("git show = %q", got)
+	}
+	// A fresh reader reads every commit.
+	fresh := gitfs.NewObjectDir(filepath.Join(r.dir, "objects"))
+	defer fresh.Close()
+	for h := r.head; h != start; {
+		data, err := r.store.ReadObject(plumbing.CommitObject, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := fresh.Read(h); err != nil {
+			t.Fatal(err)
+		}
+		h = plumbing.NewHash(strings.Fields(strings.SplitN(string(data), "\n", 3)[1])[1])
+	}
+	if res, err := r.staging.Flush(r.store); err != nil || res.Objects != 0 {
+		t.Fatalf("a flush of nothing: %+v, %v", res, err)
+	}
+}
+
+// TestStagingKeepsWhatAFailedFlushHeld: a flush that cannot write keeps
+// the objects, readable, for the next one.
+func TestStagingKeepsWhatAFailedFlushHeld(t *testing.T) {
+	t.Parallel()
+	r := newStagedRepo(t)
+	start := r.head
+	r.commit(t)
+	r.commit(t)
+	packDir := filepath.Join(r.dir, "objects", "pack")
+	// A file where the pack directory was: creating files in it fails,
+	// even as root.
+	if err := os.Rename(packDir, packDir+".away"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(packDir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.staging.Flush(r.store); err == nil {
+		t.Fatal("a flush into a missing pack directory succeeded")
+	}
+	if _, err := r.store.ReadObject(plumbing.CommitObject, r.head); err != nil {
+		t.Fatalf("after a failed flush the commit cannot be read: %v", err)
+	}
+	if err := os.Remove(packDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(packDir+".away", packDir); err != nil {
+		t.Fatal(err)
+	}
+	if res := r.publish(t, start); res.Objects != 8 || res.Pack == "" {
+		t.Fatalf("the flush after: %+v, want a pack of 8 objects", res)
+	}
+	gitCmd(t, r.dir, "fsck", "--strict", "--no-dangling")
+}
+
+// TestMergePacks: packs merged into one keep every object readable, by
+// cupd and by git, and are removed; packs that share an object, or that
+// git is told to keep, are left as they are.
+func TestMergePacks(t *testing.T) {
+	t.Parallel()
+	r := newStagedRepo(t)
+	var written []string
+	var ids []plumbing.Hash
+	for range 4 {
+		old := r.head
+		for range 3 {
+			ids = append(ids, r.commit(t))
+		}
+		written = append(written, r.publish(t, old).Pack)
+	}
+	packDir := filepath.Join(r.dir, "objects", "pack")
+	merged, size, err := gitfs.MergePacks(packDir, written)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(merged + ".pack")
+	if err != nil || fi.Size() != size {
+		t.Fatalf("merged pack: %v, %d bytes, said %d", err, fi.Size(), size)
+	}
+	for _, p := range written {
+		if _, err := os.Stat(p + ".pack"); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s.pack is still there: %v", p, err)
+		}
+		if _, err := os.Stat(p + ".idx"); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s.idx is still there: %v", p, err)
+		}
+	}
+	out := gitCmd(t, r.dir, "verify-pack", "-v", merged+".idx")
+	if !strings.Contains(out, "chain length = 1:") {
+		t.Errorf("no deltas in the merged pack:\n%s", out)
+	}
+	gitCmd(t, r.dir, "fsck", "--strict", "--no-dangling")
+	fresh := gitfs.NewObjectDir(filepath.Join(r.dir, "objects"))
+	defer fresh.Close()
+	for _, id := range ids {
+		if _, _, err := fresh.Read(id); err != nil {
+			t.Fatalf("commit %s after the merge: %v", id, err)
+		}
+	}
+	// The reader that had the old packs mapped finds the objects anew.
+	r.objs.Refresh()
+	for _, id := range ids {
+		if !r.objs.Has(id) {
+			t.Fatalf("commit %s missing after Refresh", id)
+		}
+	}
+
+	// A pack of objects the merged one holds too.
+	dup, err := os.CreateTemp(packDir, "copy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dup.Close()
+	copyName := filepath.Join(packDir, "pack-copy")
+	for _, ext := range []string{".pack", ".idx"} {
+		data, err := os.ReadFile(merged + ext)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(copyName+ext, data, 0o444); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Remove(dup.Name())
+	if _, _, err := gitfs.MergePacks(packDir, []string{merged, copyName}); !errors.Is(err, gitfs.ErrDuplicateObject) {
+		t.Fatalf("merging packs that share objects: %v, want ErrDuplicateObject", err)
+	}
+	if err := os.WriteFile(merged+".keep", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := r.head
+	r.commit(t)
+	r.commit(t)
+	another := r.publish(t, old).Pack
+	if _, _, err := gitfs.MergePacks(packDir, []string{merged, another}); err == nil || !strings.Contains(err.Error(), ".keep") {
+		t.Fatalf("merging a kept pack: %v", err)
+	}
+	for _, p := range []string{merged, copyName, another} {
+		if _, err := os.Stat(p + ".idx"); err != nil {
+			t.Errorf("a pack not merged is gone: %v", err)
+		}
+	}
+}
