@@ -125,6 +125,7 @@ func (s *Source) Close() error {
 	if r == nil {
 		return nil
 	}
+	r.packer.close()
 	return errors.Join(r.store.Exclusive(r.storage.Close), r.objects.Close())
 }
 
@@ -223,8 +224,9 @@ func (s *Source) Update(ctx context.Context, req *source.UpdateRequest) (*source
 }
 
 // refStore gives the write engine the branches of an opened repository:
-// objects are written in place as the commit is made, so moving a branch
-// is a compare-and-swap of its file under Git's lock.
+// the objects of the commits it publishes are written (the repository's
+// packer) and then the branch moves, a compare-and-swap of its file under
+// Git's lock.
 type refStore struct {
 	s *Source
 	r *repo
@@ -252,6 +254,9 @@ func (rs *refStore) Resolve(_ context.Context, rev string) (writes.Ref, error) {
 }
 
 func (rs *refStore) CompareAndSwap(ctx context.Context, u writes.Swap) error {
+	if err := rs.r.packer.flush(ctx, rs.r.store); err != nil {
+		return fmt.Errorf("%w: write the objects of %s: %w", source.ErrUnavailable, u.New, err)
+	}
 	err := rs.r.refs.Update(ctx, u.Branch, u.Old, u.New, &gitfs.ReflogEntry{Who: u.Committer, Message: u.Message})
 	if errors.Is(err, gitfs.ErrRefLocked) {
 		err = fmt.Errorf("%w: %w", source.ErrUnavailable, err)

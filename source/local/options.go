@@ -70,7 +70,10 @@ func WithWriteGroup(max int, wait time.Duration) Option {
 
 // WithMetrics registers the write engine's group-commit metrics
 // (cup_write_group_commits, cup_write_queue_seconds,
-// cup_write_group_reapplied_total) with reg; sources that share reg share
+// cup_write_group_reapplied_total) and those of the objects commits write
+// (cup_local_objects_written_total, cup_local_write_objects_seconds,
+// cup_local_packs, cup_local_pack_merges_total,
+// cup_local_pack_merge_seconds) with reg; sources that share reg share
 // them. By default there are none.
 func WithMetrics(reg prometheus.Registerer) Option {
 	return engine(writes.WithMetrics(reg))

@@ -40,6 +40,7 @@ type repo struct {
 	gogit   *git.Repository // for revision syntax beyond names and ids
 
 	writes *refStore // what the write engine moves branches with
+	packer *packer   // writes the objects of commits before a branch moves to them
 }
 
 // peeled is a commit and its tree.
@@ -137,6 +138,9 @@ func openRepo(path string, cfg *config) (*repo, error) {
 		refs:      gitfs.NewRefs(gitDir, commonDir),
 		objects:   gitfs.NewObjectDir(filepath.Join(commonDir, "objects")),
 	}
+	if r.packer, err = newPacker(filepath.Join(commonDir, "objects"), r.objects, cfg); err != nil {
+		return nil, err
+	}
 	// Objects are read through r.objects, without the store's lock and
 	// without go-git; go-git reads only what it does not find (objects of
 	// alternates), and writes refs and resolves revision syntax.
@@ -144,7 +148,7 @@ func openRepo(path string, cfg *config) (*repo, error) {
 		gitfs.WithObjectDir(r.objects),
 		gitfs.WithTreeCache(gitfs.NewTreeCache(cfg.treeCacheSize)),
 		gitfs.WithBlobCache(cfg.blobCacheSize),
-		gitfs.WithObjectWriter(gitfs.NewLooseWriter(filepath.Join(commonDir, "objects"))),
+		gitfs.WithObjectWriter(r.packer.staging),
 		gitfs.WithRefresh(func() bool { return r.refreshPacks(cfg) }),
 	)
 	return r, nil

@@ -1,0 +1,287 @@
+package local
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/cup-dev/cup/internal/gitfs"
+	"github.com/cup-dev/cup/internal/promreg"
+)
+
+// tracerName names the tracer the source's spans come from.
+const tracerName = "github.com/cup-dev/cup/source/local"
+
+// A packer writes the objects of a group of commits (see gitfs.Staging)
+// before the branch moves to them, and keeps the packs it writes few: after
+// each it merges, in a goroutine of its own, the smallest of them whose
+// sizes break a progression of ratio 2, as git repack --geometric=2 does.
+// n groups then leave O(log n) packs, and a merge copies each byte O(log n)
+// times in all. Only packs this process wrote are merged; git gc packs
+// everything anyway.
+type packer struct {
+	dir     string // objects/pack
+	staging *gitfs.Staging
+	objs    *gitfs.ObjectDir
+	log     *slog.Logger
+	metrics *packMetrics
+	tracer  trace.Tracer
+
+	mu      sync.Mutex
+	packs   []ownPack // written by this process and not merged away
+	merging bool      // the merging goroutine runs
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+// An ownPack is a pack the packer wrote or merged.
+type ownPack struct {
+	name string // path without .pack or .idx
+	size int64
+}
+
+func newPacker(objectsDir string, objs *gitfs.ObjectDir, cfg *config) (*packer, error) {
+	m, err := newPackMetrics(cfg.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	return &packer{
+		dir:     filepath.Join(objectsDir, "pack"),
+		staging: gitfs.NewStaging(objectsDir, objs),
+		objs:    objs,
+		log:     cfg.Logger,
+		metrics: m,
+		tracer:  otel.GetTracerProvider().Tracer(tracerName),
+	}, nil
+}
+
+// flush writes the objects staged so far, through store, as one pack or
+// as loose objects (see gitfs.Staging.Flush).
+func (p *packer) flush(ctx context.Context, store *gitfs.Store) error {
+	_, span := p.tracer.Start(ctx, "local.write_objects")
+	defer span.End()
+	start := time.Now()
+	res, err := p.staging.Flush(store)
+	span.SetAttributes(attribute.Int("cup.git.objects", res.Objects), attribute.Int64("cup.git.pack_bytes", res.PackBytes))
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		return err
+	}
+	if res.Objects == 0 {
+		return nil
+	}
+	as := "loose"
+	if res.Pack != "" {
+		as = "pack"
+	}
+	p.metrics.written(as, res.Objects, time.Since(start))
+	if res.Pack != "" {
+		p.add(ownPack{name: res.Pack, size: res.PackBytes})
+	}
+	return nil
+}
+
+// add counts a new pack, and starts merging when it breaks the
+// progression.
+func (p *packer) add(pack ownPack) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.packs = append(p.packs, pack)
+	p.metrics.count(1)
+	if !p.merging && len(mergeSet(p.packs)) >= 2 {
+		p.merging = true
+		p.wg.Add(1)
+		go p.mergeLoop()
+	}
+}
+
+// mergeLoop merges packs until the progression holds.
+func (p *packer) mergeLoop() {
+	defer p.wg.Done()
+	for {
+		p.mu.Lock()
+		set := mergeSet(p.packs)
+		if p.closed || len(set) < 2 {
+			p.merging = false
+			p.mu.Unlock()
+			return
+		}
+		p.mu.Unlock()
+		p.merge(set)
+	}
+}
+
+// merge merges set, some of p.packs, into one.
+func (p *packer) merge(set []ownPack) {
+	ctx, span := p.tracer.Start(context.Background(), "local.merge_packs", trace.WithAttributes(attribute.Int("cup.git.packs", len(set))))
+	defer span.End()
+	names := make([]string, len(set))
+	var in int64
+	for i, pk := range set {
+		names[i], in = pk.name, in+pk.size
+	}
+	start := time.Now()
+	merged, size, err := gitfs.MergePacks(p.dir, names)
+	elapsed := time.Since(start)
+	p.mu.Lock()
+	before := len(p.packs)
+	p.packs = slices.DeleteFunc(p.packs, func(pk ownPack) bool { return slices.Contains(names, pk.name) })
+	if merged != "" {
+		p.packs = append(p.packs, ownPack{name: merged, size: size})
+	}
+	p.metrics.count(len(p.packs) - before)
+	p.mu.Unlock()
+	// The packs merged away go from the reader's mappings now, not at its
+	// next miss, so that their disk space goes too.
+	p.objs.Refresh()
+	p.metrics.merged(err, elapsed)
+	if err != nil {
+		// The packs stay as they are, and out of later merges: a pack
+		// that cannot be merged once (an object in two packs, a .keep)
+		// cannot be the next time either.
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		p.log.WarnContext(ctx, "merging the packs of written objects failed; they stay as they are until git gc", "packs", len(set), "bytes", in, "error", err)
+		return
+	}
+	span.SetAttributes(attribute.Int64("cup.git.pack_bytes", size))
+	p.log.DebugContext(ctx, "merged the packs of written objects", "packs", len(set), "bytes", size, "duration", elapsed)
+}
+
+// close waits for a merge under way and starts no other.
+func (p *packer) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+// mergeSet returns the packs to merge for the sizes of packs to make a
+// progression of ratio 2, the smallest first, as git repack --geometric=2
+// chooses them: below the largest pack that is less than twice the one
+// under it, all of them, and then each larger one that is less than twice
+// their sum. Nil means there is nothing to merge.
+func mergeSet(packs []ownPack) []ownPack {
+	if len(packs) < 2 {
+		return nil
+	}
+	s := slices.SortedFunc(slices.Values(packs), func(a, b ownPack) int { return cmp.Compare(a.size, b.size) })
+	split := 0
+	for i := len(s) - 1; i > 0; i-- {
+		if s[i].size < 2*s[i-1].size {
+			split = i
+			break
+		}
+	}
+	if split == 0 {
+		return nil
+	}
+	var sum int64
+	for _, pk := range s[:split+1] {
+		sum += pk.size
+	}
+	for split+1 < len(s) && s[split+1].size < 2*sum {
+		split++
+		sum += s[split].size
+	}
+	return s[:split+1]
+}
+
+// packMetrics are the metrics of the objects written by direct commits:
+//
+//   - cup_local_objects_written_total{as}: objects written, as a pack
+//     (a group of commits) or loose;
+//   - cup_local_write_objects_seconds: how long writing a group's objects
+//     took, before its branch moved;
+//   - cup_local_packs: the packs this process wrote and has not merged
+//     away;
+//   - cup_local_pack_merges_total{outcome}: merges of those packs, by
+//     outcome (success, error), and cup_local_pack_merge_seconds, their
+//     duration.
+//
+// A nil *packMetrics records nothing.
+type packMetrics struct {
+	objects   *prometheus.CounterVec
+	writeTime prometheus.Histogram
+	packs     prometheus.Gauge
+	merges    *prometheus.CounterVec
+	mergeTime prometheus.Histogram
+}
+
+func newPackMetrics(reg prometheus.Registerer) (*packMetrics, error) {
+	if reg == nil {
+		return nil, nil
+	}
+	m := &packMetrics{
+		objects: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cup_local_objects_written_total",
+			Help: "Objects written by direct commits to a local repository, as one pack for a group of commits or as loose objects.",
+		}, []string{"as"}),
+		writeTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "cup_local_write_objects_seconds",
+			Help:    "Time writing the objects of a group of commits to a local repository took, before its branch moved.",
+			Buckets: prometheus.ExponentialBuckets(0.0002, 2, 14),
+		}),
+		packs: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "cup_local_packs",
+			Help: "Packs of written objects this process made in a local repository and has not merged into others.",
+		}),
+		merges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cup_local_pack_merges_total",
+			Help: "Merges of the packs of written objects, by outcome (success, error).",
+		}, []string{"outcome"}),
+		mergeTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "cup_local_pack_merge_seconds",
+			Help:    "Time a merge of packs of written objects took.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+		}),
+	}
+	if err := errors.Join(promreg.Register(reg, &m.objects), promreg.Register(reg, &m.writeTime),
+		promreg.Register(reg, &m.packs), promreg.Register(reg, &m.merges), promreg.Register(reg, &m.mergeTime)); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *packMetrics) written(as string, objects int, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.objects.WithLabelValues(as).Add(float64(objects))
+	m.writeTime.Observe(d.Seconds())
+}
+
+// count adds delta to the packs counted: sources that share the metrics
+// add up.
+func (m *packMetrics) count(delta int) {
+	if m != nil {
+		m.packs.Add(float64(delta))
+	}
+}
+
+func (m *packMetrics) merged(err error, d time.Duration) {
+	if m == nil {
+		return
+	}
+	outcome := "success"
+	if err != nil {
+		outcome = "error"
+	}
+	m.merges.WithLabelValues(outcome).Inc()
+	m.mergeTime.Observe(d.Seconds())
+}

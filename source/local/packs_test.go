@@ -1,0 +1,105 @@
+package local_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cup-dev/cup/internal/gitrepo"
+	"github.com/cup-dev/cup/source"
+	"github.com/cup-dev/cup/source/local"
+)
+
+// TestGroupsWritePacksAndMergeThem: concurrent writers in groups write
+// each group's objects as one pack, the source merges those packs as
+// they come, and every write lands, readable by git.
+func TestGroupsWritePacksAndMergeThem(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	files := gitrepo.Generate("items", 1000)
+	if _, err := gitrepo.Init(dir, "main", files, "initial\n"); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	// A wait for each group to fill makes groups of several commits
+	// whatever the machine's speed.
+	src, err := local.Open(dir, local.WithLogger(testLogger(t)), local.WithMetrics(reg), local.WithWriteGroup(64, 5*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers, each = 16, 12
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				name := fmt.Sprintf("items/w%02d-%02d.yaml", w, i)
+				if _, err := src.Update(t.Context(), &source.UpdateRequest{Message: name, Apply: write(map[string]string{name: name})}); err != nil {
+					t.Errorf("%s: %v", name, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	packed := counter(t, reg, "cup_local_objects_written_total", "as", "pack")
+	if packed == 0 {
+		t.Fatal("no group of commits was written as a pack")
+	}
+	if err := src.Close(); err != nil { // waits for a merge under way
+		t.Fatal(err)
+	}
+	got, err := gitrepo.Files(dir, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := len(files) + writers*each; len(got) != want {
+		t.Fatalf("main holds %d files, want %d", len(got), want)
+	}
+	log, err := gitrepo.Log(dir, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 1 + writers*each; len(log) != want {
+		t.Fatalf("main has %d commits, want %d", len(log), want)
+	}
+	git(t, dir, "fsck", "--strict", "--no-dangling")
+	packs, err := filepath.Glob(filepath.Join(dir, "objects", "pack", "*.pack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	merges := counter(t, reg, "cup_local_pack_merges_total", "outcome", "success")
+	t.Logf("%v objects written in packs, %d packs now, %v merges", packed, len(packs), merges)
+	if merges == 0 {
+		t.Error("no merge of packs")
+	}
+	// The initial pack, and at most one a size of the progression.
+	if len(packs) > 8 {
+		t.Errorf("%d packs after %d writes", len(packs), writers*each)
+	}
+}
+
+// counter returns the value of the counter called name with label =
+// value, 0 when there is none.
+func counter(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
