@@ -66,8 +66,13 @@ func NewLooseWriter(objectsDir string, opts ...LooseOption) *LooseWriter {
 
 // WriteObject writes an object and returns its id.
 func (w *LooseWriter) WriteObject(typ plumbing.ObjectType, content []byte) (plumbing.Hash, error) {
+	return w.write(HashObject(typ, content), typ, content)
+}
+
+// write writes an object whose id, HashObject(typ, content), the caller
+// has computed already.
+func (w *LooseWriter) write(id plumbing.Hash, typ plumbing.ObjectType, content []byte) (plumbing.Hash, error) {
 	header := objectHeader(typ, len(content))
-	id := HashObject(typ, content)
 	hex := id.String()
 	dir := filepath.Join(w.dir, hex[:2])
 	name := filepath.Join(dir, hex[2:])

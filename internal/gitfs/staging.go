@@ -139,7 +139,7 @@ func (s *Staging) Flush(store *Store) (FlushResult, error) {
 	} else {
 		for _, id := range ids {
 			typ, data, _ := s.read(id)
-			if _, err := s.loose.WriteObject(typ, data); err != nil {
+			if _, err := s.loose.write(id, typ, data); err != nil {
 				return FlushResult{}, err
 			}
 		}
