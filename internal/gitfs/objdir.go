@@ -89,11 +89,22 @@ func (d *ObjectDir) Close() error {
 // not what Git writes, an error wrapping [ErrCorrupt] naming the file.
 func (d *ObjectDir) Read(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
 	typ, data, err := d.read(h)
-	if errors.Is(err, plumbing.ErrObjectNotFound) && d.reload() {
+	// A listing made while packs were merged (by git gc, or by another
+	// process's MergePacks) may hold neither the packs removed nor the one
+	// that replaced them: a pack directory that changed again is listed
+	// again.
+	for range maxRelists {
+		if !errors.Is(err, plumbing.ErrObjectNotFound) || !d.reload() {
+			break
+		}
 		typ, data, err = d.read(h)
 	}
 	return typ, data, err
 }
+
+// maxRelists bounds how many times a read of a missing object lists the
+// packs again.
+const maxRelists = 3
 
 func (d *ObjectDir) read(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
 	d.mu.RLock()
@@ -541,9 +552,11 @@ type packFile struct {
 	large     []byte // 8 each
 }
 
-func openPack(name string) (p *packFile, err error) {
-	p = &packFile{name: name}
+func openPack(name string) (_ *packFile, err error) {
+	p := &packFile{name: name}
 	defer func() {
+		// What was mapped before a failure (the index of a pack
+		// removed meanwhile, say) is unmapped.
 		if err != nil {
 			_ = p.close()
 		}

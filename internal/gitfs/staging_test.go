@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -286,4 +287,54 @@ func TestMergePacks(t *testing.T) {
 			t.Errorf("a pack not merged is gone: %v", err)
 		}
 	}
+}
+
+// TestObjectDirFindsObjectsWhileMerged: a reader that lists the packs
+// while they are merged reads every object all the same, listing them
+// again when it misses one.
+func TestObjectDirFindsObjectsWhileMerged(t *testing.T) {
+	t.Parallel()
+	r := newStagedRepo(t)
+	var written []string
+	var ids []plumbing.Hash
+	for range 8 {
+		old := r.head
+		for range 2 {
+			ids = append(ids, r.commit(t))
+		}
+		written = append(written, r.publish(t, old).Pack)
+	}
+	packDir := filepath.Join(r.dir, "objects", "pack")
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				// A fresh reader lists the packs on its first read.
+				od := gitfs.NewObjectDir(filepath.Join(r.dir, "objects"))
+				for _, h := range ids {
+					if _, _, err := od.Read(h); err != nil {
+						t.Errorf("%s: %v", h, err)
+						break
+					}
+				}
+				od.Close()
+			}
+		})
+	}
+	for len(written) > 1 {
+		merged, _, err := gitfs.MergePacks(packDir, written[:2])
+		if err != nil {
+			t.Error(err)
+			break
+		}
+		written = append(written[2:], merged)
+	}
+	close(done)
+	wg.Wait()
 }
