@@ -302,6 +302,14 @@ func TestTwoSourcesOneRepository(t *testing.T) {
 		}
 	}
 	wg.Wait()
+	// gitrepo reads with go-git, which fails on a pack removed under it (as
+	// by git gc) rather than look again: the sources finish merging their
+	// packs first.
+	for _, src := range sources {
+		if err := src.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	files, err := gitrepo.Files(dir, "main")
 	if err != nil {
 		t.Fatal(err)
