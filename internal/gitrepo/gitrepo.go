@@ -47,7 +47,14 @@ func open(dir string) (*repo, error) {
 	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(8*cache.MiByte))
 	return &repo{
 		dir:   dir,
-		store: gitfs.NewStore(st, gitfs.WithObjectWriter(gitfs.NewLooseWriter(filepath.Join(dir, "objects")))),
+		store: gitfs.NewStore(st, gitfs.WithObjectWriter(gitfs.NewLooseWriter(filepath.Join(dir, "objects"))),
+			// A pack removed under go-git (git gc, or cupd merging the
+			// packs of its writes) is looked for again.
+			gitfs.WithRefresh(func() bool {
+				_ = st.Close()
+				st.Reindex()
+				return true
+			})),
 		refs:  gitfs.NewRefs(dir, dir),
 	}, nil
 }
