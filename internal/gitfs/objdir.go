@@ -127,7 +127,11 @@ func (d *ObjectDir) read(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
 // Has reports whether the objects directory holds object h, packed or
 // loose, without reading it. It does not list the packs again: a pack
 // written since they were listed shows after a read misses or Refresh.
-func (d *ObjectDir) Has(h plumbing.Hash) bool {
+func (d *ObjectDir) Has(h plumbing.Hash) bool { return d.where(h) != "" }
+
+// where returns the file that holds object h, its pack or its loose
+// object, or "" when Has would say false.
+func (d *ObjectDir) where(h plumbing.Hash) string {
 	d.mu.RLock()
 	if !d.loaded {
 		d.mu.RUnlock()
@@ -137,11 +141,14 @@ func (d *ObjectDir) Has(h plumbing.Hash) bool {
 	p, _ := d.findPacked(h)
 	d.mu.RUnlock()
 	if p != nil {
-		return true
+		return p.name + ".pack"
 	}
 	hex := h.String()
-	_, err := os.Stat(filepath.Join(d.dir, hex[:2], hex[2:]))
-	return err == nil
+	name := filepath.Join(d.dir, hex[:2], hex[2:])
+	if _, err := os.Stat(name); err != nil {
+		return ""
+	}
+	return name
 }
 
 // Refresh lists the packs again if the pack directory changed, closing

@@ -338,3 +338,40 @@ func TestObjectDirFindsObjectsWhileMerged(t *testing.T) {
 	close(done)
 	wg.Wait()
 }
+
+// TestStagingFreshensWhatExists: an object the repository holds is not
+// kept again, and its file is freshened, so that a git gc under way keeps
+// it.
+func TestStagingFreshensWhatExists(t *testing.T) {
+	t.Parallel()
+	r := newStagedRepo(t)
+	old := time.Now().Add(-30 * 24 * time.Hour)
+	initial := packs(t, r.dir)
+	for _, p := range initial {
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The blob of a file of the initial commit, which is packed.
+	h, err := r.staging.WriteObject(plumbing.BlobObject, []byte("name: file-00001\nvalue: 1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.objs.Has(h) {
+		t.Fatal("the blob is not in the repository")
+	}
+	if res, err := r.staging.Flush(r.store); err != nil || res.Objects != 0 {
+		t.Fatalf("flush: %+v, %v; want nothing written", res, err)
+	}
+	fresh := false
+	for _, p := range initial {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh = fresh || fi.ModTime().After(old.Add(time.Hour))
+	}
+	if !fresh {
+		t.Error("the pack that holds the blob was not freshened")
+	}
+}
