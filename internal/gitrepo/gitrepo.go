@@ -45,16 +45,16 @@ func open(dir string) (*repo, error) {
 		return nil, fmt.Errorf("%s is not a bare repository: %w", dir, err)
 	}
 	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(8*cache.MiByte))
+	// A pack removed under go-git (git gc, or cupd merging the packs of
+	// its writes) is looked for again.
+	refresh := func() bool {
+		_ = st.Close()
+		st.Reindex()
+		return true
+	}
 	return &repo{
 		dir:   dir,
-		store: gitfs.NewStore(st, gitfs.WithObjectWriter(gitfs.NewLooseWriter(filepath.Join(dir, "objects"))),
-			// A pack removed under go-git (git gc, or cupd merging the
-			// packs of its writes) is looked for again.
-			gitfs.WithRefresh(func() bool {
-				_ = st.Close()
-				st.Reindex()
-				return true
-			})),
+		store: gitfs.NewStore(st, gitfs.WithObjectWriter(gitfs.NewLooseWriter(filepath.Join(dir, "objects"))), gitfs.WithRefresh(refresh)),
 		refs:  gitfs.NewRefs(dir, dir),
 	}, nil
 }
