@@ -90,7 +90,10 @@ func MergePacks(packDir string, names []string) (string, int64, error) {
 				}
 				idx.Add(id, uint64(int64(off)+shift), endian.BigEndian.Uint32(crcs[i*4:]))
 			}
-			if _, err := cw.Write(p.pack[12 : len(p.pack)-20]); err != nil {
+			// Read, not the mapping: a merge of many megabytes then
+			// passes through the page cache and a small buffer rather
+			// than the process's resident memory.
+			if err := copyEntries(cw, names[k]+".pack", int64(len(p.pack))); err != nil {
 				return err
 			}
 		}
@@ -128,4 +131,19 @@ func MergePacks(packDir string, names []string) (string, int64, error) {
 		return merged, size, fmt.Errorf("merge packs: merged into %s, but: %w", filepath.Base(merged), err)
 	}
 	return merged, size, nil
+}
+
+// copyEntries copies the entries of the pack file name, of size bytes
+// when it was opened: all but its 12-byte header and 20-byte trailer.
+func copyEntries(w io.Writer, name string, size int64) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	n, err := io.Copy(w, io.NewSectionReader(f, 12, size-12-20))
+	if err == nil && n != size-12-20 {
+		err = fmt.Errorf("%s: %w: %d bytes, not %d", name, ErrCorrupt, n+32, size)
+	}
+	return err
 }

@@ -51,6 +51,16 @@ func WithTreeDeltas() PackOption { return func(c *packConfig) { c.deltas = true 
 // compresses with zlib's default level, which costs 14 ms for the tree of
 // a directory of 10,000 files.
 func (s *Store) WritePack(w io.Writer, ids []plumbing.Hash, opts ...PackOption) error {
+	return writePack(w, ids, s.readAny, opts...)
+}
+
+// readAny reads object h of any type.
+func (s *Store) readAny(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+	return s.readObject(plumbing.AnyObject, h)
+}
+
+// writePack is WritePack reading the objects with read.
+func writePack(w io.Writer, ids []plumbing.Hash, read func(plumbing.Hash) (plumbing.ObjectType, []byte, error), opts ...PackOption) error {
 	var cfg packConfig
 	for _, o := range opts {
 		o(&cfg)
@@ -74,7 +84,7 @@ func (s *Store) WritePack(w io.Writer, ids []plumbing.Hash, opts ...PackOption) 
 	var prevAt int64
 	depth := 0 // of the delta chain prevTree ends
 	for _, id := range ids {
-		typ, data, err := s.readObject(plumbing.AnyObject, id)
+		typ, data, err := read(id)
 		if err != nil {
 			return fmt.Errorf("pack %s: %w", id, err)
 		}
@@ -180,13 +190,13 @@ func (p *PackObjects) read(h plumbing.Hash) (plumbing.ObjectType, []byte, bool) 
 // as git does, so that a reader never finds an index without its pack.
 // The index is made from what was written, not by reading the pack back.
 func (s *Store) WritePackFiles(packDir string, ids []plumbing.Hash, opts ...PackOption) error {
-	_, _, err := s.writePackFiles(packDir, ids, opts...)
+	_, _, err := writePackFiles(packDir, ids, s.readAny, opts...)
 	return err
 }
 
-// writePackFiles is WritePackFiles, returning the path of the pack
-// (without .pack or .idx) and its size.
-func (s *Store) writePackFiles(packDir string, ids []plumbing.Hash, opts ...PackOption) (string, int64, error) {
+// writePackFiles is WritePackFiles reading the objects with read,
+// returning the path of the pack (without .pack or .idx) and its size.
+func writePackFiles(packDir string, ids []plumbing.Hash, read func(plumbing.Hash) (plumbing.ObjectType, []byte, error), opts ...PackOption) (string, int64, error) {
 	idx := new(idxfile.Writer)
 	var trailer plumbing.Hash
 	var size int64
@@ -196,7 +206,7 @@ func (s *Store) writePackFiles(packDir string, ids []plumbing.Hash, opts ...Pack
 	})
 	pack, err := writeTemp(packDir, "tmp_pack_", func(w io.Writer) error {
 		cw := &countingWriter{w: w}
-		err := s.WritePack(cw, ids, opts...)
+		err := writePack(cw, ids, read, opts...)
 		size = cw.n
 		return err
 	})

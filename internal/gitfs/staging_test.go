@@ -1,6 +1,7 @@
 package gitfs_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -80,7 +81,7 @@ func (r *stagedRepo) commit(t *testing.T) plumbing.Hash {
 // publish flushes the staging and moves main to the last commit.
 func (r *stagedRepo) publish(t *testing.T, old plumbing.Hash) gitfs.FlushResult {
 	t.Helper()
-	res, err := r.staging.Flush(r.store)
+	res, err := r.staging.Flush()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +161,7 @@ func TestStagingWritesGroupsAsPacks(t *testing.T) {
 		}
 		h = plumbing.NewHash(strings.Fields(strings.SplitN(string(data), "\n", 3)[1])[1])
 	}
-	if res, err := r.staging.Flush(r.store); err != nil || res.Objects != 0 {
+	if res, err := r.staging.Flush(); err != nil || res.Objects != 0 {
 		t.Fatalf("a flush of nothing: %+v, %v", res, err)
 	}
 }
@@ -182,7 +183,7 @@ func TestStagingKeepsWhatAFailedFlushHeld(t *testing.T) {
 	if err := os.WriteFile(packDir, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.staging.Flush(r.store); err == nil {
+	if _, err := r.staging.Flush(); err == nil {
 		t.Fatal("a flush into a missing pack directory succeeded")
 	}
 	if _, err := r.store.ReadObject(plumbing.CommitObject, r.head); err != nil {
@@ -360,7 +361,7 @@ func TestStagingFreshensWhatExists(t *testing.T) {
 	if !r.objs.Has(h) {
 		t.Fatal("the blob is not in the repository")
 	}
-	if res, err := r.staging.Flush(r.store); err != nil || res.Objects != 0 {
+	if res, err := r.staging.Flush(); err != nil || res.Objects != 0 {
 		t.Fatalf("flush: %+v, %v; want nothing written", res, err)
 	}
 	fresh := false
@@ -374,4 +375,52 @@ func TestStagingFreshensWhatExists(t *testing.T) {
 	if !fresh {
 		t.Error("the pack that holds the blob was not freshened")
 	}
+}
+
+// TestStagingFlushesWhenFull: a Staging that holds StagingFlushBytes
+// writes what it holds as a pack at once, and says so; and the objects of
+// one commit of many files are written as a pack too.
+func TestStagingFlushesWhenFull(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if _, err := gitrepo.Init(dir, "main", map[string][]byte{"a": []byte("a\n")}, "initial\n"); err != nil {
+		t.Fatal(err)
+	}
+	objs := gitfs.NewObjectDir(filepath.Join(dir, "objects"))
+	defer objs.Close()
+	var flushed []gitfs.FlushResult
+	staging := gitfs.NewStaging(filepath.Join(dir, "objects"), objs, gitfs.StagingOnFlush(func(r gitfs.FlushResult) { flushed = append(flushed, r) }))
+	blob := make([]byte, 4<<20)
+	var ids []plumbing.Hash
+	for i := range gitfs.StagingFlushBytes/len(blob) + 1 {
+		blob[0] = byte(i)
+		h, err := staging.WriteObject(plumbing.BlobObject, bytes.Clone(blob))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, h)
+	}
+	if len(flushed) != 1 || flushed[0].Pack == "" || flushed[0].Objects != gitfs.StagingFlushBytes/len(blob) {
+		t.Fatalf("flushes %+v, want one pack of %d blobs", flushed, gitfs.StagingFlushBytes/len(blob))
+	}
+	for _, h := range ids[:len(ids)-1] {
+		if !objs.Has(h) {
+			t.Fatalf("blob %s is not in the repository after the flush", h)
+		}
+	}
+	if objs.Has(ids[len(ids)-1]) {
+		t.Fatal("the last blob, written after the flush, is in the repository")
+	}
+
+	// Many small files of one commit.
+	for i := range 100 {
+		if _, err := staging.WriteObject(plumbing.BlobObject, fmt.Appendf(nil, "file %d\n", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := staging.Flush()
+	if err != nil || res.Pack == "" || res.Objects != 101 {
+		t.Fatalf("flush of 101 objects: %+v, %v; want a pack", res, err)
+	}
+	gitCmd(t, dir, "verify-pack", res.Pack+".idx")
 }

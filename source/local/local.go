@@ -254,7 +254,7 @@ func (rs *refStore) Resolve(_ context.Context, rev string) (writes.Ref, error) {
 }
 
 func (rs *refStore) CompareAndSwap(ctx context.Context, u writes.Swap) error {
-	if err := rs.r.packer.flush(ctx, rs.r.store); err != nil {
+	if err := rs.r.packer.flush(ctx); err != nil {
 		return fmt.Errorf("%w: write the objects of %s: %w", source.ErrUnavailable, u.New, err)
 	}
 	err := rs.r.refs.Update(ctx, u.Branch, u.Old, u.New, &gitfs.ReflogEntry{Who: u.Committer, Message: u.Message})

@@ -56,41 +56,45 @@ func newPacker(objectsDir string, objs *gitfs.ObjectDir, cfg *config) (*packer, 
 	if err != nil {
 		return nil, err
 	}
-	return &packer{
+	p := &packer{
 		dir:     filepath.Join(objectsDir, "pack"),
-		staging: gitfs.NewStaging(objectsDir, objs),
 		objs:    objs,
 		log:     cfg.Logger,
 		metrics: m,
 		tracer:  otel.GetTracerProvider().Tracer(tracerName),
-	}, nil
+	}
+	p.staging = gitfs.NewStaging(objectsDir, objs, gitfs.StagingOnFlush(p.flushed))
+	return p, nil
 }
 
-// flush writes the objects staged so far, through store, as one pack or
-// as loose objects (see gitfs.Staging.Flush).
-func (p *packer) flush(ctx context.Context, store *gitfs.Store) error {
+// flush writes the objects staged so far as one pack or as loose objects
+// (see gitfs.Staging.Flush).
+func (p *packer) flush(ctx context.Context) error {
 	_, span := p.tracer.Start(ctx, "local.write_objects")
 	defer span.End()
 	start := time.Now()
-	res, err := p.staging.Flush(store)
+	res, err := p.staging.Flush()
+	if res.Objects > 0 {
+		p.metrics.flushTime(time.Since(start))
+	}
 	span.SetAttributes(attribute.Int("cup.git.objects", res.Objects), attribute.Int64("cup.git.pack_bytes", res.PackBytes))
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
-		return err
 	}
-	if res.Objects == 0 {
-		return nil
-	}
+	return err
+}
+
+// flushed counts what a flush wrote, and the pack it wrote: a flush
+// before a branch moves, or one a write made when the objects kept grew
+// large.
+func (p *packer) flushed(res gitfs.FlushResult) {
 	as := "loose"
 	if res.Pack != "" {
 		as = "pack"
-	}
-	p.metrics.written(as, res.Objects, time.Since(start))
-	if res.Pack != "" {
 		p.add(ownPack{name: res.Pack, size: res.PackBytes})
 	}
-	return nil
+	p.metrics.written(as, res.Objects)
 }
 
 // add counts a new pack, and starts merging when it breaks the
@@ -207,7 +211,7 @@ func mergeSet(packs []ownPack) []ownPack {
 //   - cup_local_objects_written_total{as}: objects written, as a pack
 //     (a group of commits) or loose;
 //   - cup_local_write_objects_seconds: how long writing a group's objects
-//     took, before its branch moved;
+//     took, just before its branch moved;
 //   - cup_local_packs: the packs this process wrote and has not merged
 //     away;
 //   - cup_local_pack_merges_total{outcome}: merges of those packs, by
@@ -234,7 +238,7 @@ func newPackMetrics(reg prometheus.Registerer) (*packMetrics, error) {
 		}, []string{"as"}),
 		writeTime: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "cup_local_write_objects_seconds",
-			Help:    "Time writing the objects of a group of commits to a local repository took, before its branch moved.",
+			Help:    "Time writing the objects of a group of commits to a local repository took, just before its branch moved.",
 			Buckets: prometheus.ExponentialBuckets(0.0002, 2, 14),
 		}),
 		packs: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -258,12 +262,16 @@ func newPackMetrics(reg prometheus.Registerer) (*packMetrics, error) {
 	return m, nil
 }
 
-func (m *packMetrics) written(as string, objects int, d time.Duration) {
-	if m == nil {
-		return
+func (m *packMetrics) flushTime(d time.Duration) {
+	if m != nil {
+		m.writeTime.Observe(d.Seconds())
 	}
-	m.objects.WithLabelValues(as).Add(float64(objects))
-	m.writeTime.Observe(d.Seconds())
+}
+
+func (m *packMetrics) written(as string, objects int) {
+	if m != nil {
+		m.objects.WithLabelValues(as).Add(float64(objects))
+	}
 }
 
 // count adds delta to the packs counted: sources that share the metrics
