@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,8 +30,8 @@ const tracerName = "github.com/cup-dev/cup/source/local"
 // each it merges, in a goroutine of its own, the smallest of them whose
 // sizes break a progression of ratio 2, as git repack --geometric=2 does.
 // n groups then leave O(log n) packs, and a merge copies each byte O(log n)
-// times in all. Only packs this process wrote are merged; git gc packs
-// everything anyway.
+// times in all. It merges the packs it writes and the small ones it finds
+// at start (see adoptable), including those earlier runs left.
 type packer struct {
 	dir     string // objects/pack
 	staging *gitfs.Staging
@@ -39,7 +41,7 @@ type packer struct {
 	tracer  trace.Tracer
 
 	mu      sync.Mutex
-	packs   []ownPack // written by this process and not merged away
+	packs   []ownPack // written by this process or adopted, and not merged away
 	merging bool      // the merging goroutine runs
 	closed  bool
 	wg      sync.WaitGroup
@@ -64,7 +66,47 @@ func newPacker(objectsDir string, objs *gitfs.ObjectDir, cfg *config) (*packer, 
 		tracer:  otel.GetTracerProvider().Tracer(tracerName),
 	}
 	p.staging = gitfs.NewStaging(objectsDir, objs, gitfs.StagingOnFlush(p.flushed))
+	p.packs = adoptable(p.dir)
+	p.metrics.count(len(p.packs))
 	return p, nil
+}
+
+// adoptMaxBytes is the size of the largest pack found at start that a
+// packer merges with its own.
+const adoptMaxBytes = 64 << 20
+
+// adoptable returns the packs of packDir, found at start, that a packer may
+// merge with those it writes, as git repack --geometric does with all
+// packs: those of earlier runs (each leaves about log2 of its groups) and
+// small ones of git's, so that packs do not pile up over restarts. It
+// leaves alone a pack over adoptMaxBytes, one git is told to keep (.keep,
+// .promisor), a cruft pack (.mtimes: git gc's record of when its
+// unreachable objects were last used) and one with a bitmap; and every
+// pack of a repository with a multi-pack-index, which would name packs
+// gone.
+func adoptable(packDir string) []ownPack {
+	if _, err := os.Stat(filepath.Join(packDir, "multi-pack-index")); err == nil {
+		return nil
+	}
+	names, _ := filepath.Glob(filepath.Join(packDir, "pack-*.idx"))
+	var packs []ownPack
+	for _, idx := range names {
+		name := strings.TrimSuffix(idx, ".idx")
+		fi, err := os.Stat(name + ".pack")
+		if err != nil || fi.Size() > adoptMaxBytes {
+			continue
+		}
+		keep := false
+		for _, ext := range []string{".keep", ".promisor", ".mtimes", ".bitmap"} {
+			if _, err := os.Stat(name + ext); err == nil {
+				keep = true
+			}
+		}
+		if !keep {
+			packs = append(packs, ownPack{name: name, size: fi.Size()})
+		}
+	}
+	return packs
 }
 
 // flush writes the objects staged so far as one pack or as loose objects
@@ -212,8 +254,8 @@ func mergeSet(packs []ownPack) []ownPack {
 //     (a group of commits) or loose;
 //   - cup_local_write_objects_seconds: how long writing a group's objects
 //     took, just before its branch moved;
-//   - cup_local_packs: the packs this process wrote and has not merged
-//     away;
+//   - cup_local_packs: the packs this process may merge (written by it,
+//     or found small at start) and has not merged away;
 //   - cup_local_pack_merges_total{outcome}: merges of those packs, by
 //     outcome (success, error), and cup_local_pack_merge_seconds, their
 //     duration.
@@ -243,7 +285,7 @@ func newPackMetrics(reg prometheus.Registerer) (*packMetrics, error) {
 		}),
 		packs: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "cup_local_packs",
-			Help: "Packs of written objects this process made in a local repository and has not merged into others.",
+			Help: "Packs of a local repository that this process may merge: those its groups of commits wrote, and small ones it found at start.",
 		}),
 		merges: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cup_local_pack_merges_total",

@@ -1,6 +1,8 @@
 package local
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -52,5 +54,47 @@ func TestMergeSet(t *testing.T) {
 		if len(packs) > 11 {
 			t.Fatalf("%d packs after %d groups", len(packs), i+1)
 		}
+	}
+}
+
+// TestAdoptable: a packer takes on the small packs it finds, but none git
+// is told to keep, no cruft pack, none with a bitmap, none too large, and
+// none at all beside a multi-pack-index.
+func TestAdoptable(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pack := func(name string, size int, also ...string) {
+		for _, ext := range append([]string{".idx"}, also...) {
+			if err := os.WriteFile(filepath.Join(dir, name+ext), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Sparse: the size is what counts.
+		if err := os.WriteFile(filepath.Join(dir, name+".pack"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(filepath.Join(dir, name+".pack"), int64(size)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pack("pack-a", 100)
+	pack("pack-b", 200, ".rev")
+	pack("pack-kept", 100, ".keep")
+	pack("pack-promised", 100, ".promisor")
+	pack("pack-cruft", 100, ".mtimes")
+	pack("pack-bitmap", 100, ".bitmap")
+	pack("pack-large", adoptMaxBytes+1)
+	var got []string
+	for _, p := range adoptable(dir) {
+		got = append(got, filepath.Base(p.name))
+	}
+	if !slices.Equal(got, []string{"pack-a", "pack-b"}) {
+		t.Errorf("adopted %v, want pack-a and pack-b", got)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "multi-pack-index"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := adoptable(dir); len(got) != 0 {
+		t.Errorf("beside a multi-pack-index: adopted %v", got)
 	}
 }

@@ -2,7 +2,9 @@ package local_test
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -102,4 +104,69 @@ func counter(t *testing.T, reg *prometheus.Registry, name, label, value string) 
 		}
 	}
 	return 0
+}
+
+// TestPacksOfEarlierRunsAreMerged: a source merges the packs an earlier
+// one left with its own, so that packs do not pile up over restarts, and
+// leaves alone a pack git is told to keep.
+func TestPacksOfEarlierRunsAreMerged(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if _, err := gitrepo.Init(dir, "main", gitrepo.Generate("items", 200), "initial\n"); err != nil {
+		t.Fatal(err)
+	}
+	packDir := filepath.Join(dir, "objects", "pack")
+	initial, err := filepath.Glob(filepath.Join(packDir, "*.pack"))
+	if err != nil || len(initial) != 1 {
+		t.Fatalf("initial packs %v, %v", initial, err)
+	}
+	kept := strings.TrimSuffix(initial[0], ".pack")
+	if err := os.WriteFile(kept+".keep", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(r int) {
+		src, err := local.Open(dir, local.WithLogger(testLogger(t)), local.WithWriteGroup(64, 5*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for w := range 8 {
+			wg.Go(func() {
+				for i := range 4 {
+					name := fmt.Sprintf("items/r%d-w%d-%d.yaml", r, w, i)
+					if _, err := src.Update(t.Context(), &source.UpdateRequest{Message: name, Apply: write(map[string]string{name: name})}); err != nil {
+						t.Errorf("%s: %v", name, err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if err := src.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for r := range 12 {
+		run(r)
+	}
+	packs, err := filepath.Glob(filepath.Join(packDir, "*.pack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Twelve runs of several groups each: without merging across runs,
+	// a dozen packs at least.
+	if len(packs) > 8 {
+		t.Errorf("%d packs after 12 runs", len(packs))
+	}
+	if _, err := os.Stat(kept + ".pack"); err != nil {
+		t.Errorf("the kept pack is gone: %v", err)
+	}
+	git(t, dir, "fsck", "--strict", "--no-dangling")
+	log, err := gitrepo.Log(dir, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 1 + 12*8*4; len(log) != want {
+		t.Fatalf("main has %d commits, want %d", len(log), want)
+	}
+	t.Logf("%d packs after 12 runs", len(packs))
 }
