@@ -28,8 +28,8 @@ var ErrDuplicateObject = errors.New("an object is in two of the packs")
 // Its index is made from theirs, their offsets moved and their CRCs kept.
 //
 // Packs that hold an object twice between them, or that git is told to
-// keep (a .keep file), are not merged. Until it returns the packs are as
-// they were; a reader that found an object in one of them keeps reading
+// keep (a .keep file), are not merged. Until the merged pack is in place
+// the packs are as they were; a reader that found an object in one of them keeps reading
 // it from its mapping after the file is removed, and one that looks again
 // finds the merged pack. It returns the merged pack's path and size.
 func MergePacks(packDir string, names []string) (string, int64, error) {
@@ -114,14 +114,14 @@ func MergePacks(packDir string, names []string) (string, int64, error) {
 	if err != nil {
 		return "", 0, fmt.Errorf("merge packs: %w", err)
 	}
-	// As git repack -d: each index goes first, so that no reader finds an
-	// index without its pack.
+	// Each pack goes before its index, the reverse of placePack's order,
+	// for the same readers.
 	var errs []error
 	for _, name := range names {
 		if name == merged {
 			continue
 		}
-		for _, ext := range []string{".idx", ".rev", ".bitmap", ".pack"} {
+		for _, ext := range []string{".pack", ".rev", ".bitmap", ".idx"} {
 			if err := os.Remove(name + ext); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, err)
 			}

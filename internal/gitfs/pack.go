@@ -186,8 +186,7 @@ func (p *PackObjects) read(h plumbing.Hash) (plumbing.ObjectType, []byte, bool) 
 
 // WritePackFiles writes the objects ids names as one pack, with its index,
 // into packDir (a repository's objects/pack): pack-<checksum>.pack and
-// .idx, each written under a temporary name and renamed, the index last,
-// as git does, so that a reader never finds an index without its pack.
+// .idx, each written under a temporary name and renamed (see placePack).
 // The index is made from what was written, not by reading the pack back.
 func (s *Store) WritePackFiles(packDir string, ids []plumbing.Hash, opts ...PackOption) error {
 	_, _, err := writePackFiles(packDir, ids, s.readAny, opts...)
@@ -219,9 +218,12 @@ func writePackFiles(packDir string, ids []plumbing.Hash, read func(plumbing.Hash
 
 // placePack writes the index of the pack at tmp (a temporary name in
 // packDir), whose entries idx holds and whose checksum is trailer, and
-// renames both into place, the index last, as git does, so that a reader
-// never finds an index without its pack. It returns the pack's path
-// without .pack or .idx; on failure it removes what it wrote and tmp.
+// renames both into place, the index first. go-git lists packs by their
+// .pack files and fails on one without its index, leaving its list of
+// packs half made; git and ObjectDir list indexes and pass over one whose
+// pack is not there yet, and look again when they miss an object. (git
+// itself renames the pack first.) It returns the pack's path without
+// .pack or .idx; on failure it removes what it wrote and tmp.
 func placePack(packDir, tmp string, idx *idxfile.Writer, trailer plumbing.Hash) (string, error) {
 	if err := idx.OnFooter(trailer); err != nil {
 		os.Remove(tmp)
@@ -244,13 +246,14 @@ func placePack(packDir, tmp string, idx *idxfile.Writer, trailer plumbing.Hash) 
 		return "", err
 	}
 	base := filepath.Join(packDir, "pack-"+trailer.String())
-	if err := os.Rename(tmp, base+".pack"); err != nil {
+	if err := os.Rename(index, base+".idx"); err != nil {
 		os.Remove(tmp)
 		os.Remove(index)
 		return "", err
 	}
-	if err := os.Rename(index, base+".idx"); err != nil {
-		os.Remove(index)
+	if err := os.Rename(tmp, base+".pack"); err != nil {
+		os.Remove(tmp)
+		os.Remove(base + ".idx")
 		return "", err
 	}
 	return base, nil

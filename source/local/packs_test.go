@@ -170,3 +170,42 @@ func TestPacksOfEarlierRunsAreMerged(t *testing.T) {
 	}
 	t.Logf("%d packs after 12 runs", len(packs))
 }
+
+// TestRevisionSyntaxReadsPackedCommits: revision syntax that go-git
+// resolves (main~1, a short id) finds commits in a pack written after
+// go-git listed the packs.
+func TestRevisionSyntaxReadsPackedCommits(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if _, err := gitrepo.Init(dir, "main", gitrepo.Generate("items", 50), "initial\n"); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	src := open(t, dir, local.WithMetrics(reg), local.WithWriteGroup(64, 20*time.Millisecond))
+	// go-git lists the packs now, before the group writes its own.
+	if _, err := src.View(t.Context(), "main~0"); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			name := fmt.Sprintf("items/w%d.yaml", w)
+			if _, err := src.Update(t.Context(), &source.UpdateRequest{Message: name, Apply: write(map[string]string{name: name})}); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		})
+	}
+	wg.Wait()
+	if counter(t, reg, "cup_local_objects_written_total", "as", "pack") == 0 {
+		t.Fatal("the group was not written as a pack")
+	}
+	head, err := src.View(t.Context(), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rev := range []string{"main~1", "main~2", head.Commit[:10]} {
+		if _, err := src.View(t.Context(), rev); err != nil {
+			t.Errorf("%s: %v", rev, err)
+		}
+	}
+}

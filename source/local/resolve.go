@@ -90,6 +90,10 @@ func (s *Source) defaultBranch(r *repo) string {
 	return "HEAD"
 }
 
+// maxRelists bounds how many times resolveOther has go-git list the packs
+// again.
+const maxRelists = 3
+
 // resolveOther resolves the revision syntax beyond names and full ids,
 // such as short ids and main~1, with go-git.
 func (s *Source) resolveOther(r *repo, rev string) (resolved, error) {
@@ -100,6 +104,15 @@ func (s *Source) resolveOther(r *repo, rev string) (resolved, error) {
 			return fmt.Errorf("resolve %q: %w", rev, err)
 		}
 		h, err = gitfs.ResolveRevision(g, rev)
+		// Commits written since go-git listed the packs may be in a pack
+		// it does not know of (a group's, or git gc's); a listing made
+		// while packs were renamed may have failed halfway.
+		for range maxRelists {
+			if err == nil || errors.Is(err, source.ErrInvalidRevision) || !r.refreshPacks(&s.cfg) {
+				break
+			}
+			h, err = gitfs.ResolveRevision(g, rev)
+		}
 		return err
 	})
 	if err != nil {
