@@ -84,7 +84,7 @@ func MergePacks(packDir string, names []string) (string, int64, error) {
 					return fmt.Errorf("%w: %s in %s", ErrDuplicateObject, id, names[k])
 				}
 				seen[id] = struct{}{}
-				off, ok := p.find(id)
+				off, ok := p.offsetAt(i)
 				if !ok || off < 12 || off >= uint64(len(p.pack)-20) {
 					return fmt.Errorf("%s.idx: %w: object %s at %d", names[k], ErrCorrupt, id, off)
 				}

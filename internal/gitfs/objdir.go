@@ -640,18 +640,24 @@ func (p *packFile) find(h plumbing.Hash) (uint64, bool) {
 		case c > 0:
 			hi = mid
 		default:
-			off := uint64(endian.BigEndian.Uint32(p.offsets[mid*4:]))
-			if off&0x80000000 != 0 {
-				j := off &^ 0x80000000
-				if uint64(len(p.large)) < j*8+8 {
-					return 0, false
-				}
-				off = endian.BigEndian.Uint64(p.large[j*8:])
-			}
-			return off, true
+			return p.offsetAt(mid)
 		}
 	}
 	return 0, false
+}
+
+// offsetAt returns the offset of the i-th object of the index, false when
+// the index's table of large offsets does not hold it.
+func (p *packFile) offsetAt(i int) (uint64, bool) {
+	off := uint64(endian.BigEndian.Uint32(p.offsets[i*4:]))
+	if off&0x80000000 != 0 {
+		j := off &^ 0x80000000
+		if uint64(len(p.large)) < j*8+8 {
+			return 0, false
+		}
+		off = endian.BigEndian.Uint64(p.large[j*8:])
+	}
+	return off, true
 }
 
 // entryHeader decodes the header of the entry at off: its type, its size
