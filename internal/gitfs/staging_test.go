@@ -91,6 +91,20 @@ func (r *stagedRepo) publish(t *testing.T, old plumbing.Hash) gitfs.FlushResult 
 	return res
 }
 
+// groups publishes n groups of per commits each, each as a pack, and
+// returns the packs and the commits.
+func (r *stagedRepo) groups(t *testing.T, n, per int) (packs []string, commits []plumbing.Hash) {
+	t.Helper()
+	for range n {
+		old := r.head
+		for range per {
+			commits = append(commits, r.commit(t))
+		}
+		packs = append(packs, r.publish(t, old).Pack)
+	}
+	return packs, commits
+}
+
 func packs(t *testing.T, dir string) []string {
 	t.Helper()
 	names, err := filepath.Glob(filepath.Join(dir, "objects", "pack", "pack-*.pack"))
@@ -207,15 +221,7 @@ func TestStagingKeepsWhatAFailedFlushHeld(t *testing.T) {
 func TestMergePacks(t *testing.T) {
 	t.Parallel()
 	r := newStagedRepo(t)
-	var written []string
-	var ids []plumbing.Hash
-	for range 4 {
-		old := r.head
-		for range 3 {
-			ids = append(ids, r.commit(t))
-		}
-		written = append(written, r.publish(t, old).Pack)
-	}
+	written, ids := r.groups(t, 4, 3)
 	packDir := filepath.Join(r.dir, "objects", "pack")
 	merged, size, err := gitfs.MergePacks(packDir, written)
 	if err != nil {
@@ -296,15 +302,7 @@ func TestMergePacks(t *testing.T) {
 func TestObjectDirFindsObjectsWhileMerged(t *testing.T) {
 	t.Parallel()
 	r := newStagedRepo(t)
-	var written []string
-	var ids []plumbing.Hash
-	for range 8 {
-		old := r.head
-		for range 2 {
-			ids = append(ids, r.commit(t))
-		}
-		written = append(written, r.publish(t, old).Pack)
-	}
+	written, ids := r.groups(t, 8, 2)
 	packDir := filepath.Join(r.dir, "objects", "pack")
 	done := make(chan struct{})
 	var wg sync.WaitGroup
