@@ -93,6 +93,15 @@ type ContentIDFS interface {
 	ContentID(name string) (string, error)
 }
 
+// ContentReader is an optional ability of a ContentIDFS: reading a file by
+// the id ContentID or its directory entry gave, without looking its path up
+// again. It suits a caller that reads each file once and keeps what it
+// decoded, as a keyed listing does: the file system need not cache what it
+// returns. A Git tree's file system reads the blob.
+type ContentReader interface {
+	ReadContent(id string) ([]byte, error)
+}
+
 // ContentIDEntry is an optional ability of the fs.DirEntry values a
 // ContentIDFS's ReadDir returns: the id ContentID gives for the entry's
 // file, read from the directory itself. ok is false where the entry cannot

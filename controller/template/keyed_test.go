@@ -138,17 +138,24 @@ func (e idEntry) ContentID() (string, bool) {
 	return e.id, true
 }
 
-// TestListKeyedTakesIDsFromDirectoryEntries: keys made from the ids the
-// directory's entries give are the keys ContentID gives, and ContentID is
-// asked only for the entries that do not tell (symbolic links).
-func TestListKeyedTakesIDsFromDirectoryEntries(t *testing.T) {
-	t.Parallel()
+// linkedFlags is a controller, and a request to list three flags of a
+// MemFS through idFS; entryIDFS takes the one named link for a symbolic
+// link.
+func linkedFlags(t *testing.T) (*template.Controller, fs.FS, *controller.ListRequest) {
 	c := newController(t, template.Spec{ListTemplate: `{{ .Namespace }}/*.json`}, template.WithCacheSize(0))
 	mem := newMemFS(t, nil)
 	put(t, c, mem, newFlag("default", "a", `{"on": false}`))
 	put(t, c, mem, newFlag("default", "b", `{"on": true}`))
 	put(t, c, mem, newFlag("default", "link", `{"on": true}`))
-	req := &controller.ListRequest{FS: idFS{mem}, Type: flagType, Namespace: "default"}
+	return c, mem, &controller.ListRequest{FS: idFS{mem}, Type: flagType, Namespace: "default"}
+}
+
+// TestListKeyedTakesIDsFromDirectoryEntries: keys made from the ids the
+// directory's entries give are the keys ContentID gives, and ContentID is
+// asked only for the entries that do not tell (symbolic links).
+func TestListKeyedTakesIDsFromDirectoryEntries(t *testing.T) {
+	t.Parallel()
+	c, mem, req := linkedFlags(t)
 	want, err := c.ListKeyed(t.Context(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -169,6 +176,59 @@ func TestListKeyedTakesIDsFromDirectoryEntries(t *testing.T) {
 	}
 	if calls != 1 {
 		t.Errorf("ContentID was called %d times, want once (the link)", calls)
+	}
+}
+
+// contentFS is entryIDFS that reads files by content id too
+// (controller.ContentReader), counting those reads.
+type contentFS struct {
+	entryIDFS
+	reads *int
+}
+
+func (f contentFS) ReadContent(id string) ([]byte, error) {
+	*f.reads++
+	var found []byte
+	err := fs.WalkDir(f.FS, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if got, err := f.idFS.ContentID(p); err == nil && got == id {
+			found, err = fs.ReadFile(f.FS, p)
+			if err != nil {
+				return err
+			}
+			return fs.SkipAll
+		}
+		return nil
+	})
+	if err == nil && found == nil {
+		err = fs.ErrNotExist
+	}
+	return found, err
+}
+
+// TestListKeyedReadsByContentID: on a file system that reads by content
+// id, the files ListKeyed found (the link too, whose id ContentID gave)
+// decode from a read by their id to what they decode to read by path.
+func TestListKeyedReadsByContentID(t *testing.T) {
+	t.Parallel()
+	c, mem, req := linkedFlags(t)
+	found, err := c.ListKeyed(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := decodeAll(t, found)
+	calls, reads := 0, 0
+	req.FS = contentFS{entryIDFS{idFS{mem}, &calls}, &reads}
+	if found, err = c.ListKeyed(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	if got := decodeAll(t, found); !reflect.DeepEqual(got, want) {
+		t.Errorf("read by content id: %+v, want %+v", got, want)
+	}
+	if reads != 3 {
+		t.Errorf("ReadContent was called %d times, want 3", reads)
 	}
 }
 

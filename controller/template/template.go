@@ -151,7 +151,21 @@ func checkRequest(typ controller.Type, namespace string) error {
 // shared says so. Errors reading the file are returned as they are; a file
 // that does not decode gives an error wrapping controller.ErrMalformed.
 func (c *Controller) load(fsys fs.FS, p string) (r *controller.Resource, shared bool, err error) {
-	data, err := fs.ReadFile(fsys, p)
+	return c.loadContent(fsys, p, "")
+}
+
+// loadContent is load for a file whose content id is id: when fsys is a
+// controller.ContentReader, the file is read by id, without looking p up
+// again and without the file system caching it. An empty id reads p.
+func (c *Controller) loadContent(fsys fs.FS, p, id string) (r *controller.Resource, shared bool, err error) {
+	var data []byte
+	if cr, ok := fsys.(controller.ContentReader); ok && id != "" {
+		if data, err = cr.ReadContent(id); err != nil {
+			err = &fs.PathError{Op: "read", Path: p, Err: err}
+		}
+	} else {
+		data, err = fs.ReadFile(fsys, p)
+	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -466,9 +480,9 @@ func (c *Controller) ListKeyed(ctx context.Context, req *controller.ListRequest)
 			}
 		}
 		m := mt.path
-		var key string
+		var key, id string
 		if ids != nil {
-			id := mt.id
+			id = mt.id
 			if id == "" { // the directory did not say: a symbolic link
 				var err error
 				if id, err = ids.ContentID(m); err != nil {
@@ -481,15 +495,16 @@ func (c *Controller) ListKeyed(ctx context.Context, req *controller.ListRequest)
 			key = m + "\x00" + id
 		}
 		out = append(out, controller.Listed{Key: key, Origin: m, Decode: func() (*controller.Resource, error) {
-			return c.decodeListed(fsys, typ, namespace, m, split)
+			return c.decodeListed(fsys, typ, namespace, m, id, split)
 		}})
 	}
 	return out, nil
 }
 
-// decodeListed decodes one file found by ListKeyed, as List would.
-func (c *Controller) decodeListed(fsys fs.FS, typ controller.Type, namespace, p string, split []string) (*controller.Resource, error) {
-	r, shared, err := c.load(fsys, p)
+// decodeListed decodes one file found by ListKeyed, as List would. id is
+// its content id, or empty.
+func (c *Controller) decodeListed(fsys fs.FS, typ controller.Type, namespace, p, id string, split []string) (*controller.Resource, error) {
+	r, shared, err := c.loadContent(fsys, p, id)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

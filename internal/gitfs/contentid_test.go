@@ -158,3 +158,38 @@ func TestMapPacks(t *testing.T) {
 		}
 	}
 }
+
+// TestFSReadContent: ReadContent of the id ContentID gives reads what
+// ReadFile reads, through symbolic links too; an id that is not 20 bytes is
+// invalid, and one of no blob is not found.
+func TestFSReadContent(t *testing.T) {
+	t.Parallel()
+	st := newMemStore()
+	tree := buildTree(t, st, sampleFiles)
+	fsys := st.FS(tree)
+	for _, name := range []string{"README.md", "a/b/c.txt", "a/link-up", "link-to-c", "dirlink/d.txt", "bin/run.sh", "empty", "deep/x/y/z/file.go"} {
+		id, err := fsys.ContentID(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := fsys.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := fsys.ReadContent(id)
+		if err != nil || string(got) != string(want) {
+			t.Errorf("ReadContent(ContentID(%q)) = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	if _, err := fsys.ReadContent("short"); !errors.Is(err, fs.ErrInvalid) {
+		t.Errorf("ReadContent of a 5-byte id = %v, want ErrInvalid", err)
+	}
+	var none plumbing.Hash
+	none[0] = 1
+	if _, err := fsys.ReadContent(string(none[:])); !errors.Is(err, plumbing.ErrObjectNotFound) {
+		t.Errorf("ReadContent of no object's id = %v, want ErrObjectNotFound", err)
+	}
+	if _, err := fsys.ReadContent(string(tree[:])); !errors.Is(err, plumbing.ErrObjectNotFound) {
+		t.Errorf("ReadContent of a tree's id = %v, want ErrObjectNotFound", err)
+	}
+}

@@ -3,6 +3,7 @@ package gitfs
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"path"
@@ -156,6 +157,25 @@ func (f *FS) ContentID(name string) (string, error) {
 		return "", &fs.PathError{Op: "contentid", Path: name, Err: fs.ErrInvalid}
 	}
 	return string(e.hash[:]), nil
+}
+
+// ReadContent returns the content of the file whose content id is id, as
+// ContentID or a directory entry gave it, without looking a path up and
+// without adding it to the blob cache (see Store.ReadBlobOnce). Any blob of
+// the repository reads, not only this tree's: it is for callers in the
+// process, not for what a controller's module asks. The caller owns the
+// returned slice.
+func (f *FS) ReadContent(id string) ([]byte, error) {
+	var h plumbing.Hash
+	if len(id) != len(h) {
+		return nil, &fs.PathError{Op: "readcontent", Path: fmt.Sprintf("%x", id), Err: fs.ErrInvalid}
+	}
+	copy(h[:], id)
+	data, err := f.store.ReadBlobOnce(h)
+	if err != nil {
+		return nil, &fs.PathError{Op: "readcontent", Path: h.String(), Err: err}
+	}
+	return data, nil
 }
 
 // ReadLink returns the target of the named symbolic link.

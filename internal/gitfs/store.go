@@ -158,6 +158,23 @@ func (s *Store) readBlob(h plumbing.Hash) ([]byte, error) {
 	if data, ok := s.blobs.get(h); ok {
 		return bytes.Clone(data), nil
 	}
+	data, err := s.ReadBlobOnce(h)
+	if err == nil {
+		s.cacheBlob(h, data)
+	}
+	return data, err
+}
+
+// ReadBlobOnce returns the content of blob h, as ReadObject does, but adds
+// nothing to the blob cache: for a caller that reads each blob once and
+// keeps what it makes of it, as a listing does whose resources are
+// remembered by blob id. A listing of ten thousand files through the cache
+// spent 12 ms of CPU (of 220) copying blobs into it, and evicted all the
+// cache held before.
+func (s *Store) ReadBlobOnce(h plumbing.Hash) ([]byte, error) {
+	if data, ok := s.blobs.get(h); ok {
+		return bytes.Clone(data), nil
+	}
 	typ, data, err := s.readObject(plumbing.BlobObject, h)
 	if err == nil && typ != plumbing.BlobObject {
 		err = plumbing.ErrObjectNotFound
@@ -165,7 +182,6 @@ func (s *Store) readBlob(h plumbing.Hash) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read blob %s: %w", h, err)
 	}
-	s.cacheBlob(h, data)
 	return data, nil
 }
 
