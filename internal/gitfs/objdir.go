@@ -132,6 +132,20 @@ func (d *ObjectDir) Has(h plumbing.Hash) bool { return d.where(h) != "" }
 // where returns the file that holds object h, its pack or its loose
 // object, or "" when Has would say false.
 func (d *ObjectDir) where(h plumbing.Hash) string {
+	if p := d.pack(h); p != "" {
+		return p
+	}
+	hex := h.String()
+	name := filepath.Join(d.dir, hex[:2], hex[2:])
+	if _, err := os.Stat(name); err != nil {
+		return ""
+	}
+	return name
+}
+
+// pack returns the pack file that holds object h, or "". Like Has, it
+// does not list the packs again.
+func (d *ObjectDir) pack(h plumbing.Hash) string {
 	d.mu.RLock()
 	if !d.loaded {
 		d.mu.RUnlock()
@@ -140,15 +154,10 @@ func (d *ObjectDir) where(h plumbing.Hash) string {
 	}
 	p, _ := d.findPacked(h)
 	d.mu.RUnlock()
-	if p != nil {
-		return p.name + ".pack"
-	}
-	hex := h.String()
-	name := filepath.Join(d.dir, hex[:2], hex[2:])
-	if _, err := os.Stat(name); err != nil {
+	if p == nil {
 		return ""
 	}
-	return name
+	return p.name + ".pack"
 }
 
 // Refresh lists the packs again if the pack directory changed, closing
@@ -295,10 +304,13 @@ func (z *inflater) inflate(compressed []byte, size int64) ([]byte, error) {
 	return data, nil
 }
 
-// loose decodes a loose object: "<type> <size>\x00<content>", deflated.
-func (z *inflater) loose(compressed []byte) (plumbing.ObjectType, []byte, error) {
+// header decodes the header of a loose object, "<type> <size>\x00",
+// from the start of its deflated bytes, which need not be all of them. It
+// returns the content that followed the header in what it inflated, a
+// slice of z.hdr.
+func (z *inflater) header(compressed []byte) (plumbing.ObjectType, int64, []byte, error) {
 	if err := z.reset(compressed); err != nil {
-		return 0, nil, err
+		return 0, 0, nil, err
 	}
 	// The header is at most "commit 9223372036854775807\x00": 27 bytes.
 	n, err := io.ReadAtLeast(z.zr, z.hdr[:], 1)
@@ -310,26 +322,35 @@ func (z *inflater) loose(compressed []byte) (plumbing.ObjectType, []byte, error)
 	nul := bytes.IndexByte(z.hdr[:n], 0)
 	if nul < 0 {
 		if err != nil && err != io.EOF {
-			return 0, nil, err
+			return 0, 0, nil, err
 		}
-		return 0, nil, errors.New("no header")
+		return 0, 0, nil, errors.New("no header")
 	}
 	name, sizeText, ok := strings.Cut(string(z.hdr[:nul]), " ")
 	typ, terr := plumbing.ParseObjectType(name)
 	size, serr := strconv.ParseInt(sizeText, 10, 64)
 	if !ok || terr != nil || serr != nil || size < 0 || typ < plumbing.CommitObject || typ > plumbing.TagObject {
-		return 0, nil, fmt.Errorf("malformed header %q", z.hdr[:nul])
+		return 0, 0, nil, fmt.Errorf("malformed header %q", z.hdr[:nul])
+	}
+	return typ, size, z.hdr[nul+1 : n], nil
+}
+
+// loose decodes a loose object: "<type> <size>\x00<content>", deflated.
+func (z *inflater) loose(compressed []byte) (plumbing.ObjectType, []byte, error) {
+	typ, size, rest, err := z.header(compressed)
+	if err != nil {
+		return 0, nil, err
 	}
 	if size > int64(len(compressed))*1032+64 {
 		return 0, nil, fmt.Errorf("size %d does not fit %d compressed bytes", size, len(compressed))
 	}
 	data := make([]byte, size)
-	got := copy(data, z.hdr[nul+1:n])
+	got := copy(data, rest)
 	if int64(got) < size {
 		if _, err := io.ReadFull(z.zr, data[got:]); err != nil {
 			return 0, nil, err
 		}
-	} else if int64(n-nul-1) > size {
+	} else if int64(len(rest)) > size {
 		return 0, nil, errors.New("more data than its size")
 	}
 	if m, err := z.zr.Read(z.hdr[:1]); m != 0 || err != io.EOF {

@@ -61,6 +61,26 @@ func (s *Store) readAny(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
 
 // writePack is WritePack reading the objects with read.
 func writePack(w io.Writer, ids []plumbing.Hash, read func(plumbing.Hash) (plumbing.ObjectType, []byte, error), opts ...PackOption) error {
+	return writePackOf(w, len(ids), inOrder(ids, read), opts...)
+}
+
+// nextObject gives the objects of a pack one at a time: its id, type and
+// content, or the error reading it.
+type nextObject func() (plumbing.Hash, plumbing.ObjectType, []byte, error)
+
+// inOrder gives ids in their order, read with read.
+func inOrder(ids []plumbing.Hash, read func(plumbing.Hash) (plumbing.ObjectType, []byte, error)) nextObject {
+	i := 0
+	return func() (plumbing.Hash, plumbing.ObjectType, []byte, error) {
+		id := ids[i]
+		i++
+		typ, data, err := read(id)
+		return id, typ, data, err
+	}
+}
+
+// writePackOf is writePack of the n objects next gives.
+func writePackOf(w io.Writer, n int, next nextObject, opts ...PackOption) error {
 	var cfg packConfig
 	for _, o := range opts {
 		o(&cfg)
@@ -71,7 +91,7 @@ func writePack(w io.Writer, ids []plumbing.Hash, read func(plumbing.Hash) (plumb
 	var hdr [12]byte
 	copy(hdr[:], "PACK")
 	endian.BigEndian.PutUint32(hdr[4:], 2)
-	endian.BigEndian.PutUint32(hdr[8:], uint32(len(ids)))
+	endian.BigEndian.PutUint32(hdr[8:], uint32(n))
 	if _, err := cw.Write(hdr[:]); err != nil {
 		return err
 	}
@@ -83,8 +103,8 @@ func writePack(w io.Writer, ids []plumbing.Hash, read func(plumbing.Hash) (plumb
 	var prevTree []byte // the last large tree written, and where
 	var prevAt int64
 	depth := 0 // of the delta chain prevTree ends
-	for _, id := range ids {
-		typ, data, err := read(id)
+	for range n {
+		id, typ, data, err := next()
 		if err != nil {
 			return fmt.Errorf("pack %s: %w", id, err)
 		}
@@ -196,6 +216,11 @@ func (s *Store) WritePackFiles(packDir string, ids []plumbing.Hash, opts ...Pack
 // writePackFiles is WritePackFiles reading the objects with read,
 // returning the path of the pack (without .pack or .idx) and its size.
 func writePackFiles(packDir string, ids []plumbing.Hash, read func(plumbing.Hash) (plumbing.ObjectType, []byte, error), opts ...PackOption) (string, int64, error) {
+	return writePackFilesOf(packDir, len(ids), inOrder(ids, read), opts...)
+}
+
+// writePackFilesOf is writePackFiles of the n objects next gives.
+func writePackFilesOf(packDir string, n int, next nextObject, opts ...PackOption) (string, int64, error) {
 	idx := new(idxfile.Writer)
 	var trailer plumbing.Hash
 	var size int64
@@ -205,7 +230,7 @@ func writePackFiles(packDir string, ids []plumbing.Hash, read func(plumbing.Hash
 	})
 	pack, err := writeTemp(packDir, "tmp_pack_", func(w io.Writer) error {
 		cw := &countingWriter{w: w}
-		err := writePack(cw, ids, read, opts...)
+		err := writePackOf(cw, n, next, opts...)
 		size = cw.n
 		return err
 	})

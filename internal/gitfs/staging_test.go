@@ -29,7 +29,8 @@ type stagedRepo struct {
 	objs    *gitfs.ObjectDir
 	staging *gitfs.Staging
 	head    plumbing.Hash
-	n       int // commits made
+	n       int  // commits made
+	oneTime bool // every commit made in the same second, as a busy server's, each changing another file
 }
 
 func newStagedRepo(t *testing.T) *stagedRepo {
@@ -58,7 +59,11 @@ func (r *stagedRepo) commit(t *testing.T) plumbing.Hash {
 	}
 	ov := gitfs.NewOverlay(r.store.FS(tree))
 	r.n++
-	if err := ov.WriteFile("big/file-00500.yaml", fmt.Appendf(nil, "name: file-00500\nvalue: %d\n", r.n), 0o644); err != nil {
+	file := 500
+	if r.oneTime {
+		file = r.n * 97 % 1000
+	}
+	if err := ov.WriteFile(fmt.Sprintf("big/file-%05d.yaml", file), fmt.Appendf(nil, "name: file-%05d\nvalue: %d\n", file, r.n), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	changes, err := ov.Changes()
@@ -69,7 +74,11 @@ func (r *stagedRepo) commit(t *testing.T) plumbing.Hash {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sig := source.Signature{Name: "t", Email: "t@x", When: time.Unix(1700000000+int64(r.n), 0).UTC()}
+	when := time.Unix(1700000000+int64(r.n), 0).UTC()
+	if r.oneTime {
+		when = time.Unix(1700000000, 0).UTC()
+	}
+	sig := source.Signature{Name: "t", Email: "t@x", When: when}
 	c, err := r.store.WriteCommit(&gitfs.Commit{Tree: newTree, Parents: []plumbing.Hash{r.head}, Author: sig, Committer: sig, Message: fmt.Sprintf("change %d\n", r.n)})
 	if err != nil {
 		t.Fatal(err)
