@@ -3,6 +3,7 @@ package server_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -351,7 +352,7 @@ func BenchmarkColdRead(b *testing.B) {
 			b.Fatal(err)
 		}
 		if objects == "loose" {
-			if err := gitrepo.Unpack(filepath.Join(dir, "repo.git")); err != nil {
+			if err := errors.Join(gitrepo.Unpack(filepath.Join(dir, "repo.git")), gitrepo.KeepLoose(filepath.Join(dir, "repo.git"))); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -126,6 +126,18 @@ func Init(dir, branch string, files map[string][]byte, message string, opts ...I
 	return commit.String(), nil
 }
 
+// KeepLoose sets gc.auto to 0 in the configuration of the repository at
+// dir, so that neither git gc --auto nor cupd packs its loose objects: for
+// measuring reads of loose objects.
+func KeepLoose(dir string) error {
+	f, err := os.OpenFile(filepath.Join(dir, "config"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString("[gc]\n\tauto = 0\n")
+	return errors.Join(err, f.Close())
+}
+
 // Unpack turns every packed object of the bare repository at dir into a
 // loose object and removes the packs, as git unpack-objects followed by
 // deleting the pack would: a repository whose objects are all loose, as one

@@ -2,6 +2,7 @@ package local_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -156,7 +157,7 @@ func BenchmarkFirstRead(b *testing.B) {
 		b.Run("objects="+objects, func(b *testing.B) {
 			dir := benchRepo(b, n)
 			if objects == "loose" {
-				if err := gitrepo.Unpack(dir); err != nil {
+				if err := errors.Join(gitrepo.Unpack(dir), gitrepo.KeepLoose(dir)); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -11,9 +11,15 @@
 //     few microseconds, yet a commit made behind the source's back (by git
 //     commit, git push or another cup) is seen by the very next View.
 //   - An update builds the new tree from the old one, replacing only the
-//     trees along the changed paths, writes the commit as loose objects and
-//     moves the branch with Git's lock file and a compare-and-swap. If the
-//     branch moved meanwhile, the change is applied again on the new head.
+//     trees along the changed paths, writes the commit as loose objects (a
+//     group of commits as one pack) and moves the branch with Git's lock
+//     file and a compare-and-swap. If the branch moved meanwhile, the
+//     change is applied again on the new head.
+//   - Once there are more loose objects than the repository's gc.auto
+//     (git's default, 6,700, when it sets none; 0 turns this off), the
+//     source moves them into a pack in the background and removes them, as
+//     git gc --auto would after git commit: nothing else packs a bare
+//     repository that only cup writes to.
 //   - Objects that git gc moves into new packs are found by reading the
 //     pack indexes again when an object is missing.
 //   - In source.ModeBranch an update creates a change-set branch with the
@@ -24,7 +30,7 @@
 //     is recognised whichever process made the first attempt.
 //
 // Not supported: repositories whose references are kept in a reftable, and
-// SHA-256 repositories. Loose objects accumulate until git gc packs them.
+// SHA-256 repositories.
 package local
 
 import (
@@ -110,6 +116,7 @@ func (s *Source) repo() (*repo, error) {
 	if s.cfg.Mode == source.ModeDirect {
 		branch := s.defaultBranch(r)
 		if where, ok := r.checkedOut(s.path)[branch]; ok {
+			r.packer.close()
 			return nil, errors.Join(errCheckedOut(branch, where), r.storage.Close(), r.objects.Close())
 		}
 	}

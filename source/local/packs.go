@@ -8,10 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	gitconfig "github.com/go-git/go-git/v5/plumbing/format/config"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -33,6 +35,7 @@ const tracerName = "github.com/cup-dev/cup/source/local"
 // times in all. It merges the packs it writes and the small ones it finds
 // at start (see adoptable), including those earlier runs left.
 type packer struct {
+	objects string // the objects directory
 	dir     string // objects/pack
 	staging *gitfs.Staging
 	objs    *gitfs.ObjectDir
@@ -40,9 +43,17 @@ type packer struct {
 	metrics *packMetrics
 	tracer  trace.Tracer
 
+	// looseLimit is the repository's gc.auto: loose objects are packed
+	// once there are more than it (none when 0).
+	looseLimit int
+	ctx        context.Context // done when the packer closes
+	cancel     context.CancelFunc
+
 	mu      sync.Mutex
 	packs   []ownPack // written by this process or adopted, and not merged away
 	merging bool      // the merging goroutine runs
+	loose   int       // loose objects: estimated at start and after packing, plus those written since
+	packing bool      // the goroutine packing loose objects runs
 	closed  bool
 	wg      sync.WaitGroup
 }
@@ -59,16 +70,51 @@ func newPacker(objectsDir string, objs *gitfs.ObjectDir, cfg *config) (*packer, 
 		return nil, err
 	}
 	p := &packer{
-		dir:     filepath.Join(objectsDir, "pack"),
-		objs:    objs,
-		log:     cfg.Logger,
-		metrics: m,
-		tracer:  otel.GetTracerProvider().Tracer(tracerName),
+		objects:    objectsDir,
+		dir:        filepath.Join(objectsDir, "pack"),
+		objs:       objs,
+		log:        cfg.Logger,
+		metrics:    m,
+		tracer:     otel.GetTracerProvider().Tracer(tracerName),
+		looseLimit: looseLimit(filepath.Dir(objectsDir)),
 	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.staging = gitfs.NewStaging(objectsDir, objs, gitfs.StagingOnFlush(p.flushed))
 	p.packs = adoptable(p.dir)
 	p.metrics.count(len(p.packs))
+	p.mu.Lock()
+	p.addLoose(gitfs.EstimateLoose(objectsDir))
+	p.mu.Unlock()
 	return p, nil
+}
+
+// defaultLooseLimit is git's default gc.auto: git gc --auto packs loose
+// objects once there are more than about this many.
+const defaultLooseLimit = 6700
+
+// looseLimit returns the gc.auto of the repository whose common directory
+// is commonDir (its config file only, as git gc --auto in it would read
+// it, but for the user's and the system's), or git's default; 0 or less
+// turns packing off, as it turns off git gc --auto.
+func looseLimit(commonDir string) int {
+	f, err := os.Open(filepath.Join(commonDir, "config"))
+	if err != nil {
+		return defaultLooseLimit
+	}
+	defer f.Close()
+	cfg := gitconfig.New()
+	if err := gitconfig.NewDecoder(f).Decode(cfg); err != nil {
+		return defaultLooseLimit
+	}
+	v := cfg.Section("gc").Option("auto")
+	if v == "" {
+		return defaultLooseLimit
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return defaultLooseLimit
+	}
+	return max(n, 0)
 }
 
 // adoptMaxBytes is the size of the largest pack found at start that a
@@ -135,8 +181,73 @@ func (p *packer) flushed(res gitfs.FlushResult) {
 	if res.Pack != "" {
 		as = "pack"
 		p.add(ownPack{name: res.Pack, size: res.PackBytes})
+	} else {
+		p.mu.Lock()
+		p.addLoose(res.Objects)
+		p.mu.Unlock()
 	}
 	p.metrics.written(as, res.Objects)
+}
+
+// addLoose counts n more loose objects, and starts packing them when
+// there are more than p.looseLimit, as git gc --auto would. p.mu is held.
+func (p *packer) addLoose(n int) {
+	p.loose += n
+	if p.closed || p.packing || p.looseLimit <= 0 || p.loose <= p.looseLimit {
+		return
+	}
+	p.packing = true
+	p.wg.Add(1)
+	go p.packLoose()
+}
+
+// packLoose moves the loose objects into packs, a batch at a time (see
+// gitfs.PackLoose), and adds each pack to those it merges.
+func (p *packer) packLoose() {
+	defer p.wg.Done()
+	for {
+		more, err := p.packLooseBatch()
+		p.mu.Lock()
+		if err != nil || !more || p.closed {
+			// After a failure, the next try waits for as many
+			// loose objects again.
+			p.loose = 0
+			if err == nil {
+				p.loose = gitfs.EstimateLoose(p.objects)
+			}
+			p.packing = false
+			p.mu.Unlock()
+			return
+		}
+		p.mu.Unlock()
+	}
+}
+
+// packLooseBatch packs one batch of loose objects, and reports whether
+// there are more.
+func (p *packer) packLooseBatch() (bool, error) {
+	ctx, span := p.tracer.Start(p.ctx, "local.pack_loose")
+	defer span.End()
+	start := time.Now()
+	res, err := gitfs.PackLoose(ctx, p.objects, p.objs, gitfs.LooseBatch)
+	elapsed := time.Since(start)
+	if res.Pack != "" {
+		p.add(ownPack{name: res.Pack, size: res.PackBytes})
+	}
+	p.metrics.packedLoose(res, err, elapsed)
+	span.SetAttributes(attribute.Int("cup.git.objects", res.Packed), attribute.Int("cup.git.removed", res.Removed),
+		attribute.Int64("cup.git.pack_bytes", res.PackBytes))
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		if ctx.Err() == nil {
+			p.log.WarnContext(ctx, "packing loose objects failed; they stay loose until git gc", "dir", p.objects, "error", err)
+		}
+		return false, err
+	}
+	p.log.InfoContext(ctx, "packed loose objects", "dir", p.objects, "objects", res.Packed, "removed", res.Removed,
+		"bytes", res.PackBytes, "duration", elapsed.Round(time.Millisecond), "more", res.More)
+	return res.More, nil
 }
 
 // add counts a new pack, and starts merging when it breaks the
@@ -209,11 +320,13 @@ func (p *packer) merge(set []ownPack) {
 	p.log.DebugContext(ctx, "merged the packs of written objects", "packs", len(set), "bytes", size, "duration", elapsed)
 }
 
-// close waits for a merge under way and starts no other.
+// close stops packing loose objects, waits for a merge under way, and
+// starts nothing more.
 func (p *packer) close() {
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
+	p.cancel()
 	p.wg.Wait()
 }
 
@@ -258,7 +371,11 @@ func mergeSet(packs []ownPack) []ownPack {
 //     or found small at start) and has not merged away;
 //   - cup_local_pack_merges_total{outcome}: merges of those packs, by
 //     outcome (success, error), and cup_local_pack_merge_seconds, their
-//     duration.
+//     duration;
+//   - cup_local_loose_packs_total{outcome}: batches of loose objects
+//     packed (see packer.packLoose), by outcome (success, error, canceled);
+//     cup_local_loose_objects_packed_total, the objects they packed; and
+//     cup_local_pack_loose_seconds, their duration.
 //
 // A nil *packMetrics records nothing.
 type packMetrics struct {
@@ -267,6 +384,9 @@ type packMetrics struct {
 	packs     prometheus.Gauge
 	merges    *prometheus.CounterVec
 	mergeTime prometheus.Histogram
+	looseRuns *prometheus.CounterVec
+	loose     prometheus.Counter
+	looseTime prometheus.Histogram
 }
 
 func newPackMetrics(reg prometheus.Registerer) (*packMetrics, error) {
@@ -296,9 +416,23 @@ func newPackMetrics(reg prometheus.Registerer) (*packMetrics, error) {
 			Help:    "Time a merge of packs of written objects took.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
 		}),
+		looseRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cup_local_loose_packs_total",
+			Help: "Batches of a local repository's loose objects moved into a pack (once there are more than its gc.auto), by outcome (success, error, canceled).",
+		}, []string{"outcome"}),
+		loose: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cup_local_loose_objects_packed_total",
+			Help: "Loose objects of a local repository moved into packs.",
+		}),
+		looseTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "cup_local_pack_loose_seconds",
+			Help:    "Time moving a batch of loose objects into a pack took.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}),
 	}
 	if err := errors.Join(promreg.Register(reg, &m.objects), promreg.Register(reg, &m.writeTime),
-		promreg.Register(reg, &m.packs), promreg.Register(reg, &m.merges), promreg.Register(reg, &m.mergeTime)); err != nil {
+		promreg.Register(reg, &m.packs), promreg.Register(reg, &m.merges), promreg.Register(reg, &m.mergeTime),
+		promreg.Register(reg, &m.looseRuns), promreg.Register(reg, &m.loose), promreg.Register(reg, &m.looseTime)); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -334,4 +468,20 @@ func (m *packMetrics) merged(err error, d time.Duration) {
 	}
 	m.merges.WithLabelValues(outcome).Inc()
 	m.mergeTime.Observe(d.Seconds())
+}
+
+func (m *packMetrics) packedLoose(res gitfs.LoosePacked, err error, d time.Duration) {
+	if m == nil {
+		return
+	}
+	outcome := "success"
+	switch {
+	case errors.Is(err, context.Canceled):
+		outcome = "canceled"
+	case err != nil:
+		outcome = "error"
+	}
+	m.looseRuns.WithLabelValues(outcome).Inc()
+	m.loose.Add(float64(res.Packed))
+	m.looseTime.Observe(d.Seconds())
 }

@@ -1,10 +1,21 @@
 package local
 
 import (
+	"context"
+	"fmt"
+	"io/fs"
+	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/cup-dev/cup/internal/gitrepo"
+	"github.com/cup-dev/cup/source"
 )
 
 // TestMergeSet: the packs merged are those whose sizes break a progression
@@ -96,5 +107,85 @@ func TestAdoptable(t *testing.T) {
 	}
 	if got := adoptable(dir); len(got) != 0 {
 		t.Errorf("beside a multi-pack-index: adopted %v", got)
+	}
+}
+
+// looseCount returns how many loose objects the repository at dir holds.
+func looseCount(t *testing.T, dir string) int {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "objects", "[0-9a-f][0-9a-f]", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(names)
+}
+
+// TestLooseObjectsArePackedPastGCAuto: once lone writes leave more loose
+// objects than the repository's gc.auto, the source moves them into a
+// pack in the background, as git gc --auto would, and every commit reads
+// as before; with gc.auto = 0 they stay loose.
+func TestLooseObjectsArePackedPastGCAuto(t *testing.T) {
+	t.Parallel()
+	for _, auto := range []int{10, 0} {
+		t.Run(fmt.Sprintf("gc.auto=%d", auto), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			if _, err := gitrepo.Init(dir, "main", gitrepo.Generate("items", 300), "initial\n"); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := os.OpenFile(filepath.Join(dir, "config"), os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(cfg, "[gc]\n\tauto = %d\n", auto)
+			cfg.Close()
+			reg := prometheus.NewRegistry()
+			src, err := Open(dir, WithMetrics(reg), WithLogger(slog.New(slog.DiscardHandler)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			// Three commits of four loose objects each (the file, two
+			// trees, the commit): the third passes 10.
+			var commits []string
+			for i := range 3 {
+				name := fmt.Sprintf("items/new-%d.yaml", i)
+				res, err := src.Update(t.Context(), &source.UpdateRequest{Message: name, Apply: func(_ context.Context, _ *source.Snapshot, w source.Writer) error {
+					return w.WriteFile(name, []byte(name), 0o644)
+				}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				commits = append(commits, res.Commit)
+			}
+			r := src.opened.Load()
+			r.packer.wg.Wait() // the packing started by the third write
+			packed := testutil.ToFloat64(r.packer.metrics.loose)
+			if auto == 0 {
+				if packed != 0 || looseCount(t, dir) != 12 {
+					t.Fatalf("gc.auto = 0: %v objects packed, %d loose; want 0 and 12", packed, looseCount(t, dir))
+				}
+				return
+			}
+			if packed != 12 || looseCount(t, dir) != 0 {
+				t.Fatalf("%v objects packed, %d loose; want 12 and 0", packed, looseCount(t, dir))
+			}
+			if runs := testutil.ToFloat64(r.packer.metrics.looseRuns.WithLabelValues("success")); runs != 1 {
+				t.Errorf("%v successful runs, want 1", runs)
+			}
+			for i, c := range commits {
+				snap, err := src.View(t.Context(), c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				name := fmt.Sprintf("items/new-%d.yaml", i)
+				if data, err := fs.ReadFile(snap.FS, name); err != nil || string(data) != name {
+					t.Fatalf("%s at %s: %q, %v", name, c, data, err)
+				}
+			}
+			if out, err := exec.Command("git", "-C", dir, "fsck", "--strict", "--no-dangling").CombinedOutput(); err != nil {
+				t.Fatalf("git fsck: %v\n%s", err, out)
+			}
+		})
 	}
 }

@@ -209,3 +209,85 @@ func TestRevisionSyntaxReadsPackedCommits(t *testing.T) {
 		}
 	}
 }
+
+// TestLoosePackingUnderLoad: lone writes from several writers, and
+// readers of every commit, while the source packs loose objects past a
+// small gc.auto over and over: every write lands, every read succeeds, and
+// git finds the repository whole.
+func TestLoosePackingUnderLoad(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if _, err := gitrepo.Init(dir, "main", gitrepo.Generate("items", 500), "initial\n"); err != nil {
+		t.Fatal(err)
+	}
+	git(t, dir, "config", "gc.auto", "8")
+	reg := prometheus.NewRegistry()
+	src, err := local.Open(dir, local.WithLogger(testLogger(t)), local.WithMetrics(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers, each = 4, 15
+	var commits sync.Map // commit → the file it added
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				name := fmt.Sprintf("items/w%d-%02d.yaml", w, i)
+				res, err := src.Update(t.Context(), &source.UpdateRequest{Message: name, Apply: write(map[string]string{name: name})})
+				if err != nil {
+					t.Errorf("%s: %v", name, err)
+					return
+				}
+				commits.Store(res.Commit, name)
+			}
+		})
+	}
+	var readers sync.WaitGroup
+	for range 2 {
+		readers.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				commits.Range(func(c, name any) bool {
+					snap, err := src.View(t.Context(), c.(string))
+					if err != nil {
+						t.Errorf("view %s: %v", c, err)
+						return false
+					}
+					if got := readFile(t, snap.FS, name.(string)); got != name {
+						t.Errorf("%s at %s reads %q", name, c, got)
+						return false
+					}
+					return true
+				})
+			}
+		})
+	}
+	wg.Wait()
+	close(done)
+	readers.Wait()
+	if err := src.Close(); err != nil {
+		t.Fatal(err)
+	}
+	runs := 0.0
+	for _, outcome := range []string{"success", "canceled"} {
+		runs += counter(t, reg, "cup_local_loose_packs_total", "outcome", outcome)
+	}
+	if runs == 0 || counter(t, reg, "cup_local_loose_packs_total", "outcome", "error") != 0 {
+		t.Fatalf("loose objects packed in %v runs, %v failed; want some, none failed", runs,
+			counter(t, reg, "cup_local_loose_packs_total", "outcome", "error"))
+	}
+	git(t, dir, "fsck", "--strict", "--no-dangling")
+	log, err := gitrepo.Log(dir, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 1 + writers*each; len(log) != want {
+		t.Fatalf("main has %d commits, want %d", len(log), want)
+	}
+	t.Logf("%v runs packed loose objects", runs)
+}
