@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -338,18 +339,25 @@ func BenchmarkPatch(b *testing.B) {
 }
 
 // BenchmarkColdRead measures the first reads of a local repository of
-// 10,000 resources in one directory, its objects packed (as git gc leaves
-// them) or loose (as cupd's own writes and git commit leave them): the
+// 10,000 resources in one directory, its objects packed by cupd (as its
+// groups of writes and its packing of loose objects leave them), packed by
+// git (git repack -a -d -F: as git gc leaves them) or loose (as git commit
+// and cupd's lone writes leave them): the
 // first list of the namespace on a new server, which has read nothing yet,
 // and the first get of a name, on a server that has read the trees (one
 // get before) but not that name's file. "get-warm" is a get of a name read
 // before, for the cost of the request itself.
 func BenchmarkColdRead(b *testing.B) {
 	const n = 10000
-	for _, objects := range []string{"packed", "loose"} {
+	for _, objects := range []string{"packed", "git", "loose"} {
 		dir := b.TempDir()
 		if _, err := benchrepo.Generate(dir, n, benchrepo.Flat); err != nil {
 			b.Fatal(err)
+		}
+		if objects == "git" {
+			if out, err := exec.Command("git", "-C", filepath.Join(dir, "repo.git"), "repack", "-a", "-d", "-F", "-q").CombinedOutput(); err != nil {
+				b.Fatalf("git repack: %v\n%s", err, out)
+			}
 		}
 		if objects == "loose" {
 			if err := errors.Join(gitrepo.Unpack(filepath.Join(dir, "repo.git")), gitrepo.KeepLoose(filepath.Join(dir, "repo.git"))); err != nil {

@@ -47,7 +47,8 @@ func WithTreeDeltas() PackOption { return func(c *packConfig) { c.deltas = true 
 // WritePack writes the objects ids names as a Git pack file (version 2)
 // to w, for a push: whole objects, except trees as deltas with
 // WithTreeDeltas. Objects are compressed as loose objects are by default:
-// zlib.BestSpeed, except large trees, which are stored; go-git's encoder
+// zlib.BestSpeed, except small objects and large trees, which are stored
+// (see autoLevel); go-git's encoder
 // compresses with zlib's default level, which costs 14 ms for the tree of
 // a directory of 10,000 files.
 func (s *Store) WritePack(w io.Writer, ids []plumbing.Hash, opts ...PackOption) error {
@@ -111,8 +112,8 @@ func writePackOf(w io.Writer, n int, next nextObject, opts ...PackOption) error 
 		at := cw.n
 		crc.Reset()
 		large := typ == plumbing.TreeObject && len(data) >= storedTreeSize
-		level := zlib.BestSpeed
-		if large || cfg.stored {
+		level := autoLevel(typ, len(data))
+		if cfg.stored {
 			level = zlib.NoCompression
 		}
 		body := data
@@ -122,7 +123,7 @@ func writePackOf(w io.Writer, n int, next nextObject, opts ...PackOption) error 
 			head = append(packEntryHeader(plumbing.OFSDeltaObject, len(delta)), encodeOfsDeltaOffset(at-prevAt)...)
 			body = delta
 			if !cfg.stored {
-				level = zlib.BestSpeed
+				level = autoLevel(plumbing.OFSDeltaObject, len(delta))
 			}
 			depth++
 		default:

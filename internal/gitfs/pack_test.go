@@ -88,7 +88,13 @@ func TestWritePackFiles(t *testing.T) {
 			st := newMemStore()
 			files := map[string]file{}
 			for i := range 1500 {
-				files[fmt.Sprintf("dir/f%05d.json", i)] = file{data: strings.Repeat(fmt.Sprint(i), 40)}
+				// Small files, stored whatever the option, and some
+				// of 4 KiB or more, compressed but with it.
+				n := 40
+				if i%100 == 50 {
+					n = 2000
+				}
+				files[fmt.Sprintf("dir/f%05d.json", i)] = file{data: strings.Repeat(fmt.Sprint(i), n)}
 			}
 			tree := buildTree(t, st, files)
 			ids := []plumbing.Hash{tree}
