@@ -17,9 +17,11 @@
 //     change is applied again on the new head.
 //   - Once there are more loose objects than the repository's gc.auto
 //     (git's default, 6,700, when it sets none; 0 turns this off), the
-//     source moves them into a pack in the background and removes them, as
-//     git gc --auto would after git commit: nothing else packs a bare
-//     repository that only cup writes to.
+//     source moves them into a pack and removes them, as git gc --auto
+//     would after git commit: nothing else packs a bare repository that
+//     only cup writes to. It packs a batch as it opens the repository (on
+//     first use), before its first read, and the rest, and what later
+//     writes leave, in the background.
 //   - Objects that git gc moves into new packs are found by reading the
 //     pack indexes again when an object is missing.
 //   - In source.ModeBranch an update creates a change-set branch with the

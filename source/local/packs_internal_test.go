@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -11,9 +12,11 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/cup-dev/cup/internal/gitfs"
 	"github.com/cup-dev/cup/internal/gitrepo"
 	"github.com/cup-dev/cup/source"
 )
@@ -133,12 +136,9 @@ func TestLooseObjectsArePackedPastGCAuto(t *testing.T) {
 			if _, err := gitrepo.Init(dir, "main", gitrepo.Generate("items", 300), "initial\n"); err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := os.OpenFile(filepath.Join(dir, "config"), os.O_APPEND|os.O_WRONLY, 0)
-			if err != nil {
+			if err := appendConfig(dir, fmt.Sprintf("[gc]\n\tauto = %d\n", auto)); err != nil {
 				t.Fatal(err)
 			}
-			fmt.Fprintf(cfg, "[gc]\n\tauto = %d\n", auto)
-			cfg.Close()
 			reg := prometheus.NewRegistry()
 			src, err := Open(dir, WithMetrics(reg), WithLogger(slog.New(slog.DiscardHandler)))
 			if err != nil {
@@ -188,4 +188,61 @@ func TestLooseObjectsArePackedPastGCAuto(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLooseObjectsArePackedAtOpen: a repository that holds more loose
+// objects than its gc.auto when the source opens it has them packed before
+// the first read returns, and reads them from the pack.
+func TestLooseObjectsArePackedAtOpen(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if _, err := gitrepo.Init(dir, "main", gitrepo.Generate("items", 50), "initial\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(gitrepo.Unpack(dir), appendConfig(dir, "[gc]\n\tauto = 10\n")); err != nil {
+		t.Fatal(err)
+	}
+	// The estimate counts objects/17 only: one object there makes 256.
+	w := gitfs.NewLooseWriter(filepath.Join(dir, "objects"))
+	for i := 0; ; i++ {
+		data := fmt.Appendf(nil, "blob %d\n", i)
+		if h := gitfs.HashObject(plumbing.BlobObject, data); h[0] == 0x17 {
+			if _, err := w.WriteObject(plumbing.BlobObject, data); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	loose := looseCount(t, dir)
+	src, err := Open(dir, WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	snap, err := src.View(t.Context(), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := looseCount(t, dir); left != 0 {
+		t.Fatalf("%d of %d loose objects left after the first read", left, loose)
+	}
+	files, err := fs.ReadDir(snap.FS, "items")
+	if err != nil || len(files) != 50 {
+		t.Fatalf("items holds %d files, %v; want 50", len(files), err)
+	}
+	for _, f := range files {
+		if _, err := fs.ReadFile(snap.FS, "items/"+f.Name()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// appendConfig appends text to the configuration of the repository at dir.
+func appendConfig(dir, text string) error {
+	f, err := os.OpenFile(filepath.Join(dir, "config"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(text)
+	return errors.Join(err, f.Close())
 }

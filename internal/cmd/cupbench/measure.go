@@ -32,10 +32,9 @@ const trivialProcedure = "/cup.bench.v1.TrivialService/Noop"
 
 // measureLists times the first list of the large repository by fresh
 // cupd processes, o.lists of them for each of packed and loose objects,
-// each on a copy of its own: cupd packs loose objects in the background
-// once there are more than gc.auto. For the loose objects it also times
-// that packing, and the first list of a second cupd on the same copy once
-// it is done.
+// each on a copy of its own: cupd packs loose objects once there are more
+// than gc.auto. For the loose objects it also times that packing, and the
+// first list of a second cupd on the same copy.
 func measureLists(ctx context.Context, o *options, b *binary, d *data, t *table) error {
 	// firstList starts a cupd on repo, times its first list, and stops it
 	// unless keep, after which it is the caller's.
@@ -104,7 +103,7 @@ func measureLists(ctx context.Context, o *options, b *binary, d *data, t *table)
 		note := fmt.Sprintf("%s; %d items", spread(lat), slices.Min(counts))
 		t.set("list", fmt.Sprintf("first LIST, fresh cupd, N=%d, %s objects", o.n, kind.name), "ms", "≤ 100 ms", b.col, ms(median(lat)), note)
 		if len(after) > 0 {
-			what := fmt.Sprintf("packing the %d loose objects, in the background", o.n)
+			what := fmt.Sprintf("packing the %d loose objects as cupd opens the repository", o.n)
 			if len(packing) > 0 {
 				t.set("list", what, "ms", "-", b.col, ms(median(packing)), spread(packing))
 			} else {
@@ -113,7 +112,7 @@ func measureLists(ctx context.Context, o *options, b *binary, d *data, t *table)
 			t.set("list", fmt.Sprintf("first LIST, the next fresh cupd, N=%d, loose objects", o.n), "ms", "≤ 100 ms", b.col, ms(median(after)), spread(after))
 		}
 	}
-	t.explain("list", fmt.Sprintf("the first REST list of the namespace by a fresh cupd just ready (/readyz 200), the median of %d processes for each, each on a copy of its own, with the least and the most in the notes; with more loose objects than git's gc.auto, cupd packs them in the background from its start, timed by cup_local_pack_loose_seconds, and then a second cupd lists the same copy", o.lists))
+	t.explain("list", fmt.Sprintf("the first REST list of the namespace by a fresh cupd just ready (/readyz 200), the median of %d processes for each, each on a copy of its own, with the least and the most in the notes; with more loose objects than git's gc.auto, cupd packs them as it opens the repository, before it is ready (timed by cup_local_pack_loose_seconds), and then a second cupd lists the same copy", o.lists))
 	return nil
 }
 
