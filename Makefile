@@ -178,6 +178,8 @@ FUZZ_TARGETS := \
 	./controller/template:FuzzFiles \
 	./controller/wasm:FuzzInterruptible \
 	./internal/config:FuzzLoad \
+	./internal/gitfs:FuzzTreeDelta \
+	./internal/gitfs:FuzzLooseOrderParsers \
 	./server:FuzzLabelSet \
 	./server:FuzzREST \
 	./server:FuzzPutBody \

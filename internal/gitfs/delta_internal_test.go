@@ -78,3 +78,20 @@ func FuzzTreeDelta(f *testing.F) {
 		}
 	})
 }
+
+// FuzzLooseOrderParsers: what PackLoose reads of commits and trees, which
+// a push may have made, never panics, and finds no more than is there.
+func FuzzLooseOrderParsers(f *testing.F) {
+	f.Add([]byte("tree 4b825dc642cb6eb9a060e54bf8d69288fbe4904b\nparent 4b825dc642cb6eb9a060e54bf8d69288fbe4904b\ncommitter A <a@x> 1700000000 +0000\n\nm\n"))
+	f.Add(append([]byte("40000 dir\x00"), make([]byte, 20)...))
+	f.Add([]byte("100644 f\x00short"))
+	f.Add([]byte("committer <> \n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if parents, _ := commitParentsTime(data); len(parents) > bytes.Count(data, []byte("parent ")) {
+			t.Fatalf("%d parents from %d parent lines", len(parents), bytes.Count(data, []byte("parent ")))
+		}
+		if stack := appendSubtrees(nil, data); len(stack) > len(data)/27 {
+			t.Fatalf("%d subtrees from %d bytes: an entry takes 27 at least", len(stack), len(data))
+		}
+	})
+}
