@@ -32,6 +32,15 @@ func (rt *Runtime) WaitIdle(ctx context.Context) error {
 		busy := len(rt.batches) > 0 || rt.flushing > 0 || rt.mapping || rt.lanesMovingLocked()
 		rt.mu.Unlock()
 		if st := rt.q.Stats(); !busy && cur != nil && st.Ready == 0 && st.InFlight == 0 {
+			// busy and the queue's counts were read one after the other:
+			// a reconcile that opened a batch after the first and ended
+			// before the second looks like no work at all. It notified
+			// on ending, so a closed changed means: look again.
+			select {
+			case <-changed:
+				continue
+			default:
+			}
 			head, err := rt.store.Head(ctx)
 			if err != nil {
 				return err
