@@ -2,6 +2,11 @@ package gitfs
 
 import (
 	"bytes"
+	"crypto/sha1"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -94,4 +99,79 @@ func FuzzLooseOrderParsers(f *testing.F) {
 			t.Fatalf("%d subtrees from %d bytes: an entry takes 27 at least", len(stack), len(data))
 		}
 	})
+}
+
+// testTree encodes entries, already in Git's order, as a tree's content.
+func testTree(entries []string) []byte {
+	var b []byte
+	for _, e := range entries {
+		mode, name, _ := strings.Cut(e, " ")
+		sum := sha1.Sum([]byte(e))
+		b = append(b, mode...)
+		b = append(b, ' ')
+		b = append(b, name...)
+		b = append(b, 0)
+		b = append(b, sum[:]...)
+	}
+	return b
+}
+
+// TestEntryDelta: the trees of a directory of 2,000 files, 40 of them
+// changed, 10 removed and 10 added at places spread over it, make a delta
+// of about those entries, which applies; so do trees whose entries Git
+// sorts differently from their names (a directory "a" after "a-b" and
+// before "a0"); what is not a tree makes none.
+func TestEntryDelta(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var base []string
+	for i := range 2000 {
+		base = append(base, fmt.Sprintf("100644 file-%05d.yaml", i*2))
+	}
+	target := slices.Clone(base)
+	for range 40 {
+		target[rng.IntN(len(target))] = fmt.Sprintf("100755 file-%05d.yaml", rng.IntN(2000)*2)
+	}
+	slices.SortFunc(target, func(a, b string) int { return strings.Compare(a[7:], b[7:]) })
+	target = slices.CompactFunc(target, func(a, b string) bool { return a[7:] == b[7:] })
+	for range 10 {
+		i := rng.IntN(len(target))
+		target = slices.Delete(target, i, i+1)
+	}
+	for range 10 {
+		name := fmt.Sprintf("100644 file-%05d.yaml", rng.IntN(2000)*2+1) // odd: new
+		i, _ := slices.BinarySearchFunc(target, name, func(a, b string) int { return strings.Compare(a[7:], b[7:]) })
+		target = slices.Insert(target, i, name)
+	}
+	b, tg := testTree(base), testTree(target)
+	d := treeDelta(true, b, tg)
+	if d == nil {
+		t.Fatal("no delta")
+	}
+	if got, err := applyDelta(b, d); err != nil || !bytes.Equal(got, tg) {
+		t.Fatalf("the delta does not make the target: %v", err)
+	}
+	if len(d) > 70*60 {
+		t.Errorf("a delta of %d bytes for about 70 entries changed of %d (%d bytes)", len(d), len(target), len(tg))
+	}
+	// Directories sort as if their names ended in "/".
+	var big []string
+	for i := range 300 {
+		for _, e := range []string{"100644 x%03da-b", "40000 x%03da", "100644 x%03da0", "100644 x%03db"} {
+			big = append(big, fmt.Sprintf(e, i))
+		}
+	}
+	changed := slices.Clone(big)
+	for i := 0; i < len(changed); i += 97 {
+		changed[i] = strings.Replace(changed[i], "100644", "100755", 1)
+	}
+	b, tg = testTree(big), testTree(changed)
+	if d = entryDelta(b, tg); d == nil || len(d) > 2048 {
+		t.Fatalf("a delta of %d bytes for 13 entries changed of trees with directories", len(d))
+	}
+	if got, err := applyDelta(b, d); err != nil || !bytes.Equal(got, tg) {
+		t.Fatalf("the delta of trees with directories does not make the target: %v", err)
+	}
+	if d := entryDelta([]byte("not a tree"), tg); d != nil {
+		t.Error("a delta from what is not a tree")
+	}
 }

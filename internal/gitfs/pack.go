@@ -3,6 +3,7 @@ package gitfs
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"compress/zlib"
 	"crypto/sha1"
 	endian "encoding/binary"
@@ -103,7 +104,9 @@ func writePackOf(w io.Writer, n int, next nextObject, opts ...PackOption) error 
 	zws := map[int]*zlib.Writer{}
 	var prevTree []byte // the last large tree written, and where
 	var prevAt int64
-	depth := 0 // of the delta chain prevTree ends
+	depth := 0          // of the delta chain prevTree ends
+	var rootTree []byte // the last large tree written whole, and where
+	var rootAt int64
 	for range n {
 		id, typ, data, err := next()
 		if err != nil {
@@ -118,9 +121,19 @@ func writePackOf(w io.Writer, n int, next nextObject, opts ...PackOption) error 
 		}
 		body := data
 		var head []byte
-		switch delta := treeDelta(cfg.deltas && large && depth < maxDeltaDepth, prevTree, data); {
+		delta, baseAt := treeDelta(cfg.deltas && large && depth < maxDeltaDepth, prevTree, data), prevAt
+		if delta == nil && cfg.deltas && large && depth >= maxDeltaDepth {
+			// The chain is as long as Git lets it be: a new one
+			// starts from the tree the last one began with, which
+			// matching entries makes a delta of a few dozen changes,
+			// rather than from a tree written whole again.
+			if delta = treeDelta(true, rootTree, data); delta != nil {
+				baseAt, depth = rootAt, 0
+			}
+		}
+		switch {
 		case delta != nil:
-			head = append(packEntryHeader(plumbing.OFSDeltaObject, len(delta)), encodeOfsDeltaOffset(at-prevAt)...)
+			head = append(packEntryHeader(plumbing.OFSDeltaObject, len(delta)), encodeOfsDeltaOffset(at-baseAt)...)
 			body = delta
 			if !cfg.stored {
 				level = autoLevel(plumbing.OFSDeltaObject, len(delta))
@@ -130,6 +143,7 @@ func writePackOf(w io.Writer, n int, next nextObject, opts ...PackOption) error 
 			head = packEntryHeader(typ, len(data))
 			if large {
 				depth = 0
+				rootTree, rootAt = data, at
 			}
 		}
 		if large {
@@ -320,9 +334,12 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// treeDelta returns a Git delta that makes target from base by copying
-// their common prefix and suffix and inserting the rest, or nil when
-// want is false or the delta would not save at least half of target.
+// treeDelta returns a Git delta that makes target from base, or nil when
+// want is false or the delta would not save at least half of target. It
+// copies their common prefix and suffix and inserts the rest, which is a
+// few dozen bytes for the trees of consecutive commits that changed one
+// entry; when what lies between is larger than entryDeltaFrom, it matches
+// the trees' entries instead (see entryDelta).
 func treeDelta(want bool, base, target []byte) []byte {
 	if !want || base == nil {
 		return nil
@@ -331,19 +348,159 @@ func treeDelta(want bool, base, target []byte) []byte {
 	p := commonPrefix(base[:n], target[:n])
 	sfx := commonSuffix(base[len(base)-(n-p):], target[len(target)-(n-p):])
 	mid := target[p : len(target)-sfx]
+	if len(mid) > entryDeltaFrom {
+		if d := entryDelta(base, target); d != nil {
+			return d
+		}
+	}
 	if len(mid) > len(target)/2 {
 		return nil
 	}
 	d := appendDeltaSize(nil, len(base))
 	d = appendDeltaSize(d, len(target))
 	d = appendCopy(d, 0, p)
-	for len(mid) > 0 {
-		k := min(len(mid), 0x7f)
-		d = append(d, byte(k))
-		d = append(d, mid[:k]...)
-		mid = mid[k:]
-	}
+	d = appendInsert(d, mid)
 	return appendCopy(d, len(base)-sfx, sfx)
+}
+
+// entryDeltaFrom is how many bytes between the common prefix and suffix
+// of two trees make treeDelta match their entries: changes that far apart.
+const entryDeltaFrom = 4 << 10
+
+// appendInsert appends insert instructions of data, in pieces of at most
+// 127 bytes.
+func appendInsert(d, data []byte) []byte {
+	for len(data) > 0 {
+		k := min(len(data), 0x7f)
+		d = append(d, byte(k))
+		d = append(d, data[:k]...)
+		data = data[k:]
+	}
+	return d
+}
+
+// entryDelta returns a Git delta that makes the tree target from the tree
+// base by copying the runs of entries they share and inserting the
+// others, or nil when either is not a well-formed tree or the delta would
+// not save at least half of target. Both are walked once, in the order
+// Git sorts entries, as a merge: the trees of commits tens apart in a
+// directory of 10,000 files differ in tens of entries, and so does their
+// delta, where a common prefix and suffix would span most of the tree.
+func entryDelta(base, target []byte) []byte {
+	b, ok := treeEntries(base)
+	if !ok {
+		return nil
+	}
+	t, ok := treeEntries(target)
+	if !ok {
+		return nil
+	}
+	d := appendDeltaSize(nil, len(base))
+	d = appendDeltaSize(d, len(target))
+	copyAt, copyLen := 0, 0 // the run of base being copied
+	insAt, insLen := 0, 0   // the run of target being inserted
+	flush := func() {
+		if copyLen > 0 {
+			d = appendCopy(d, copyAt, copyLen)
+			copyLen = 0
+		}
+		if insLen > 0 {
+			d = appendInsert(d, target[insAt:insAt+insLen])
+			insLen = 0
+		}
+	}
+	i := 0
+	for _, te := range t {
+		for i < len(b) && entryKeyCompare(base, b[i], target, te) < 0 {
+			i++ // not in target
+		}
+		tb := target[te.start:te.end]
+		if i < len(b) && bytes.Equal(base[b[i].start:b[i].end], tb) {
+			if insLen > 0 || copyLen > 0 && copyAt+copyLen != b[i].start {
+				flush()
+			}
+			if copyLen == 0 {
+				copyAt = b[i].start
+			}
+			copyLen += b[i].end - b[i].start
+			i++
+			continue
+		}
+		if copyLen > 0 {
+			flush()
+		}
+		if insLen == 0 {
+			insAt = te.start
+		}
+		insLen += te.end - te.start
+		if i < len(b) && entryKeyCompare(base, b[i], target, te) == 0 {
+			i++ // changed in target
+		}
+		if len(d) > len(target)/2 {
+			return nil
+		}
+	}
+	flush()
+	if len(d) > len(target)/2 {
+		return nil
+	}
+	return d
+}
+
+// treeEntry is where an entry of a tree's content begins and ends, and
+// where its name does: "<mode> <name>\x00<20-byte id>".
+type treeEntry struct {
+	start, name, nul, end int
+	dir                   bool
+}
+
+// treeEntries returns the entries of a tree's content, or false when it
+// is not well formed.
+func treeEntries(data []byte) ([]treeEntry, bool) {
+	out := make([]treeEntry, 0, len(data)/40+1)
+	for at := 0; at < len(data); {
+		sp := bytes.IndexByte(data[at:], ' ')
+		if sp <= 0 {
+			return nil, false
+		}
+		nul := bytes.IndexByte(data[at+sp+1:], 0)
+		if nul < 0 {
+			return nil, false
+		}
+		e := treeEntry{start: at, name: at + sp + 1, nul: at + sp + 1 + nul, dir: string(data[at:at+sp]) == "40000"}
+		e.end = e.nul + 1 + len(plumbing.ZeroHash)
+		if e.end > len(data) {
+			return nil, false
+		}
+		out = append(out, e)
+		at = e.end
+	}
+	return out, true
+}
+
+// entryKeyCompare compares entry x of tree a with entry y of tree b in the
+// order Git sorts a tree's entries: by name, a directory's with a "/"
+// after it.
+func entryKeyCompare(a []byte, x treeEntry, b []byte, y treeEntry) int {
+	xn, yn := a[x.name:x.nul], b[y.name:y.nul]
+	n := min(len(xn), len(yn))
+	if c := bytes.Compare(xn[:n], yn[:n]); c != 0 {
+		return c
+	}
+	xc, yc := keyByte(xn, n, x.dir), keyByte(yn, n, y.dir)
+	return cmp.Compare(xc, yc)
+}
+
+// keyByte is the byte of name's sort key at i: past its end, "/" for a
+// directory, and nothing (-1) for a file.
+func keyByte(name []byte, i int, dir bool) int {
+	switch {
+	case i < len(name):
+		return int(name[i])
+	case dir && i == len(name):
+		return '/'
+	}
+	return -1
 }
 
 // deltaChunk is how many bytes commonPrefix and commonSuffix compare at
