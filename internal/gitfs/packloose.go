@@ -41,8 +41,14 @@ type LoosePacked struct {
 	PackBytes int64
 	Packed    int  // loose objects written into the pack
 	Removed   int  // loose files removed: those packed, and those a pack held already
+	Skipped   int  // left loose: not a loose object's header, or larger than MaxLooseToPack
 	More      bool // more loose objects than LooseBatch were found: call again
 }
+
+// MaxLooseToPack is the size of the largest loose object PackLoose moves
+// into a pack: it holds each object whole while it writes it. Larger ones
+// stay loose for git gc, which streams them.
+const MaxLooseToPack = 64 << 20
 
 // PackLoose moves up to limit loose objects of objectsDir (LooseBatch, as
 // git does) into one new pack in objectsDir/pack, as git maintenance's
@@ -90,11 +96,14 @@ func PackLoose(ctx context.Context, objectsDir string, objs *ObjectDir, limit in
 			remove(h) // git prune-packed's part
 			continue
 		}
-		typ, err := looseType(objectsDir, h, z)
-		if errors.Is(err, fs.ErrNotExist) {
+		typ, size, err := looseType(objectsDir, h, z)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
 			continue // gone since it was listed: packed or pruned by git gc
-		}
-		if err != nil {
+		case errors.Is(err, ErrCorrupt) || err == nil && size > MaxLooseToPack:
+			res.Skipped++ // left loose, for git fsck to report or git gc to pack
+			continue
+		case err != nil:
 			return res, err
 		}
 		if err := o.add(h, typ); err != nil {
@@ -143,36 +152,31 @@ func listLoose(objectsDir string, limit int) ([]plumbing.Hash, bool, error) {
 	return ids, false, nil
 }
 
-// looseHeaderBytes is how much of a loose file looseType reads first: enough
-// for the header of a deflated stream with its Huffman tables.
-const looseHeaderBytes = 1 << 10
+// looseHeaderBytes is how much of a loose file looseType reads: enough for
+// the header of a deflated stream whose first block has Huffman tables
+// (at most about 300 bytes of them).
+const looseHeaderBytes = 4 << 10
 
-// looseType reads the type of loose object h from the start of its file.
-func looseType(objectsDir string, h plumbing.Hash, z *inflater) (plumbing.ObjectType, error) {
+// looseType reads the type and size of loose object h from the start of
+// its file. A header that does not decode from there is ErrCorrupt.
+func looseType(objectsDir string, h plumbing.Hash, z *inflater) (plumbing.ObjectType, int64, error) {
 	hex := h.String()
 	name := filepath.Join(objectsDir, hex[:2], hex[2:])
 	f, err := os.Open(name)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer f.Close()
 	var buf [looseHeaderBytes]byte
 	n, err := io.ReadFull(f, buf[:])
 	if err != nil && err != io.ErrUnexpectedEOF {
-		return 0, fmt.Errorf("read %s: %w", name, err)
+		return 0, 0, fmt.Errorf("read %s: %w", name, err)
 	}
-	typ, _, _, err := z.header(buf[:n])
-	if err != nil && n == len(buf) {
-		// Tables larger than what was read: the whole file, then.
-		z.raw.Reset()
-		if err = readWhole(name, &z.raw); err == nil {
-			typ, _, _, err = z.header(z.raw.Bytes())
-		}
-	}
+	typ, size, _, err := z.header(buf[:n])
 	if err != nil {
-		return 0, fmt.Errorf("loose object %s: %w: %w", name, ErrCorrupt, err)
+		return 0, 0, fmt.Errorf("loose object %s: %w: %w", name, ErrCorrupt, err)
 	}
-	return typ, nil
+	return typ, size, nil
 }
 
 // looseOrder gives loose objects in the order PackLoose packs them.

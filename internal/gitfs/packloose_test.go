@@ -204,3 +204,30 @@ func TestEstimateLoose(t *testing.T) {
 		t.Fatalf("EstimateLoose = %d, want %d", got, 2*256)
 	}
 }
+
+// TestPackLooseLeavesWhatItCannotRead: a file named as a loose object that
+// is not one stays as it is, counted as left loose, and the rest is packed.
+func TestPackLooseLeavesWhatItCannotRead(t *testing.T) {
+	t.Parallel()
+	r := newStagedRepo(t)
+	old := r.head
+	r.commit(t)
+	r.publish(t, old)
+	objects := filepath.Join(r.dir, "objects")
+	loose := looseFiles(t, r.dir)
+	junk := filepath.Join(objects, "ab", strings.Repeat("c", 38))
+	if err := os.MkdirAll(filepath.Dir(junk), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(junk, []byte("not zlib at all"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	res, err := gitfs.PackLoose(t.Context(), objects, r.objs, gitfs.LooseBatch)
+	if err != nil || res.Packed != len(loose) || res.Skipped != 1 {
+		t.Fatalf("PackLoose = %+v, %v; want %d packed and 1 left", res, err, len(loose))
+	}
+	if _, err := os.Stat(junk); err != nil {
+		t.Errorf("the file that is no object: %v", err)
+	}
+	freshReadsAll(t, objects, loose)
+}

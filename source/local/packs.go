@@ -221,12 +221,11 @@ func (p *packer) packLoose() {
 		more, err := p.packLooseBatch()
 		p.mu.Lock()
 		if err != nil || !more || p.closed {
-			// After a failure, the next try waits for as many
-			// loose objects again.
+			// The next run waits for as many loose objects again,
+			// after a failure too, and whatever it left loose
+			// (objects written meanwhile, or skipped): counting
+			// those would start a run at every write.
 			p.loose = 0
-			if err == nil {
-				p.loose = gitfs.EstimateLoose(p.objects)
-			}
 			p.packing = false
 			p.mu.Unlock()
 			return
@@ -248,7 +247,7 @@ func (p *packer) packLooseBatch() (bool, error) {
 	}
 	p.metrics.packedLoose(res, err, elapsed)
 	span.SetAttributes(attribute.Int("cup.git.objects", res.Packed), attribute.Int("cup.git.removed", res.Removed),
-		attribute.Int64("cup.git.pack_bytes", res.PackBytes))
+		attribute.Int("cup.git.left_loose", res.Skipped), attribute.Int64("cup.git.pack_bytes", res.PackBytes))
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
@@ -258,7 +257,7 @@ func (p *packer) packLooseBatch() (bool, error) {
 		return false, err
 	}
 	p.log.InfoContext(ctx, "packed loose objects", "dir", p.objects, "objects", res.Packed, "removed", res.Removed,
-		"bytes", res.PackBytes, "duration", elapsed.Round(time.Millisecond), "more", res.More)
+		"left_loose", res.Skipped, "bytes", res.PackBytes, "duration", elapsed.Round(time.Millisecond), "more", res.More)
 	return res.More, nil
 }
 
