@@ -30,6 +30,19 @@ func looseFiles(t *testing.T, dir string) []plumbing.Hash {
 	return ids
 }
 
+// looseCommits is a stagedRepo with n commits made one at a time, their
+// objects loose.
+func looseCommits(t *testing.T, n int) *stagedRepo {
+	t.Helper()
+	r := newStagedRepo(t)
+	for range n {
+		old := r.head
+		r.commit(t)
+		r.publish(t, old)
+	}
+	return r
+}
+
 // freshReadsAll fails t unless a new reader of objectsDir reads every
 // object of ids.
 func freshReadsAll(t *testing.T, objectsDir string, ids []plumbing.Hash) {
@@ -125,12 +138,7 @@ func TestPackLoose(t *testing.T) {
 // object is read from the packs, and fsck is clean.
 func TestPackLooseInBatches(t *testing.T) {
 	t.Parallel()
-	r := newStagedRepo(t)
-	for range 3 {
-		old := r.head
-		r.commit(t)
-		r.publish(t, old)
-	}
+	r := looseCommits(t, 3)
 	objects := filepath.Join(r.dir, "objects")
 	loose := looseFiles(t, r.dir)
 	const limit = 5
@@ -163,10 +171,7 @@ func TestPackLooseInBatches(t *testing.T) {
 // objects as they were and no pack.
 func TestPackLooseStopsWhenCancelled(t *testing.T) {
 	t.Parallel()
-	r := newStagedRepo(t)
-	old := r.head
-	r.commit(t)
-	r.publish(t, old)
+	r := looseCommits(t, 1)
 	before, loose := packs(t, r.dir), looseFiles(t, r.dir)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -209,10 +214,7 @@ func TestEstimateLoose(t *testing.T) {
 // is not one stays as it is, counted as left loose, and the rest is packed.
 func TestPackLooseLeavesWhatItCannotRead(t *testing.T) {
 	t.Parallel()
-	r := newStagedRepo(t)
-	old := r.head
-	r.commit(t)
-	r.publish(t, old)
+	r := looseCommits(t, 1)
 	objects := filepath.Join(r.dir, "objects")
 	loose := looseFiles(t, r.dir)
 	junk := filepath.Join(objects, "ab", strings.Repeat("c", 38))
