@@ -21,6 +21,7 @@ import (
 type data struct {
 	large      string         // o.n items, packed
 	largeLoose string         // the same, every object loose
+	largeGit   string         // the same, packed by git repack
 	small      string         // o.small items
 	flagfiles  map[int]string // segments in one flagfile, by count
 }
@@ -52,6 +53,16 @@ func prepare(o *options, dir string, t *table) (*data, error) {
 			return nil, fmt.Errorf("unpacking the objects: %w", err)
 		}
 		t.note(fmt.Sprintf("items-%d-loose: the same repository with its %d objects loose (git unpack-objects)", o.n, n))
+		d.largeGit = filepath.Join(dir, fmt.Sprintf("items-%d-git", o.n))
+		if err := os.CopyFS(d.largeGit, os.DirFS(d.large)); err != nil {
+			return nil, err
+		}
+		cmd := exec.Command("git", "repack", "-a", "-d", "-F", "-q")
+		cmd.Dir = filepath.Join(d.largeGit, "repo.git")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("git repack: %v: %s", err, out)
+		}
+		t.note(fmt.Sprintf("items-%d-git: the same repository packed again by git (git repack -a -d -F: each object compressed anew at git's level)", o.n))
 	}
 	if o.rows["put"] {
 		if d.small, err = gen(o.small, fmt.Sprintf("items-%d", o.small)); err != nil {
