@@ -53,15 +53,16 @@ const MaxLooseToPack = 64 << 20
 // PackLoose moves up to limit loose objects of objectsDir (LooseBatch, as
 // git does) into one new pack in objectsDir/pack, as git maintenance's
 // loose-objects task does (git pack-objects, then git prune-packed), and
-// removes their loose files; objs must read objectsDir. A loose object that a pack holds
-// already is only removed.
+// removes their loose files; objs must read objectsDir. A loose object
+// that a pack holds already is only removed.
 //
 // Commits go into the pack in the order they were made (parents first,
-// then by committer time), each followed by the trees it added, so that each large tree
-// follows the one its commit changed and is written as a small delta of it
-// (see WithTreeDeltas): the loose trees of a thousand writes to a
-// directory of 10,000 files (450 MB, stored) pack into less than one
-// tree's size more. Blobs, tags and trees no loose commit holds follow.
+// then by committer time), each followed by the trees it added, so that
+// each large tree follows the one its commit changed and is written as a
+// small delta of it (see WithTreeDeltas): 1,700 lone writes to a directory
+// of 10,000 files left 654 MB of loose objects (a stored 450 KB tree
+// each), which pack into 1.9 MB. Blobs, tags and trees no loose commit
+// holds follow.
 //
 // Loose files are removed only once the pack is in place and objs lists
 // it, so every object stays readable throughout: a reader that misses a

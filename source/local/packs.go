@@ -52,7 +52,7 @@ type packer struct {
 	mu      sync.Mutex
 	packs   []ownPack // written by this process or adopted, and not merged away
 	merging bool      // the merging goroutine runs
-	loose   int       // loose objects: estimated at start and after packing, plus those written since
+	loose   int       // loose objects: estimated at start, then those written since the last run
 	packing bool      // the goroutine packing loose objects runs
 	closed  bool
 	wg      sync.WaitGroup
