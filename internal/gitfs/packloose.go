@@ -21,6 +21,10 @@ import (
 // maintenance's loose-objects task packs at most 50,000.
 const LooseBatch = 50_000
 
+// LooseBatchBytes bounds the content of the objects PackLoose packs at
+// once: 50,000 trees of a directory of 10,000 files would be 22 GB.
+const LooseBatchBytes = 1 << 30
+
 // EstimateLoose estimates how many loose objects objectsDir holds the way
 // git gc --auto does: the objects in its subdirectory 17, times 256. It
 // reads one directory.
@@ -42,7 +46,7 @@ type LoosePacked struct {
 	Packed    int  // loose objects written into the pack
 	Removed   int  // loose files removed: those packed, and those a pack held already
 	Skipped   int  // left loose: not a loose object's header, or larger than MaxLooseToPack
-	More      bool // more loose objects than LooseBatch were found: call again
+	More      bool // more loose objects than the batch holds were found: call again
 }
 
 // MaxLooseToPack is the size of the largest loose object PackLoose moves
@@ -50,8 +54,9 @@ type LoosePacked struct {
 // stay loose for git gc, which streams them.
 const MaxLooseToPack = 64 << 20
 
-// PackLoose moves up to limit loose objects of objectsDir (LooseBatch, as
-// git does) into one new pack in objectsDir/pack, as git maintenance's
+// PackLoose moves up to maxObjects loose objects of objectsDir (LooseBatch,
+// as git does), and up to maxBytes of their content (but at least one
+// object), into one new pack in objectsDir/pack, as git maintenance's
 // loose-objects task does (git pack-objects, then git prune-packed), and
 // removes their loose files; objs must read objectsDir. A loose object
 // that a pack holds already is only removed.
@@ -70,10 +75,10 @@ const MaxLooseToPack = 64 << 20
 // directory, so that it never races a writer that made one to write into.
 // Concurrent calls on one objects directory must not be made. When ctx is
 // done, PackLoose stops, leaving the loose objects as they were.
-func PackLoose(ctx context.Context, objectsDir string, objs *ObjectDir, limit int) (LoosePacked, error) {
+func PackLoose(ctx context.Context, objectsDir string, objs *ObjectDir, maxObjects int, maxBytes int64) (LoosePacked, error) {
 	var res LoosePacked
 	objs.Refresh() // packs written since they were listed hold objects too
-	ids, more, err := listLoose(objectsDir, limit)
+	ids, more, err := listLoose(objectsDir, maxObjects)
 	res.More = more
 	if err != nil || len(ids) == 0 {
 		return res, err
@@ -87,6 +92,7 @@ func PackLoose(ctx context.Context, objectsDir string, objs *ObjectDir, limit in
 	o := looseOrder{ctx: ctx, read: objs.Read, trees: make(map[plumbing.Hash]struct{})}
 	z := objs.inflater()
 	defer objs.putInflater(z)
+	var total int64 // content of the objects to pack
 	for i, h := range ids {
 		if i%256 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -107,6 +113,11 @@ func PackLoose(ctx context.Context, objectsDir string, objs *ObjectDir, limit in
 		case err != nil:
 			return res, err
 		}
+		if o.len() > 0 && total+size > maxBytes {
+			res.More = true // the rest for the next call
+			break
+		}
+		total += size
 		if err := o.add(h, typ); err != nil {
 			return res, err
 		}

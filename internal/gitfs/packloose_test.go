@@ -85,7 +85,7 @@ func TestPackLoose(t *testing.T) {
 		}
 	}
 
-	res, err := gitfs.PackLoose(t.Context(), objects, r.objs, gitfs.LooseBatch)
+	res, err := gitfs.PackLoose(t.Context(), objects, r.objs, gitfs.LooseBatch, gitfs.LooseBatchBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestPackLoose(t *testing.T) {
 	}
 	freshReadsAll(t, objects, loose)
 
-	if again, err := gitfs.PackLoose(t.Context(), objects, r.objs, gitfs.LooseBatch); err != nil || again != (gitfs.LoosePacked{}) {
+	if again, err := gitfs.PackLoose(t.Context(), objects, r.objs, gitfs.LooseBatch, gitfs.LooseBatchBytes); err != nil || again != (gitfs.LoosePacked{}) {
 		t.Fatalf("a second PackLoose = %+v, %v; want nothing done", again, err)
 	}
 	// A loose copy of a packed object, as a kill between placing a pack and
@@ -128,43 +128,56 @@ func TestPackLoose(t *testing.T) {
 	if len(looseFiles(t, r.dir)) != 1 {
 		t.Fatalf("no loose copy of %s was written", h)
 	}
-	if dup, err := gitfs.PackLoose(t.Context(), objects, r.objs, gitfs.LooseBatch); err != nil || dup != (gitfs.LoosePacked{Removed: 1}) {
+	if dup, err := gitfs.PackLoose(t.Context(), objects, r.objs, gitfs.LooseBatch, gitfs.LooseBatchBytes); err != nil || dup != (gitfs.LoosePacked{Removed: 1}) {
 		t.Fatalf("PackLoose of a packed object's loose copy = %+v, %v; want it removed only", dup, err)
 	}
 }
 
-// TestPackLooseInBatches: with a limit below the loose objects, each call
-// packs that many and says there are more, until none are left; every
-// object is read from the packs, and fsck is clean.
+// TestPackLooseInBatches: with a batch smaller than the loose objects, by
+// count or by bytes, each call packs at most that much (but one object at
+// least) and says there are more, until none are left; every object is
+// read from the packs, and fsck is clean.
 func TestPackLooseInBatches(t *testing.T) {
 	t.Parallel()
-	r := looseCommits(t, 3)
-	objects := filepath.Join(r.dir, "objects")
-	loose := looseFiles(t, r.dir)
-	const limit = 5
-	calls, packed := 0, 0
-	for {
-		res, err := gitfs.PackLoose(t.Context(), objects, r.objs, limit)
-		if err != nil {
-			t.Fatal(err)
-		}
-		calls++
-		packed += res.Packed
-		if res.Packed > limit {
-			t.Fatalf("a call packed %d objects, over its limit of %d", res.Packed, limit)
-		}
-		if !res.More {
-			break
-		}
+	for _, tc := range []struct {
+		name     string
+		objects  int
+		bytes    int64
+		perBatch int // objects a batch packs at most
+	}{
+		{"objects", 5, gitfs.LooseBatchBytes, 5},
+		{"bytes", gitfs.LooseBatch, 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := looseCommits(t, 3)
+			objects := filepath.Join(r.dir, "objects")
+			loose := looseFiles(t, r.dir)
+			calls, packed := 0, 0
+			for {
+				res, err := gitfs.PackLoose(t.Context(), objects, r.objs, tc.objects, tc.bytes)
+				if err != nil {
+					t.Fatal(err)
+				}
+				calls++
+				packed += res.Packed
+				if res.Packed > tc.perBatch || res.Packed == 0 {
+					t.Fatalf("a call packed %d objects, want 1 to %d", res.Packed, tc.perBatch)
+				}
+				if !res.More {
+					break
+				}
+			}
+			if want := (len(loose) + tc.perBatch - 1) / tc.perBatch; calls != want || packed != len(loose) {
+				t.Fatalf("%d calls packed %d objects; want %d calls for %d", calls, packed, want, len(loose))
+			}
+			if left := looseFiles(t, r.dir); len(left) != 0 {
+				t.Fatalf("%d loose objects left", len(left))
+			}
+			gitCmd(t, r.dir, "fsck", "--strict", "--no-dangling")
+			freshReadsAll(t, objects, loose)
+		})
 	}
-	if want := (len(loose) + limit - 1) / limit; calls != want || packed != len(loose) {
-		t.Fatalf("%d calls packed %d objects; want %d calls for %d", calls, packed, want, len(loose))
-	}
-	if left := looseFiles(t, r.dir); len(left) != 0 {
-		t.Fatalf("%d loose objects left", len(left))
-	}
-	gitCmd(t, r.dir, "fsck", "--strict", "--no-dangling")
-	freshReadsAll(t, objects, loose)
 }
 
 // TestPackLooseStopsWhenCancelled: a cancelled packing leaves the loose
@@ -175,7 +188,7 @@ func TestPackLooseStopsWhenCancelled(t *testing.T) {
 	before, loose := packs(t, r.dir), looseFiles(t, r.dir)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := gitfs.PackLoose(ctx, filepath.Join(r.dir, "objects"), r.objs, gitfs.LooseBatch); !errors.Is(err, context.Canceled) {
+	if _, err := gitfs.PackLoose(ctx, filepath.Join(r.dir, "objects"), r.objs, gitfs.LooseBatch, gitfs.LooseBatchBytes); !errors.Is(err, context.Canceled) {
 		t.Fatalf("PackLoose = %v, want context.Canceled", err)
 	}
 	if after := packs(t, r.dir); len(after) != len(before) {
@@ -224,7 +237,7 @@ func TestPackLooseLeavesWhatItCannotRead(t *testing.T) {
 	if err := os.WriteFile(junk, []byte("not zlib at all"), 0o444); err != nil {
 		t.Fatal(err)
 	}
-	res, err := gitfs.PackLoose(t.Context(), objects, r.objs, gitfs.LooseBatch)
+	res, err := gitfs.PackLoose(t.Context(), objects, r.objs, gitfs.LooseBatch, gitfs.LooseBatchBytes)
 	if err != nil || res.Packed != len(loose) || res.Skipped != 1 {
 		t.Fatalf("PackLoose = %+v, %v; want %d packed and 1 left", res, err, len(loose))
 	}

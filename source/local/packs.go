@@ -87,10 +87,10 @@ func newPacker(objectsDir string, objs *gitfs.ObjectDir, cfg *config) (*packer, 
 		// Packed before the first read, which would otherwise read them
 		// loose while they are packed beside it: a first list of 10,000
 		// took 260 ms so, and 90 ms after. A failure leaves them loose.
-		if more, err := p.packLooseBatch(); err == nil {
+		if more, err := p.packLooseBatch(openBatch, openBatchBytes); err == nil {
 			loose = 0
 			if more {
-				loose = gitfs.EstimateLoose(objectsDir)
+				loose = p.looseLimit + 1 // the rest at once, in the background
 			}
 		}
 	}
@@ -218,7 +218,7 @@ func (p *packer) addLoose(n int) {
 func (p *packer) packLoose() {
 	defer p.wg.Done()
 	for {
-		more, err := p.packLooseBatch()
+		more, err := p.packLooseBatch(gitfs.LooseBatch, gitfs.LooseBatchBytes)
 		p.mu.Lock()
 		if err != nil || !more || p.closed {
 			// The next run waits for as many loose objects again,
@@ -234,13 +234,23 @@ func (p *packer) packLoose() {
 	}
 }
 
-// packLooseBatch packs one batch of loose objects, and reports whether
-// there are more.
-func (p *packer) packLooseBatch() (bool, error) {
+// openBatch and openBatchBytes bound the loose objects packed as the
+// repository opens, so that a repository git gc has never packed does not
+// hold up the first read for long: 10,000 small objects took 0.3 s, and
+// 128 MiB is some 300 trees of a directory of 10,000 files. The rest are
+// packed in the background, LooseBatch at a time.
+const (
+	openBatch      = 20_000
+	openBatchBytes = 128 << 20
+)
+
+// packLooseBatch packs a batch of loose objects, up to maxObjects of them
+// and maxBytes of their content, and reports whether there are more.
+func (p *packer) packLooseBatch(maxObjects int, maxBytes int64) (bool, error) {
 	ctx, span := p.tracer.Start(p.ctx, "local.pack_loose")
 	defer span.End()
 	start := time.Now()
-	res, err := gitfs.PackLoose(ctx, p.objects, p.objs, gitfs.LooseBatch)
+	res, err := gitfs.PackLoose(ctx, p.objects, p.objs, maxObjects, maxBytes)
 	elapsed := time.Since(start)
 	if res.Pack != "" {
 		p.add(ownPack{name: res.Pack, size: res.PackBytes})
