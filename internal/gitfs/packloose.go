@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -49,6 +50,44 @@ type LoosePacked struct {
 	More      bool // more loose objects than the batch holds were found: call again
 }
 
+// ErrPackLooseBusy reports that another process is packing the loose
+// objects of the same objects directory (its lock file, packLooseLock,
+// exists and is recent).
+var ErrPackLooseBusy = errors.New("another process is packing the loose objects")
+
+// packLooseLock is the file a PackLoose holds in the objects directory, as
+// git gc holds gc.pid: two processes packing the same loose objects would
+// each write them into a pack of its own.
+const packLooseLock = "cup-pack-loose.lock"
+
+// staleLock is the age from which a PackLoose takes over a lock file, left
+// by a process that was killed: git gc takes over a gc.pid after 12 hours;
+// a batch is packed in seconds.
+const staleLock = time.Hour
+
+// lockLoose takes the lock on packing the loose objects of objectsDir, and
+// returns its release.
+func lockLoose(objectsDir string) (func(), error) {
+	name := filepath.Join(objectsDir, packLooseLock)
+	for range 2 {
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		if err == nil {
+			fmt.Fprintf(f, "%d\n", os.Getpid())
+			f.Close()
+			return func() { os.Remove(name) }, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return nil, err
+		}
+		fi, err := os.Stat(name)
+		if err == nil && time.Since(fi.ModTime()) < staleLock {
+			return nil, fmt.Errorf("%w: %s exists", ErrPackLooseBusy, name)
+		}
+		os.Remove(name) // stale, or gone since: try again
+	}
+	return nil, fmt.Errorf("%w: %s exists", ErrPackLooseBusy, name)
+}
+
 // MaxLooseToPack is the size of the largest loose object PackLoose moves
 // into a pack: it holds each object whole while it writes it. Larger ones
 // stay loose for git gc, which streams them.
@@ -73,10 +112,16 @@ const MaxLooseToPack = 64 << 20
 // it, so every object stays readable throughout: a reader that misses a
 // loose file lists the packs again, as git does. PackLoose removes no
 // directory, so that it never races a writer that made one to write into.
-// Concurrent calls on one objects directory must not be made. When ctx is
+// One call at a time packs an objects directory: a call while another
+// process's runs returns ErrPackLooseBusy (see packLooseLock). When ctx is
 // done, PackLoose stops, leaving the loose objects as they were.
 func PackLoose(ctx context.Context, objectsDir string, objs *ObjectDir, maxObjects int, maxBytes int64) (LoosePacked, error) {
 	var res LoosePacked
+	unlock, err := lockLoose(objectsDir)
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
 	objs.Refresh() // packs written since they were listed hold objects too
 	ids, more, err := listLoose(objectsDir, maxObjects)
 	res.More = more

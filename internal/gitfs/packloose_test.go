@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -245,4 +246,35 @@ func TestPackLooseLeavesWhatItCannotRead(t *testing.T) {
 		t.Errorf("the file that is no object: %v", err)
 	}
 	freshReadsAll(t, objects, loose)
+}
+
+// TestPackLooseTakesTurns: while another process holds the lock on packing
+// the loose objects, PackLoose leaves them alone with ErrPackLooseBusy; a
+// lock an hour old was left by a process that died, and is taken over;
+// PackLoose leaves no lock behind.
+func TestPackLooseTakesTurns(t *testing.T) {
+	t.Parallel()
+	r := looseCommits(t, 1)
+	objects := filepath.Join(r.dir, "objects")
+	loose := looseFiles(t, r.dir)
+	lock := filepath.Join(objects, "cup-pack-loose.lock")
+	if err := os.WriteFile(lock, []byte("12345\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := gitfs.PackLoose(t.Context(), objects, r.objs, gitfs.LooseBatch, gitfs.LooseBatchBytes); !errors.Is(err, gitfs.ErrPackLooseBusy) || res.Packed != 0 {
+		t.Fatalf("PackLoose with the lock held = %+v, %v; want ErrPackLooseBusy", res, err)
+	}
+	if left := looseFiles(t, r.dir); len(left) != len(loose) {
+		t.Fatalf("%d loose objects left of %d", len(left), len(loose))
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(lock, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := gitfs.PackLoose(t.Context(), objects, r.objs, gitfs.LooseBatch, gitfs.LooseBatchBytes); err != nil || res.Packed != len(loose) {
+		t.Fatalf("PackLoose with a stale lock = %+v, %v; want %d packed", res, err, len(loose))
+	}
+	if _, err := os.Stat(lock); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the lock is left behind: %v", err)
+	}
 }

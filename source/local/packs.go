@@ -258,6 +258,10 @@ func (p *packer) packLooseBatch(maxObjects int, maxBytes int64) (bool, error) {
 	p.metrics.packedLoose(res, err, elapsed)
 	span.SetAttributes(attribute.Int("cup.git.objects", res.Packed), attribute.Int("cup.git.removed", res.Removed),
 		attribute.Int("cup.git.left_loose", res.Skipped), attribute.Int64("cup.git.pack_bytes", res.PackBytes))
+	if errors.Is(err, gitfs.ErrPackLooseBusy) {
+		p.log.DebugContext(ctx, "another process is packing the loose objects", "dir", p.objects, "error", err)
+		return false, err
+	}
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
@@ -394,7 +398,8 @@ func mergeSet(packs []ownPack) []ownPack {
 //     outcome (success, error), and cup_local_pack_merge_seconds, their
 //     duration;
 //   - cup_local_loose_packs_total{outcome}: batches of loose objects
-//     packed (see packer.packLoose), by outcome (success, error, canceled);
+//     packed (see packer.packLoose), by outcome (success, error, canceled,
+//     busy: another process was packing them);
 //     cup_local_loose_objects_packed_total, the objects they packed; and
 //     cup_local_pack_loose_seconds, their duration.
 //
@@ -439,7 +444,7 @@ func newPackMetrics(reg prometheus.Registerer) (*packMetrics, error) {
 		}),
 		looseRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cup_local_loose_packs_total",
-			Help: "Batches of a local repository's loose objects moved into a pack (once there are more than its gc.auto), by outcome (success, error, canceled).",
+			Help: "Batches of a local repository's loose objects moved into a pack (once there are more than its gc.auto), by outcome (success, error, canceled, busy: another process was packing them).",
 		}, []string{"outcome"}),
 		loose: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "cup_local_loose_objects_packed_total",
@@ -499,6 +504,8 @@ func (m *packMetrics) packedLoose(res gitfs.LoosePacked, err error, d time.Durat
 	switch {
 	case errors.Is(err, context.Canceled):
 		outcome = "canceled"
+	case errors.Is(err, gitfs.ErrPackLooseBusy):
+		outcome = "busy"
 	case err != nil:
 		outcome = "error"
 	}
