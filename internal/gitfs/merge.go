@@ -29,9 +29,9 @@ var ErrDuplicateObject = errors.New("an object is in two of the packs")
 //
 // Packs that hold an object twice between them, or that git is told to
 // keep (a .keep file), are not merged. Until the merged pack is in place
-// the packs are as they were; a reader that found an object in one of them keeps reading
-// it from its mapping after the file is removed, and one that looks again
-// finds the merged pack. It returns the merged pack's path and size.
+// the packs are as they were; a reader that found an object in one of
+// them keeps reading it from its mapping after the file is removed, and
+// one that looks again finds the merged pack. It returns the merged pack's path and size.
 func MergePacks(packDir string, names []string) (string, int64, error) {
 	if len(names) < 2 {
 		return "", 0, fmt.Errorf("merge packs: %d packs", len(names))

@@ -170,6 +170,7 @@ func PackLoose(ctx context.Context, objectsDir string, objs *ObjectDir, maxObjec
 	if o.len() == 0 {
 		return res, nil
 	}
+	o.commits = parentsFirst(o.commits)
 	n := o.len()
 	if res.Pack, res.PackBytes, err = writePackFilesOf(filepath.Join(objectsDir, "pack"), n, o.next, WithTreeDeltas()); err != nil {
 		return res, err
@@ -240,10 +241,9 @@ func looseType(objectsDir string, h plumbing.Hash, z *inflater) (plumbing.Object
 type looseOrder struct {
 	ctx     context.Context // stops the packing when done
 	read    func(plumbing.Hash) (plumbing.ObjectType, []byte, error)
-	commits []looseCommit
+	commits []looseCommit              // in the order parentsFirst gives them, once all are added
 	trees   map[plumbing.Hash]struct{} // not given yet
 	rest    []plumbing.Hash            // blobs and tags
-	sorted  bool
 
 	stack    []plumbing.Hash // trees of the commit being given
 	ci, ri   int
@@ -289,10 +289,6 @@ func (o *looseOrder) len() int { return len(o.commits) + len(o.trees) + len(o.re
 func (o *looseOrder) next() (plumbing.Hash, plumbing.ObjectType, []byte, error) {
 	if err := o.ctx.Err(); err != nil {
 		return plumbing.ZeroHash, 0, nil, err
-	}
-	if !o.sorted {
-		o.commits = parentsFirst(o.commits)
-		o.sorted = true
 	}
 	for len(o.stack) > 0 {
 		h := o.stack[len(o.stack)-1]

@@ -158,7 +158,7 @@ func (s *Store) readBlob(h plumbing.Hash) ([]byte, error) {
 	if data, ok := s.blobs.get(h); ok {
 		return bytes.Clone(data), nil
 	}
-	data, err := s.ReadBlobOnce(h)
+	data, err := s.readBlobUncached(h)
 	if err == nil {
 		s.cacheBlob(h, data)
 	}
@@ -175,6 +175,11 @@ func (s *Store) ReadBlobOnce(h plumbing.Hash) ([]byte, error) {
 	if data, ok := s.blobs.get(h); ok {
 		return bytes.Clone(data), nil
 	}
+	return s.readBlobUncached(h)
+}
+
+// readBlobUncached reads blob h from the objects, past the blob cache.
+func (s *Store) readBlobUncached(h plumbing.Hash) ([]byte, error) {
 	typ, data, err := s.readObject(plumbing.BlobObject, h)
 	if err == nil && typ != plumbing.BlobObject {
 		err = plumbing.ErrObjectNotFound
