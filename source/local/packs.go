@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -64,7 +65,7 @@ type ownPack struct {
 	size int64
 }
 
-func newPacker(objectsDir string, objs *gitfs.ObjectDir, cfg *config) (*packer, error) {
+func newPacker(objectsDir string, objs *gitfs.ObjectDir, looseLimit int, cfg *config) (*packer, error) {
 	m, err := newPackMetrics(cfg.Metrics)
 	if err != nil {
 		return nil, err
@@ -76,7 +77,7 @@ func newPacker(objectsDir string, objs *gitfs.ObjectDir, cfg *config) (*packer, 
 		log:        cfg.Logger,
 		metrics:    m,
 		tracer:     otel.GetTracerProvider().Tracer(tracerName),
-		looseLimit: looseLimit(filepath.Dir(objectsDir)),
+		looseLimit: looseLimit,
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.staging = gitfs.NewStaging(objectsDir, objs, gitfs.StagingOnFlush(p.flushed))
@@ -86,12 +87,12 @@ func newPacker(objectsDir string, objs *gitfs.ObjectDir, cfg *config) (*packer, 
 	if p.looseLimit > 0 && loose > p.looseLimit {
 		// Packed before the first read, which would otherwise read them
 		// loose while they are packed beside it: a first list of 10,000
-		// took 260 ms so, and 90 ms after. A failure leaves them loose.
-		if more, err := p.packLooseBatch(openBatch, openBatchBytes); err == nil {
-			loose = 0
-			if more {
-				loose = p.looseLimit + 1 // the rest at once, in the background
-			}
+		// took 260 ms so, and 90 ms after. A failure leaves them loose
+		// until gc.auto more, as a failure in the background does.
+		more, err := p.packLooseBatch(openBatch, openBatchBytes)
+		loose = 0
+		if err == nil && more {
+			loose = p.looseLimit + 1 // the rest at once, in the background
 		}
 	}
 	p.mu.Lock()
@@ -104,18 +105,13 @@ func newPacker(objectsDir string, objs *gitfs.ObjectDir, cfg *config) (*packer, 
 // objects once there are more than about this many.
 const defaultLooseLimit = 6700
 
-// looseLimit returns the gc.auto of the repository whose common directory
-// is commonDir (its config file only, as git gc --auto in it would read
-// it, but for the user's and the system's), or git's default; 0 or less
-// turns packing off, as it turns off git gc --auto.
-func looseLimit(commonDir string) int {
-	f, err := os.Open(filepath.Join(commonDir, "config"))
-	if err != nil {
-		return defaultLooseLimit
-	}
-	defer f.Close()
+// looseLimit returns the gc.auto that the repository's config file (its
+// content, nil when it has none) sets, as git gc --auto would read it but
+// for the user's and the system's configuration, or git's default; 0 or
+// less turns packing off, as it turns off git gc --auto.
+func looseLimit(gitConfig []byte) int {
 	cfg := gitconfig.New()
-	if err := gitconfig.NewDecoder(f).Decode(cfg); err != nil {
+	if err := gitconfig.NewDecoder(bytes.NewReader(gitConfig)).Decode(cfg); err != nil {
 		return defaultLooseLimit
 	}
 	v := cfg.Section("gc").Option("auto")

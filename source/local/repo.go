@@ -110,8 +110,9 @@ func openRepo(path string, cfg *config) (*repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	if data, err := os.ReadFile(filepath.Join(commonDir, "config")); err == nil {
-		data = bytes.ToLower(data)
+	gitConfig, _ := os.ReadFile(filepath.Join(commonDir, "config"))
+	if gitConfig != nil {
+		data := bytes.ToLower(gitConfig)
 		if bytes.Contains(data, []byte("reftable")) {
 			return nil, fmt.Errorf("%w: %s keeps its references in a reftable, which is not supported", source.ErrUnavailable, path)
 		}
@@ -138,7 +139,7 @@ func openRepo(path string, cfg *config) (*repo, error) {
 		refs:      gitfs.NewRefs(gitDir, commonDir),
 		objects:   gitfs.NewObjectDir(filepath.Join(commonDir, "objects")),
 	}
-	if r.packer, err = newPacker(filepath.Join(commonDir, "objects"), r.objects, cfg); err != nil {
+	if r.packer, err = newPacker(filepath.Join(commonDir, "objects"), r.objects, looseLimit(gitConfig), cfg); err != nil {
 		return nil, err
 	}
 	// Objects are read through r.objects, without the store's lock and
