@@ -176,3 +176,35 @@ func TestWritePackFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestLooseWriterStoresSmallObjects: a loose object under 4 KiB is written
+// uncompressed (its file holds its content as it is), one larger is
+// compressed, and git reads both.
+func TestLooseWriterStoresSmallObjects(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	gitCmd(t, dir, "init", "-q", "--bare", ".")
+	w := gitfs.NewLooseWriter(filepath.Join(dir, "objects"))
+	for _, tc := range []struct {
+		content string
+		stored  bool
+	}{
+		{strings.Repeat("small resource ", 30), true},   // 450 bytes
+		{strings.Repeat("large resource ", 400), false}, // 6,000 bytes
+	} {
+		h, err := w.WriteObject(plumbing.BlobObject, []byte(tc.content))
+		if err != nil {
+			t.Fatal(err)
+		}
+		file, err := os.ReadFile(filepath.Join(dir, "objects", h.String()[:2], h.String()[2:]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stored := bytes.Contains(file, []byte(tc.content)); stored != tc.stored {
+			t.Errorf("a blob of %d bytes: stored %v, want %v (a file of %d bytes)", len(tc.content), stored, tc.stored, len(file))
+		}
+		if got := gitCmd(t, dir, "cat-file", "-p", h.String()); got != tc.content {
+			t.Errorf("git reads %d bytes, want %d", len(got), len(tc.content))
+		}
+	}
+}
