@@ -244,6 +244,11 @@ type NamespaceLister interface {
 // resource return an error wrapping ErrNotFound. List of an empty or missing
 // namespace returns an empty slice, not an error. List returns resources sorted
 // by name. Returned resources are owned by the caller.
+//
+// Get agrees with List on the same tree: a Get of a name List returns gives
+// the same resource, and when List succeeds (and a ProblemLister reports no
+// problem), a Get of a name it does not return fails with ErrNotFound. A
+// caller holding a listing may answer Gets from it.
 type Controller interface {
 	Get(ctx context.Context, req *GetRequest) (*Resource, error)
 	List(ctx context.Context, req *ListRequest) ([]*Resource, error)

@@ -28,6 +28,7 @@ package controllertest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -144,7 +145,35 @@ func (h *harness) list(t *testing.T, typ controller.Type, namespace string, sel 
 	if kl, ok := h.c.(controller.KeyedLister); ok {
 		checkKeyed(t, kl, req, rs)
 	}
+	h.checkGetsAgree(t, req, rs)
 	return rs
+}
+
+// checkGetsAgree fails t unless a Get of each resource List returned gives
+// it, and, when List had no selector, a Get of a name it did not return
+// fails with ErrNotFound: a server answers Gets from listings.
+func (h *harness) checkGetsAgree(t *testing.T, req *controller.ListRequest, rs []*controller.Resource) {
+	t.Helper()
+	get := func(name string) (*controller.Resource, error) {
+		return h.c.Get(t.Context(), &controller.GetRequest{FS: req.FS, Type: req.Type, Namespace: req.Namespace, Name: name})
+	}
+	for _, want := range rs {
+		got, err := get(want.Metadata.Name)
+		if err != nil {
+			t.Errorf("Get %s %s/%s, which List returned: %v", req.Type.Kind, req.Namespace, want.Metadata.Name, err)
+			continue
+		}
+		if d := diff(want, got); d != "" {
+			t.Errorf("Get %s %s/%s differs from what List returned: %s", req.Type.Kind, req.Namespace, want.Metadata.Name, d)
+		}
+	}
+	if req.Selector != nil {
+		return
+	}
+	const unlisted = "not-listed-zz"
+	if _, err := get(unlisted); !errors.Is(err, controller.ErrNotFound) {
+		t.Errorf("Get %s %s/%s, a name List did not return: %v, want an error wrapping ErrNotFound", req.Type.Kind, req.Namespace, unlisted, err)
+	}
 }
 
 func (h *harness) delete(t *testing.T, typ controller.Type, namespace, name string) error {
