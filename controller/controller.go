@@ -203,6 +203,17 @@ type FilePerResource interface {
 	FilePerResource() bool
 }
 
+// GetCostsList is an optional ability of a Controller: saying that a Get
+// reads about as much as a List of the request's namespace, as when a
+// namespace's resources share one file, so that a caller answering many
+// Gets of one namespace does better to list it once and answer them from
+// the listing (cupd does, in the background after the first Get of a
+// namespace at a commit). Get must agree with List, as for every
+// controller.
+type GetCostsList interface {
+	GetCostsList() bool
+}
+
 // ErrUnsupported reports that a controller cannot do what an optional
 // ability asks for the type or request at hand; callers fall back to what
 // every controller can do (comparing listings).

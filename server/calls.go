@@ -136,6 +136,11 @@ func (cs *callSlots) acquire(ctx context.Context) (release func(), err error) {
 	}
 }
 
+// free reports whether a call would get a slot now, without waiting.
+func (cs *callSlots) free() bool {
+	return cs.slots == nil || (len(cs.slots) < cap(cs.slots) && cs.waiting.Load() == 0)
+}
+
 func (cs *callSlots) release() {
 	cs.inFlight.Dec()
 	<-cs.slots

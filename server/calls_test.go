@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/cup-dev/cup/controller"
 	cupv1alpha1 "github.com/cup-dev/cup/gen/cup/v1alpha1"
@@ -184,6 +186,18 @@ func (m inMemory) RoundTrip(req *http.Request) (*http.Response, error) {
 // metric returns the value of the gauge or counter named.
 func (f *callsFixture) metric(t *testing.T, name string) float64 {
 	t.Helper()
+	v, ok := f.labelled(t, name, "")
+	if !ok {
+		t.Fatalf("no metric %s", name)
+	}
+	return v
+}
+
+// labelled returns the value of the gauge or counter named, of the series
+// with a label of the value given (any series when it is ""), and whether
+// there is one.
+func (f *callsFixture) labelled(t *testing.T, name, value string) (float64, bool) {
+	t.Helper()
 	mfs, err := f.reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -192,14 +206,17 @@ func (f *callsFixture) metric(t *testing.T, name string) float64 {
 		if mf.GetName() != name {
 			continue
 		}
-		m := mf.GetMetric()[0]
-		if g := m.GetGauge(); g != nil {
-			return g.GetValue()
+		for _, m := range mf.GetMetric() {
+			if value != "" && !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetValue() == value }) {
+				continue
+			}
+			if g := m.GetGauge(); g != nil {
+				return g.GetValue(), true
+			}
+			return m.GetCounter().GetValue(), true
 		}
-		return m.GetCounter().GetValue()
 	}
-	t.Fatalf("no metric %s", name)
-	return 0
+	return 0, false
 }
 
 func widgetsPath(namespace string) string {

@@ -235,7 +235,7 @@ func (s *Server) get(ctx context.Context, at ref, revision string) (*entry, stri
 	if err != nil {
 		return nil, "", err
 	}
-	e, err := s.getEntry(ctx, t, snap, at.namespace, at.name)
+	e, err := s.readEntry(ctx, t, snap, at.namespace, at.name)
 	if err != nil {
 		return nil, "", err
 	}

@@ -26,9 +26,17 @@ type listing struct {
 	bytes    int64 // the problems' strings; the memo counts the entries
 }
 
-// getEntry reads one resource at snap, memoised. A missing resource is an
-// error wrapping controller.ErrNotFound.
+// getEntry reads one resource at snap, memoised, or from the memo's
+// listing of its namespace (see prefetch.go). A missing resource is an
+// error wrapping controller.ErrNotFound. The reads of callers use
+// readEntry.
 func (s *Server) getEntry(ctx context.Context, t *Type, snap *source.Snapshot, namespace, name string) (*entry, error) {
+	if e, ok := s.listedEntry(t, snap, namespace, name); ok {
+		if e == nil {
+			return nil, notFound(t, namespace, name)
+		}
+		return e, nil
+	}
 	k := memoKey{commit: snap.Commit, typ: t, namespace: namespace, name: name}
 	v, err := s.memo.do(ctx, k, func() (any, int64, error) {
 		r, err := callController(ctx, s, func() (*controller.Resource, error) {
@@ -54,6 +62,18 @@ func (s *Server) getEntry(ctx context.Context, t *Type, snap *source.Snapshot, n
 		return nil, notFound(t, namespace, name)
 	}
 	return e, nil
+}
+
+// readEntry is getEntry for a caller's read of a resource: the read of a
+// controller whose Get costs a List starts a listing of the namespace in
+// the background, for the reads that follow. Reads on the way to a write
+// do not: the write makes a new commit, which the listing would not be of.
+func (s *Server) readEntry(ctx context.Context, t *Type, snap *source.Snapshot, namespace, name string) (*entry, error) {
+	e, err := s.getEntry(ctx, t, snap, namespace, name)
+	if err == nil || errors.Is(err, controller.ErrNotFound) {
+		s.prefetchListing(ctx, t, snap, namespace)
+	}
+	return e, err
 }
 
 // listEntries reads every resource of t in namespace at snap, memoised.
@@ -281,7 +301,7 @@ func (s *Server) selectEntries(ctx context.Context, t *Type, snap *source.Snapsh
 	if !validName(sel.name) {
 		return l, nil // nothing can have it
 	}
-	e, err := s.getEntry(ctx, t, snap, namespace, sel.name)
+	e, err := s.readEntry(ctx, t, snap, namespace, sel.name)
 	switch {
 	case errors.Is(err, controller.ErrNotFound):
 		return l, nil

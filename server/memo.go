@@ -216,6 +216,19 @@ func (m *memo) do(ctx context.Context, k memoKey, fn func() (any, int64, error))
 	}
 }
 
+// lookup returns the value memoised under k, if there is one, without
+// computing it or counting a hit.
+func (m *memo) lookup(k memoKey) (any, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	it, ok := m.items[m.hash(k)]
+	if !ok || it.key != k {
+		return nil, false
+	}
+	m.front(it)
+	return it.val, true
+}
+
 // compute runs fn for the call c of key k, memoises a success, and
 // releases c's waiters however fn ends.
 func (m *memo) compute(k memoKey, c *memoCall, fn func() (any, int64, error)) (val any, err error) {

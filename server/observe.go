@@ -72,6 +72,12 @@ func (m *memoStats) miss() { m.misses.Add(1) }
 //     computation of the same key is a hit);
 //   - cup_server_memo_bytes, cup_server_memo_budget_bytes: what the memo
 //     holds, and may hold (cupd --cache-bytes);
+//   - cup_server_gets_from_listings_total: gets answered from a listing of
+//     their namespace the memo held (counted as memo hits too);
+//   - cup_server_listing_prefetches_total{outcome}: namespaces listed in
+//     the background after a Get of a controller whose Get costs a List
+//     (listed, unkept: too large for the memo, failed, canceled, skipped:
+//     every controller call slot or prefetch was taken);
 //   - cup_server_writes_total{outcome}: puts and deletes by outcome
 //     (committed, unchanged, dry_run) or, when they failed, by Connect code;
 //   - cup_server_write_queue_seconds: how long a write waited before its

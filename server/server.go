@@ -123,6 +123,7 @@ type Server struct {
 	writes    slots
 	bodies    *bodyBudget
 	calls     *callSlots
+	prefetch  *prefetcher
 	obs       *observer
 	watchers  slots
 	hub       *watchHub
@@ -185,7 +186,7 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 		cfg: cfg, src: src, types: make(map[controller.Type]*Type), validator: v, memo: newMemo(cfg.cacheBudget),
 		interner: newInterner(), protos: lru.New[*cupv1alpha1.Resource](protoCacheBytes), writes: newWriteSlots(cfg.maxWrites), calls: calls,
 		bodies:   newBodyBudget(cfg.maxInflight, cfg.maxBody),
-		watchers: newWatchSlots(cfg.maxWatches),
+		watchers: newWatchSlots(cfg.maxWatches), prefetch: newPrefetcher(),
 	}
 	s.hub = newWatchHub(s)
 	if cfg.catchUp != nil {
@@ -212,6 +213,13 @@ func New(src source.Source, types []*Type, opts ...Option) (*Server, error) {
 	}
 	if s.obs, err = newObserver(&cfg, s.memo); err != nil {
 		return nil, err
+	}
+	if reg := cfg.metrics; reg != nil {
+		for _, c := range []prometheus.Collector{s.prefetch.outcomes, s.prefetch.fromListings} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("server: metrics: %w", err)
+			}
+		}
 	}
 	if s.ui, err = newUIRoute(&cfg); err != nil {
 		return nil, err

@@ -73,9 +73,12 @@ func checkWatchConfig(c *config) error {
 // server is shutting down, and its clients resume elsewhere or later. Call
 // it as the HTTP server shuts down (http.Server.RegisterOnShutdown): a
 // watch lasts as long as its client wants, and would otherwise hold the
-// shutdown until its timeout.
+// shutdown until its timeout. It also cancels the listings the server
+// reads in the background to answer Gets, and keeps new ones from
+// starting.
 func (s *Server) CloseWatches() {
 	s.hub.closeOnce.Do(func() { close(s.hub.closing) })
+	s.prefetch.stop()
 }
 
 // errShuttingDown ends the watches of a server that shuts down.

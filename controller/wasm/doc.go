@@ -14,6 +14,15 @@
 //	put <kind> <namespace> <name>            store the resource read from stdin
 //	delete <kind> <namespace> <name>         remove the resource
 //
+// A get must agree with a list of the same tree: it prints the resource
+// the list holds of that name, and fails with not found for a name the
+// list does not hold. cupd answers gets from a listing of the namespace
+// when it holds one; a module whose get reads as much as its list (one
+// that keeps a namespace in one file) says so with the Spec's
+// GetCostsList, and cupd then lists the namespace in the background
+// after its first get at a commit, and answers the gets that follow from
+// that listing.
+//
 // Exit code 0 means success, 1 failure and 2 not found (for list: the
 // namespace holds nothing; put gives it no meaning). list prints a JSON array of resources, or JSON
 // resources one after another; its key=value arguments are label

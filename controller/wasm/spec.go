@@ -33,7 +33,7 @@ const MaxMemoryLimitPages = 65535
 //
 //	{"path": "flags.wasm", "memoryLimitPages": 512, "timeout": "5s", "maxOutputBytes": 1048576}
 //
-// Only path is required. [ParseSpec] fills in the defaults of the others;
+// and cup's own field getCostsList (true or false). Only path is required. [ParseSpec] fills in the defaults of the others;
 // [New] takes zero values for the defaults too.
 type Spec struct {
 	// Path is the module file ("path"). Where it is resolved from is the
@@ -50,6 +50,13 @@ type Spec struct {
 	// separately to stderr ("maxOutputBytes"). The default is
 	// [DefaultMaxOutputBytes].
 	MaxOutputBytes int64
+	// GetCostsList says that the module's get reads as much as its list
+	// of the namespace ("getCostsList"), as a module keeping each
+	// namespace in one file does: the controller then reports
+	// [controller.GetCostsList], and cupd answers the gets of a namespace
+	// from one listing of it. The module's get must agree with its list.
+	// The default is false.
+	GetCostsList bool
 }
 
 // ParseSpec decodes a Spec from JSON and fills in the defaults. It is strict:
@@ -143,8 +150,14 @@ func (s *Spec) set(key string, v any) error {
 			return fmt.Errorf("want a number of bytes of at least 1: %w", err)
 		}
 		s.MaxOutputBytes = int64(n)
+	case "getCostsList":
+		b, ok := v.(bool)
+		if !ok {
+			return fmt.Errorf("want true or false, got %s", jsonType(v))
+		}
+		s.GetCostsList = b
 	default:
-		return errors.New("unknown field (known: path, memoryLimitPages, timeout, maxOutputBytes)")
+		return errors.New("unknown field (known: path, memoryLimitPages, timeout, maxOutputBytes, getCostsList)")
 	}
 	return nil
 }

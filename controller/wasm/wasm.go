@@ -31,7 +31,14 @@ type Controller struct {
 	obs     *observer           // the runtime's metrics and tracer
 }
 
-var _ controller.Controller = (*Controller)(nil)
+var (
+	_ controller.Controller   = (*Controller)(nil)
+	_ controller.GetCostsList = (*Controller)(nil)
+)
+
+// GetCostsList reports what the Spec says of the module: whether its get
+// reads as much as its list.
+func (c *Controller) GetCostsList() bool { return c.spec.GetCostsList }
 
 // wasiModule is the only module a controller's module may import from.
 const wasiModule = "wasi_snapshot_preview1"
