@@ -60,7 +60,7 @@ func defaultOptions() *options {
 		puts: 50, firstGets: 1000,
 		clients: 64, getFor: 5 * time.Second, getMax: 200000,
 		lists: 3, starts: 3,
-		flagSizes: []int{1000, 10000}, flagRequests: 3, flagBudget: 8 * time.Second,
+		flagSizes: []int{1000, 10000}, flagRequests: 30, flagBudget: 8 * time.Second,
 		phaseTimeout: 3 * time.Minute,
 	}
 }

@@ -487,22 +487,40 @@ func measureFlagfile(ctx context.Context, o *options, b *binary, d *data, t *tab
 		base := p.URL + segmentsPath
 		names := rand.New(rand.NewPCG(3, 4)).Perm(n)
 		kinds := []struct {
-			name string
-			do   func(i int) (int, []byte, error)
+			name   string
+			before func() error // run before the kind's first request, untimed
+			do     func(i int) (int, []byte, error)
 		}{
-			{"GET existing (first read)", func(i int) (int, []byte, error) {
+			{"GET existing (first read)", nil, func(i int) (int, []byte, error) {
 				return call(ctx, hc, "GET", base+"/"+segmentName(names[i%n]), nil)
 			}},
-			{"GET missing (404 expected)", func(i int) (int, []byte, error) {
+			{"GET existing (first read, once listed)", func() error {
+				// The gets before started a listing of the namespace in
+				// the background (a cupd whose module's get costs a
+				// list): how long it took after them is in the notes.
+				listed, err := flagfileListed(ctx, p, o.flagBudget)
+				if err == nil {
+					t.note(fmt.Sprintf("%s: flagfile N=%d: the namespace's listing in the background ended %s after the last of the first reads", b.label, n, listed))
+				}
+				return err
+			}, func(i int) (int, []byte, error) {
+				return call(ctx, hc, "GET", base+"/"+segmentName(names[(o.flagRequests+i)%n]), nil)
+			}},
+			{"GET missing (404 expected)", nil, func(i int) (int, []byte, error) {
 				return call(ctx, hc, "GET", base+"/"+fmt.Sprintf("missing-%06d", i), nil)
 			}},
-			{"LIST", func(int) (int, []byte, error) { return call(ctx, hc, "GET", base, nil) }},
-			{"PUT", func(i int) (int, []byte, error) {
+			{"LIST", nil, func(int) (int, []byte, error) { return call(ctx, hc, "GET", base, nil) }},
+			{"PUT", nil, func(i int) (int, []byte, error) {
 				j := names[(n-1-i%n+n)%n]
 				return call(ctx, hc, "PUT", base+"/"+segmentName(j), segment(j, fmt.Sprintf("Segment %d, put %d by cupbench.", j, i)))
 			}},
 		}
 		for _, k := range kinds {
+			if k.before != nil {
+				if err := k.before(); err != nil {
+					return err
+				}
+			}
 			var lat []time.Duration
 			counts := map[string]int{}
 			var first string
@@ -531,8 +549,38 @@ func measureFlagfile(ctx context.Context, o *options, b *binary, d *data, t *tab
 			return err
 		}
 	}
-	t.explain("flagfile", fmt.Sprintf("the demo's Segment type served by the example WASM controller (examples/controllers/flagfile) from one file of N segments, on a fresh cupd: %d requests of each kind in this order (fewer when they take more than %v), the p50 of all answers whatever their status, and the statuses and the first answer's time in the notes", o.flagRequests, o.flagBudget))
+	t.explain("flagfile", fmt.Sprintf("the demo's Segment type served by the example WASM controller (examples/controllers/flagfile) from one file of N segments, on a fresh cupd: %d requests of each kind in this order (fewer when they take more than %v), the p50 of all answers whatever their status, and the statuses and the first answer's time in the notes; the first reads once listed are of other names, after cupd listed the namespace in the background (when its module's get costs a list)", o.flagRequests, o.flagBudget))
 	return nil
+}
+
+// flagfileListed waits, up to budget, until p has listed a namespace in
+// the background to answer its gets (cup_server_listing_prefetches_total),
+// and says how long it waited: "never" for a cupd that does not, or did
+// not within budget.
+func flagfileListed(ctx context.Context, p *cupdproc.Process, budget time.Duration) (string, error) {
+	hc := client(1)
+	defer hc.CloseIdleConnections()
+	start := time.Now()
+	for {
+		status, body, err := call(ctx, hc, "GET", p.URL+"/metrics", nil)
+		if err != nil || status != 200 {
+			return "", fmt.Errorf("GET /metrics: %d %v", status, err)
+		}
+		switch {
+		case !bytes.Contains(body, []byte("cup_server_gets_from_listings_total")):
+			return "never (this cupd does not list in the background)", nil
+		case bytes.Contains(body, []byte(`cup_server_listing_prefetches_total{outcome="listed"}`)):
+			return fmt.Sprintf("%.0f ms", ms(time.Since(start))), nil
+		}
+		if time.Since(start) > budget {
+			return fmt.Sprintf("never (within %v)", budget), nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // client is a keep-alive HTTP client of up to conns connections.
