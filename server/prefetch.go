@@ -37,9 +37,11 @@ const (
 	// namespace.
 	maxPrefetches = 2
 	// prefetchRetry is how long the server waits before listing a type
-	// and namespace in the background again after a listing failed, or
-	// was too large for the memo to keep (cupd --cache-bytes).
-	prefetchRetry = time.Minute
+	// and namespace in the background again after a listing failed;
+	// prefetchRetryUnkept after one too large for the memo to keep
+	// (cupd --cache-bytes), which is likely to stay so.
+	prefetchRetry       = time.Minute
+	prefetchRetryUnkept = 10 * time.Minute
 	// maxPrefetchRetries bounds the type and namespace pairs waiting out
 	// prefetchRetry: past it, the oldest waits are forgotten.
 	maxPrefetchRetries = 1024
@@ -121,7 +123,8 @@ func (s *Server) listedEntry(t *Type, snap *source.Snapshot, namespace, name str
 // prefetchListing lists namespace at snap in the background when t's
 // controller says a Get costs a List, unless the memo holds the listing,
 // one of the type and namespace is under way (of this commit or another),
-// or one failed less than prefetchRetry ago. ctx is the Get's, which the
+// or one failed less than prefetchRetry ago (or was too large to keep less
+// than prefetchRetryUnkept ago). ctx is the Get's, which the
 // listing's span links to.
 func (s *Server) prefetchListing(ctx context.Context, t *Type, snap *source.Snapshot, namespace string) {
 	if gc, ok := t.Controller.(controller.GetCostsList); !ok || !gc.GetCostsList() {
@@ -167,7 +170,11 @@ func (s *Server) prefetchListing(ctx context.Context, t *Type, snap *source.Snap
 				}
 			}
 		}
-		p.retry[k] = time.Now().Add(prefetchRetry)
+		wait := prefetchRetry
+		if outcome == prefetchUnkept {
+			wait = prefetchRetryUnkept
+		}
+		p.retry[k] = time.Now().Add(wait)
 	}()
 }
 
@@ -199,7 +206,7 @@ func (s *Server) runPrefetch(link trace.Link, t *Type, snap *source.Snapshot, mk
 	}
 	span.SetAttributes(attribute.Int("cup.resources", len(l.items)))
 	if _, ok := s.memo.lookup(mk); !ok {
-		log.InfoContext(ctx, "a namespace listed in the background, to answer its gets, is too large for the memo (cupd --cache-bytes): each get reads the namespace",
+		log.InfoContext(ctx, "a namespace listed in the background, to answer its gets, is too large for the memo (cupd --cache-bytes): each get reads the namespace, and it is tried again in ten minutes",
 			append(attrs, "resources", len(l.items))...)
 		return prefetchUnkept
 	}

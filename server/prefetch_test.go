@@ -295,6 +295,19 @@ func TestAListingTooLargeForTheMemoIsNotReadAgainAtOnce(t *testing.T) {
 		if gets, lists := f.counted(); gets != 3 || lists != 1 {
 			t.Errorf("the controller answered %d gets and %d lists, want 3 and 1", gets, lists)
 		}
+		// Not a minute later, as after a failure: ten.
+		time.Sleep(2 * time.Minute)
+		f.rest("GET", widgetsPath("ns")+"/missing", "")
+		synctest.Wait()
+		if _, lists := f.counted(); lists != 1 {
+			t.Errorf("two minutes later, the controller answered %d lists, want 1", lists)
+		}
+		time.Sleep(9 * time.Minute)
+		f.rest("GET", widgetsPath("ns")+"/missing", "")
+		synctest.Wait()
+		if _, lists := f.counted(); lists != 2 {
+			t.Errorf("eleven minutes later, the controller answered %d lists, want 2", lists)
+		}
 	})
 }
 
