@@ -144,6 +144,18 @@ func (f *fileFixture) get(t *testing.T, namespace, name string) (int, string) {
 	return code, r.Metadata.Name
 }
 
+// listsAfter waits d, GETs a missing widget, lets what it started end, and
+// fails t unless the controller has answered want lists in all.
+func (f *fileFixture) listsAfter(t *testing.T, d time.Duration, want int64) {
+	t.Helper()
+	time.Sleep(d)
+	f.rest("GET", widgetsPath("ns")+"/missing", "")
+	synctest.Wait()
+	if _, lists := f.counted(); lists != want {
+		t.Errorf("after %v more, the controller answered %d lists, want %d", d, lists, want)
+	}
+}
+
 // counted returns the counts of the controller's calls.
 func (f *fileFixture) counted() (gets, lists int64) { return f.ctrl.gets.Load(), f.ctrl.lists.Load() }
 
@@ -269,12 +281,7 @@ func TestAFailedListingInTheBackgroundWaitsAMinute(t *testing.T) {
 		if !strings.Contains(f.logs.String(), "the file is too large") {
 			t.Errorf("the warning does not say why the listing failed:\n%s", f.logs.String())
 		}
-		time.Sleep(time.Minute + time.Second)
-		f.rest("GET", widgetsPath("ns")+"/missing", "")
-		synctest.Wait()
-		if _, lists := f.counted(); lists != 2 {
-			t.Errorf("a minute later, the controller answered %d lists, want 2", lists)
-		}
+		f.listsAfter(t, time.Minute+time.Second, 2)
 	})
 }
 
@@ -296,18 +303,8 @@ func TestAListingTooLargeForTheMemoIsNotReadAgainAtOnce(t *testing.T) {
 			t.Errorf("the controller answered %d gets and %d lists, want 3 and 1", gets, lists)
 		}
 		// Not a minute later, as after a failure: ten.
-		time.Sleep(2 * time.Minute)
-		f.rest("GET", widgetsPath("ns")+"/missing", "")
-		synctest.Wait()
-		if _, lists := f.counted(); lists != 1 {
-			t.Errorf("two minutes later, the controller answered %d lists, want 1", lists)
-		}
-		time.Sleep(9 * time.Minute)
-		f.rest("GET", widgetsPath("ns")+"/missing", "")
-		synctest.Wait()
-		if _, lists := f.counted(); lists != 2 {
-			t.Errorf("eleven minutes later, the controller answered %d lists, want 2", lists)
-		}
+		f.listsAfter(t, 2*time.Minute, 1)
+		f.listsAfter(t, 9*time.Minute, 2)
 	})
 }
 
