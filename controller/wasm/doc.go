@@ -102,6 +102,16 @@
 //
 // # Costs
 //
+// A get or list is a function of its arguments, its environment and what
+// it reads of the tree, so on a tree that names its files' content (a Git
+// tree: [controller.ContentIDFS]) the Controller records the paths the
+// module opened and what it found there: a file's content id and mode, a
+// directory's entries when it listed them, an absence. The same call on a
+// later tree where each of those paths looks the same is answered with the
+// recorded output, without running the module ([WithReuseBytes] bounds
+// what is kept): after a commit that changed other files, a read of a WASM
+// type costs a few lookups.
+//
 // Compiling is the expensive part (about a second for a 3.6 MB Go module),
 // done once per module by New and kept in the [Runtime]'s cache (on disk
 // with [WithCacheDir], which makes it about 25 times faster after a

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/cup-dev/cup/controller"
+	"github.com/cup-dev/cup/internal/lru"
 )
 
 // WithMetrics registers the Runtime's metrics with reg:
@@ -31,7 +32,11 @@ import (
 //     directory did: hit (loaded the compiled code), miss (compiled, and
 //     wrote it) or memory (compiled without a cache directory, or after it
 //     failed);
-//   - cup_wasm_compile_duration_seconds{cache}: how long compiles took.
+//   - cup_wasm_compile_duration_seconds{cache}: how long compiles took;
+//   - cup_wasm_reused_total{controller,verb}: gets and lists answered
+//     with the output of an earlier run, without running the module (see
+//     [WithReuseBytes]), which cup_wasm_calls_total does not count;
+//   - cup_wasm_reuse_bytes: what the kept runs take.
 //
 // The default, and a nil reg, register none (they are still kept).
 func WithMetrics(reg prometheus.Registerer) RuntimeOption {
@@ -61,6 +66,7 @@ type observer struct {
 	compileDuration *prometheus.HistogramVec
 	cacheEvictions  prometheus.Counter
 	cacheBytes      prometheus.Gauge
+	reused          *prometheus.CounterVec // controller, verb
 }
 
 func newObserver(cfg *runtimeConfig) (*observer, error) {
@@ -100,15 +106,34 @@ func newObserver(cfg *runtimeConfig) (*observer, error) {
 			Name: "cup_wasm_cache_bytes",
 			Help: "Bytes of compiled WASM modules in the compilation cache directory, as last counted.",
 		}),
+		reused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cup_wasm_reused_total",
+			Help: "WASM controller gets and lists answered with the output of an earlier run of the same call, which read what the tree still holds, without running the module.",
+		}, []string{"controller", "verb"}),
 	}
 	if cfg.metrics != nil {
-		for _, c := range []prometheus.Collector{o.calls, o.duration, o.alive, o.compiles, o.compileDuration, o.cacheEvictions, o.cacheBytes} {
+		for _, c := range []prometheus.Collector{o.calls, o.duration, o.alive, o.compiles, o.compileDuration, o.cacheEvictions, o.cacheBytes, o.reused} {
 			if err := cfg.metrics.Register(c); err != nil {
 				return nil, fmt.Errorf("wasm runtime: metrics: %w", err)
 			}
 		}
 	}
 	return o, nil
+}
+
+// registerReuse registers the gauge of the bytes reuse keeps.
+func (o *observer) registerReuse(cfg *runtimeConfig, reuse *lru.Cache[*reused]) error {
+	if cfg.metrics == nil {
+		return nil
+	}
+	g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "cup_wasm_reuse_bytes",
+		Help: "Bytes of WASM controller get and list output kept for reuse (see cup_wasm_reused_total), keys and what the runs read included.",
+	}, func() float64 { return float64(reuse.Bytes()) })
+	if err := cfg.metrics.Register(g); err != nil {
+		return fmt.Errorf("wasm runtime: metrics: %w", err)
+	}
+	return nil
 }
 
 // Outcomes of a module run, the outcome label of cup_wasm_calls_total.

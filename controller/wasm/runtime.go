@@ -14,6 +14,8 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/semaphore"
+
+	"github.com/cup-dev/cup/internal/lru"
 )
 
 // runtimeConfig holds what RuntimeOptions set.
@@ -24,6 +26,7 @@ type runtimeConfig struct {
 	memoryBudget   int64
 	metrics        prometheus.Registerer
 	tracerProvider trace.TracerProvider
+	reuseBytes     int64
 }
 
 // RuntimeOption configures a Runtime built by [NewRuntime].
@@ -88,6 +91,9 @@ type Runtime struct {
 	// budget holds the pages of WithMemoryBudget; nil when unbounded.
 	budget *semaphore.Weighted
 	obs    *observer
+	// reuse keeps get and list runs for the same calls on trees where what
+	// they read is unchanged (see reuse.go); nil when it keeps none.
+	reuse *lru.Cache[*reused]
 
 	mu    sync.Mutex
 	cache wazero.CompilationCache // nil until first needed
@@ -201,7 +207,12 @@ func NewRuntime(opts ...RuntimeOption) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Runtime{cfg: cfg, obs: obs}
+	r := &Runtime{cfg: cfg, obs: obs, reuse: newReuse(&cfg)}
+	if r.reuse != nil {
+		if err := obs.registerReuse(&cfg, r.reuse); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.memoryBudget > 0 {
 		r.budget = semaphore.NewWeighted(cfg.memoryBudget >> 16)
 	}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/cup-dev/cup/controller"
+	"github.com/cup-dev/cup/internal/lru"
 )
 
 // Controller runs a WASI command module for every call, as the package
@@ -29,6 +30,8 @@ type Controller struct {
 	logger  *slog.Logger
 	budget  *semaphore.Weighted // the runtime's memory budget in pages; nil when unbounded
 	obs     *observer           // the runtime's metrics and tracer
+	id      uint64              // tells its kept runs from other Controllers'
+	reuse   *lru.Cache[*reused] // the runtime's kept runs; nil when it keeps none
 }
 
 var (
@@ -80,7 +83,8 @@ func New(ctx context.Context, rt *Runtime, name string, module []byte, spec *Spe
 	}
 	rt.cfg.logger.DebugContext(ctx, "compiled wasm controller", "controller", name, "module", s.Path,
 		"bytes", len(module), "duration", elapsed(start))
-	return &Controller{name: name, spec: s, prog: prog, release: release, logger: rt.cfg.logger, budget: rt.budget, obs: rt.obs}, nil
+	return &Controller{name: name, spec: s, prog: prog, release: release, logger: rt.cfg.logger, budget: rt.budget, obs: rt.obs,
+		id: nextControllerID.Add(1), reuse: rt.reuse}, nil
 }
 
 // checkModule checks that m, compiled from module, is a WASI command whose
@@ -168,9 +172,9 @@ func (c *Controller) Get(ctx context.Context, req *controller.GetRequest) (*cont
 	}
 	cl := &call{
 		op: c.op("get", req.Type, req.Namespace, req.Name), verb: "get", typ: req.Type,
-		args: []string{req.Namespace, req.Name}, fs: readOnlyMount(req.FS),
+		args: []string{req.Namespace, req.Name},
 	}
-	res, err := c.run(ctx, cl)
+	res, err := c.runRead(ctx, cl, req.FS)
 	if err != nil {
 		return nil, err
 	}
@@ -264,8 +268,8 @@ func (c *Controller) List(ctx context.Context, req *controller.ListRequest) ([]*
 	if req.Selector != nil {
 		args = append(args, selectorArgs(req.Selector)...)
 	}
-	cl := &call{op: c.op("list", req.Type, req.Namespace, ""), verb: "list", typ: req.Type, args: args, fs: readOnlyMount(req.FS)}
-	res, err := c.run(ctx, cl)
+	cl := &call{op: c.op("list", req.Type, req.Namespace, ""), verb: "list", typ: req.Type, args: args}
+	res, err := c.runRead(ctx, cl, req.FS)
 	if err != nil {
 		return nil, err
 	}
