@@ -88,6 +88,7 @@ type serveFlags struct {
 	maxQueuedCalls  int
 	wasmMemoryBytes int64
 	wasmCacheMax    int64
+	wasmReuseBytes  int64
 	shutdownTimeout time.Duration
 	debugAddress    string
 	maxConnections  int
@@ -179,6 +180,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	fl.Int64Var(&f.maxInflight, "max-inflight-request-bytes", server.DefaultMaxInflightRequestBytes, "most bytes of request bodies held at once, all calls together; a call past it is refused with RESOURCE_EXHAUSTED (HTTP 429) (0: no bound)")
 	fl.IntVar(&f.maxCalls, "max-concurrent-controller-calls", server.DefaultMaxControllerCalls(), "most controller calls (reads the cache does not answer, and the reads and writes of puts and deletes) run at once; more wait in a queue (default: twice GOMAXPROCS, at least 4) (0: no bound)")
 	fl.IntVar(&f.maxQueuedCalls, "max-queued-controller-calls", server.DefaultMaxQueuedControllerCalls, "most controller calls waiting for --max-concurrent-controller-calls, each until its deadline; more are refused with RESOURCE_EXHAUSTED (HTTP 429) (0: no bound)")
+	fl.Int64Var(&f.wasmReuseBytes, "wasm-reuse-bytes", app.DefaultWASMReuseBytes, "output of WASM controllers' gets and lists kept, in bytes, to answer the same call again while the files it read are unchanged (0: keep none)")
 	fl.Int64Var(&f.wasmMemoryBytes, "wasm-memory-bytes", app.DefaultWASMMemoryBytes, "memory for the WASM controller instances running at once, in bytes: each counts its memoryLimitPages, and calls wait for room (0: no bound)")
 	fl.IntVar(&f.maxConnections, "max-connections", app.DefaultMaxConnections, "most client connections open at once; more are closed at once (lowered to fit the open-file limit; 0: no bound)")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", server.DefaultIdleTimeout, "close a keep-alive connection after this long without a request (0: never)")
@@ -537,6 +539,7 @@ func runServe(ctx context.Context, f *serveFlags, stdout, stderr io.Writer) erro
 		MaxQueuedControllerCalls:     unbounded(f.maxQueuedCalls),
 		WASMMemoryBytes:              unbounded(f.wasmMemoryBytes),
 		WASMCacheMaxBytes:            unbounded(f.wasmCacheMax),
+		WASMReuseBytes:               unbounded(f.wasmReuseBytes),
 		MaxJSONDepth:                 f.maxJSONDepth,
 		MaxResourceBytes:             f.maxResource,
 		MaxInflightRequestBytes:      unbounded(f.maxInflight),

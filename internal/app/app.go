@@ -71,7 +71,8 @@ func Open(ctx context.Context, opts Options) (_ *App, err error) {
 		if budget == 0 {
 			budget = DefaultWASMMemoryBytes
 		}
-		ropts := []wasm.RuntimeOption{wasm.WithLogger(opts.Logger), wasm.WithMemoryBudget(budget), wasm.WithMetrics(reg), wasm.WithTracerProvider(opts.TracerProvider)}
+		ropts := []wasm.RuntimeOption{wasm.WithLogger(opts.Logger), wasm.WithMemoryBudget(budget), wasm.WithMetrics(reg),
+			wasm.WithTracerProvider(opts.TracerProvider), wasm.WithReuseBytes(opts.WASMReuseBytes)}
 		if opts.WASMCacheDir != "" {
 			maxBytes := opts.WASMCacheMaxBytes
 			if maxBytes == 0 {

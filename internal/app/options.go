@@ -104,9 +104,14 @@ type Options struct {
 	// instances running at once, in bytes (see wasm.WithMemoryBudget);
 	// zero is DefaultWASMMemoryBytes, less than zero no bound.
 	WASMMemoryBytes int64
+	// WASMReuseBytes bounds the output of WASM gets and lists kept to
+	// answer the same call while what it read is unchanged (see
+	// wasm.WithReuseBytes); zero is wasm.DefaultReuseBytes, less than
+	// zero keeps none.
+	WASMReuseBytes int64
 	// WASMRuntime, when set, runs the WASM controllers instead of a runtime
-	// of the App's own (WASMCacheDir, WASMCacheMaxBytes and WASMMemoryBytes
-	// are then ignored);
+	// of the App's own (WASMCacheDir, WASMCacheMaxBytes, WASMMemoryBytes
+	// and WASMReuseBytes are then ignored);
 	// the caller closes it. Apps sharing one compile a module once.
 	WASMRuntime *wasm.Runtime
 	// Progress, when set, is told what start-up does as each step begins
@@ -128,6 +133,11 @@ type Options struct {
 // module touches about half its limit, so instances take up to some
 // 256 MiB of memory together, on top of --cache-bytes.
 const DefaultWASMMemoryBytes = 512 << 20
+
+// DefaultWASMReuseBytes bounds the output of WASM gets and lists kept for
+// reuse (wasm.DefaultReuseBytes): the output of a list of 10,000 resources
+// of the example flagfile module is 7 MB.
+const DefaultWASMReuseBytes = wasm.DefaultReuseBytes
 
 // DefaultWASMCacheMaxBytes bounds the WASM compilation cache directory:
 // a Go module of 5 MB compiles to some 20 MB, so about 50 of them.
