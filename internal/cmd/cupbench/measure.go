@@ -24,6 +24,7 @@ import (
 	"github.com/cup-dev/cup/internal/benchrepo"
 	"github.com/cup-dev/cup/internal/cupdproc"
 	"github.com/cup-dev/cup/internal/gitfs"
+	"github.com/cup-dev/cup/internal/gitrepo"
 )
 
 // trivialProcedure is cupd's --bench-trivial procedure
@@ -506,6 +507,15 @@ func measureFlagfile(ctx context.Context, o *options, b *binary, d *data, t *tab
 				return call(ctx, hc, "GET", base+"/"+fmt.Sprintf("missing-%06d", i), nil)
 			}},
 			{"LIST", nil, func(int) (int, []byte, error) { return call(ctx, hc, "GET", base, nil) }},
+			{"GET existing (first read, after a commit to another file)", func() error {
+				// A commit behind cupd's back that leaves the segments'
+				// file as it was: a cupd that reuses what its module
+				// read lists the namespace again at once.
+				_, err := gitrepo.Commit(filepath.Join(b.dir, fmt.Sprintf("flagfile-%d", n), "repo.git"), "main", map[string][]byte{"NOTES.md": []byte("Notes, committed by cupbench.\n")}, "cupbench: another file")
+				return err
+			}, func(i int) (int, []byte, error) {
+				return call(ctx, hc, "GET", base+"/"+segmentName(names[(2*o.flagRequests+i)%n]), nil)
+			}},
 			{"PUT", nil, func(i int) (int, []byte, error) {
 				j := names[(n-1-i%n+n)%n]
 				return call(ctx, hc, "PUT", base+"/"+segmentName(j), segment(j, fmt.Sprintf("Segment %d, put %d by cupbench.", j, i)))
@@ -545,12 +555,12 @@ func measureFlagfile(ctx context.Context, o *options, b *binary, d *data, t *tab
 			return err
 		}
 	}
-	t.explain("flagfile", fmt.Sprintf("the demo's Segment type served by the example WASM controller (examples/controllers/flagfile) from one file of N segments, on a fresh cupd: %d requests of each kind in this order (fewer when they take more than %v), the p50 of all answers whatever their status, and the statuses and the first answer's time in the notes; the first reads once listed are of other names, after cupd listed the namespace in the background (when its module's get costs a list)", o.flagRequests, o.flagBudget))
+	t.explain("flagfile", fmt.Sprintf("the demo's Segment type served by the example WASM controller (examples/controllers/flagfile) from one file of N segments, on a fresh cupd: %d requests of each kind in this order (fewer when they take more than %v), the p50 of all answers whatever their status, and the statuses and the first answer's time in the notes; the first reads once listed are of other names, after cupd listed the namespace in the background (when its module's get costs a list), and so are those after a commit (made with git, not through cupd) that changed another file", o.flagRequests, o.flagBudget))
 	return nil
 }
 
 // startFlagfile starts b's cupd on a copy of the flagfile repository of n
-// segments; on the one without getCostsList when b's cupd refuses it (a
+// segments, in b.dir/flagfile-<n>; on the one without getCostsList when b's cupd refuses it (a
 // cupd before 272c320), which the notes say.
 func startFlagfile(ctx context.Context, o *options, b *binary, d *data, n int, t *table) (*cupdproc.Process, error) {
 	dir := filepath.Join(b.dir, fmt.Sprintf("flagfile-%d", n))
