@@ -299,3 +299,35 @@ func TestOnlyRunsThatEndedByThemselvesAreReused(t *testing.T) {
 	}
 	f.want(t, "get", 3, 1)
 }
+
+// TestListKeyedKeysItemsByWhatTheModuleWrote: a server that keeps decoded
+// resources by key decodes, after a change of one file, that one.
+func TestListKeyedKeysItemsByWhatTheModuleWrote(t *testing.T) {
+	t.Parallel()
+	f := newReuseFixture(t)
+	base := tree(fstest.MapFS{}, map[string]*fstest.MapFile{
+		conformFile("a", "x"): conformFlag("a", "x", "ana"),
+		conformFile("a", "y"): conformFlag("a", "y", "bo"),
+	})
+	changed := tree(base.MapFS, map[string]*fstest.MapFile{conformFile("a", "y"): conformFlag("a", "y", "cy")})
+	keys := func(fsys fs.FS) map[string]string {
+		t.Helper()
+		found, err := f.c.ListKeyed(t.Context(), &controller.ListRequest{FS: fsys, Type: flagType, Namespace: "a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		byName := map[string]string{}
+		for _, l := range found {
+			r, err := l.Decode()
+			if err != nil || r == nil {
+				t.Fatalf("Decode of %s = %v, %v", l.Origin, r, err)
+			}
+			byName[r.Metadata.Name] = l.Key
+		}
+		return byName
+	}
+	before, after := keys(base), keys(changed)
+	if len(before) != 2 || before["x"] == "" || before["x"] != after["x"] || before["y"] == after["y"] {
+		t.Errorf("keys before %q, after %q: want x's the same, y's changed", before, after)
+	}
+}

@@ -3,6 +3,7 @@ package wasm
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -258,48 +259,23 @@ func (c *Controller) logCrash(ctx context.Context, cl *call, res *result) {
 // error wrapping controller.ErrFailed. Exit 2 means the namespace has
 // none. The result is sorted by name.
 func (c *Controller) List(ctx context.Context, req *controller.ListRequest) ([]*controller.Resource, error) {
-	if req == nil || req.FS == nil {
-		return nil, fmt.Errorf("%w: list: no file system", controller.ErrInvalid)
+	var sel controller.Selector
+	if req != nil {
+		sel = req.Selector
 	}
-	if err := checkRequest(req.Type, req.Namespace); err != nil {
-		return nil, err
-	}
-	args := []string{req.Namespace}
-	if req.Selector != nil {
-		args = append(args, selectorArgs(req.Selector)...)
-	}
-	cl := &call{op: c.op("list", req.Type, req.Namespace, ""), verb: "list", typ: req.Type, args: args}
-	res, err := c.runRead(ctx, cl, req.FS)
+	cl, items, err := c.listItems(ctx, req, sel)
 	if err != nil {
 		return nil, err
-	}
-	switch {
-	case res.exit == 2 && !goCrashed(res.stderr):
-		if _, _, ok := reported(res.stderr); !ok {
-			return []*controller.Resource{}, nil
-		}
-		return nil, failure(cl, res)
-	case res.exit != 0:
-		return nil, failure(cl, res)
-	}
-	c.logStderr(ctx, cl, res)
-	items, err := splitValues(res.stdout)
-	if err != nil {
-		return nil, c.invalidOutput(cl, err)
 	}
 	out := make([]*controller.Resource, 0, len(items))
 	for i, item := range items {
-		r, err := controller.ParseResource(item)
+		r, err := c.decodeItem(cl, req, i, item)
 		if err != nil {
-			return nil, c.invalidOutput(cl, fmt.Errorf("item %d: %w", i, err))
-		}
-		if r.APIVersion != req.Type.APIVersion() || r.Kind != req.Type.Kind {
-			continue // kinds may share a module
-		}
-		if err := c.checkResource(cl, r, req.Type, req.Namespace); err != nil {
 			return nil, err
 		}
-		out = append(out, r)
+		if r != nil {
+			out = append(out, r)
+		}
 	}
 	slices.SortStableFunc(out, func(a, b *controller.Resource) int { return strings.Compare(a.Metadata.Name, b.Metadata.Name) })
 	for i := 1; i < len(out); i++ {
@@ -311,6 +287,84 @@ func (c *Controller) List(ctx context.Context, req *controller.ListRequest) ([]*
 		out = slices.DeleteFunc(out, func(r *controller.Resource) bool { return !req.Selector.Matches(r.Metadata.Labels) })
 	}
 	return out, nil
+}
+
+var _ controller.KeyedLister = (*Controller)(nil)
+
+// ListKeyed runs list as List does, without the selector's arguments, and
+// returns the resources undecoded: each keyed by the digest of the JSON
+// the module wrote for it, which decodes to the same resource whenever it
+// is the same. A server that keeps decoded resources by key decodes only
+// what changed: after a write to one entry of a file of 10,000, one; after
+// an output reused whole (see [WithReuseBytes]), none. Resources of
+// other types decode to nil; Decode's errors are List's.
+func (c *Controller) ListKeyed(ctx context.Context, req *controller.ListRequest) ([]controller.Listed, error) {
+	cl, items, err := c.listItems(ctx, req, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]controller.Listed, len(items))
+	for i, item := range items {
+		sum := sha256.Sum256(item)
+		out[i] = controller.Listed{
+			Key:    string(sum[:]),
+			Origin: fmt.Sprintf("item %d of module %q's list", i, c.name),
+			Decode: func() (*controller.Resource, error) { return c.decodeItem(cl, req, i, item) },
+		}
+	}
+	return out, nil
+}
+
+// listItems runs list for req, with sel's terms as arguments when sel is
+// not nil, and splits its output into the resources' JSON.
+func (c *Controller) listItems(ctx context.Context, req *controller.ListRequest, sel controller.Selector) (*call, []json.RawMessage, error) {
+	if req == nil || req.FS == nil {
+		return nil, nil, fmt.Errorf("%w: list: no file system", controller.ErrInvalid)
+	}
+	if err := checkRequest(req.Type, req.Namespace); err != nil {
+		return nil, nil, err
+	}
+	args := []string{req.Namespace}
+	if sel != nil {
+		args = append(args, selectorArgs(sel)...)
+	}
+	cl := &call{op: c.op("list", req.Type, req.Namespace, ""), verb: "list", typ: req.Type, args: args}
+	res, err := c.runRead(ctx, cl, req.FS)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case res.exit == 2 && !goCrashed(res.stderr):
+		if _, _, ok := reported(res.stderr); !ok {
+			return cl, nil, nil
+		}
+		return nil, nil, failure(cl, res)
+	case res.exit != 0:
+		return nil, nil, failure(cl, res)
+	}
+	c.logStderr(ctx, cl, res)
+	items, err := splitValues(res.stdout)
+	if err != nil {
+		return nil, nil, c.invalidOutput(cl, err)
+	}
+	return cl, items, nil
+}
+
+// decodeItem decodes item i of cl's output: nil for a resource of another
+// type (kinds may share a module), an error wrapping ErrFailed for one that
+// does not parse or belongs to another namespace.
+func (c *Controller) decodeItem(cl *call, req *controller.ListRequest, i int, item json.RawMessage) (*controller.Resource, error) {
+	r, err := controller.ParseResource(item)
+	if err != nil {
+		return nil, c.invalidOutput(cl, fmt.Errorf("item %d: %w", i, err))
+	}
+	if r.APIVersion != req.Type.APIVersion() || r.Kind != req.Type.Kind {
+		return nil, nil
+	}
+	if err := c.checkResource(cl, r, req.Type, req.Namespace); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // splitValues splits the output of list: a JSON array, or JSON values one
