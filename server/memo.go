@@ -189,11 +189,11 @@ func (m *memo) hold(v any, d int32) {
 func (m *memo) do(ctx context.Context, k memoKey, fn func() (any, int64, error)) (any, error) {
 	for {
 		m.mu.Lock()
-		if it, ok := m.items[m.hash(k)]; ok && it.key == k {
-			m.front(it)
+		if it := m.find(k); it != nil {
+			v := it.val
 			m.mu.Unlock()
 			m.stats.hit()
-			return it.val, nil
+			return v, nil
 		}
 		if c, ok := m.inflight[k]; ok {
 			m.mu.Unlock()
@@ -221,12 +221,21 @@ func (m *memo) do(ctx context.Context, k memoKey, fn func() (any, int64, error))
 func (m *memo) lookup(k memoKey) (any, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if it := m.find(k); it != nil {
+		return it.val, true
+	}
+	return nil, false
+}
+
+// find returns the item of k, made the most recently used, or nil. m.mu is
+// held.
+func (m *memo) find(k memoKey) *memoItem {
 	it, ok := m.items[m.hash(k)]
 	if !ok || it.key != k {
-		return nil, false
+		return nil
 	}
 	m.front(it)
-	return it.val, true
+	return it
 }
 
 // compute runs fn for the call c of key k, memoises a success, and

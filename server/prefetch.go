@@ -66,7 +66,6 @@ type prefetchKey struct {
 type prefetcher struct {
 	ctx    context.Context // ended by stop
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
 
 	mu      sync.Mutex
 	running map[prefetchKey]bool
@@ -94,9 +93,6 @@ func newPrefetcher() *prefetcher {
 
 // stop cancels the listings under way, and keeps new ones from starting.
 func (p *prefetcher) stop() { p.cancel() }
-
-// wait returns once no listing runs in the background.
-func (p *prefetcher) wait() { p.wg.Wait() }
 
 // listedEntry answers a Get of name from the memo's listing of its
 // namespace at snap: e is the entry, or nil when the listing holds no such
@@ -150,11 +146,9 @@ func (s *Server) prefetchListing(ctx context.Context, t *Type, snap *source.Snap
 	k.namespace = strings.Clone(namespace) // not the request's string
 	mk.namespace, mk.commit = k.namespace, strings.Clone(snap.Commit)
 	p.running[k] = true
-	p.wg.Add(1)
 	p.mu.Unlock()
 	link := trace.LinkFromContext(ctx)
 	go func() {
-		defer p.wg.Done()
 		outcome := s.runPrefetch(link, t, snap, mk)
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -165,7 +159,7 @@ func (s *Server) prefetchListing(ctx context.Context, t *Type, snap *source.Snap
 		}
 		if len(p.retry) >= maxPrefetchRetries {
 			for rk, at := range p.retry {
-				if now.After(at) || len(p.retry) >= maxPrefetchRetries {
+				if time.Now().After(at) || len(p.retry) >= maxPrefetchRetries {
 					delete(p.retry, rk)
 				}
 			}
