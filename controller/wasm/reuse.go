@@ -23,7 +23,7 @@ import (
 // So a Controller records the paths a get or list opens, and after the
 // run, what the module could learn of each (observe): that it is absent,
 // a directory (and its entries' names and types, when the module listed
-// it), or a file (its mode, size and content id). A later call with the
+// it), or a file (its mode, size, modification time and content id). A later call with the
 // same arguments, on a tree where each of those paths looks the same, gets
 // the first run's output without running the module again: after a commit
 // that changed other files, a get or list costs a few lookups of paths
@@ -199,8 +199,8 @@ func (r *recorder) kept(fsys controller.ContentIDFS, res *result) (*reused, bool
 // observe returns what a module that opens p in fsys can learn of it,
 // listing it when listed: "-" when it is absent; for a directory its mode,
 // modification time and, when listed, the digest of its entries' names and
-// types; for a file its mode, size, modification time and content id. ok is false when fsys cannot
-// tell (an error other than absence).
+// types; for a file its mode, size, modification time and content id. ok
+// is false when fsys cannot tell (an error other than absence).
 func observe(fsys controller.ContentIDFS, p string, listed bool) (seen string, ok bool) {
 	fi, err := fs.Stat(fsys, p)
 	switch {

@@ -121,15 +121,9 @@ func measureLists(ctx context.Context, o *options, b *binary, d *data, t *table)
 // loosePacked waits until p has packed the loose objects it found at
 // start, and returns how long that took by its metrics; 0 at once for a
 // cupd that does not pack loose objects.
-func loosePacked(ctx context.Context, p *cupdproc.Process) (time.Duration, error) {
-	hc := client(1)
-	defer hc.CloseIdleConnections()
+func loosePacked(ctx context.Context, p *cupdproc.Process) (took time.Duration, err error) {
 	deadline := time.Now().Add(time.Minute)
-	for {
-		status, body, err := call(ctx, hc, "GET", p.URL+"/metrics", nil)
-		if err != nil || status != 200 {
-			return 0, fmt.Errorf("GET /metrics: %d %v", status, err)
-		}
+	err = pollMetrics(ctx, p, func(body []byte) (bool, error) {
 		// A histogram shows from the start, with a count of 0.
 		metric := func(name string) (float64, bool) {
 			for line := range strings.SplitSeq(string(body), "\n") {
@@ -141,23 +135,40 @@ func loosePacked(ctx context.Context, p *cupdproc.Process) (time.Duration, error
 			return 0, false
 		}
 		n, ok := metric("cup_local_pack_loose_seconds_count")
-		if !ok {
-			return 0, nil // a cupd that does not pack loose objects
-		}
-		if n > 0 {
-			if bytes.Contains(body, []byte(`cup_local_loose_packs_total{outcome="error"}`)) {
-				return 0, errors.New("packing the loose objects failed: see the log")
-			}
+		switch {
+		case !ok:
+			return true, nil // a cupd that does not pack loose objects
+		case n > 0 && bytes.Contains(body, []byte(`cup_local_loose_packs_total{outcome="error"}`)):
+			return true, errors.New("packing the loose objects failed: see the log")
+		case n > 0:
 			secs, _ := metric("cup_local_pack_loose_seconds_sum")
-			return time.Duration(secs * float64(time.Second)), nil
+			took = time.Duration(secs * float64(time.Second))
+			return true, nil
+		case time.Now().After(deadline):
+			return true, errors.New("the loose objects were not packed within a minute")
 		}
-		if time.Now().After(deadline) {
-			return 0, errors.New("the loose objects were not packed within a minute")
+		return false, nil
+	})
+	return took, err
+}
+
+// pollMetrics reads p's /metrics every 10 ms until done says it found what
+// it waits for, or fails.
+func pollMetrics(ctx context.Context, p *cupdproc.Process, done func(body []byte) (bool, error)) error {
+	hc := client(1)
+	defer hc.CloseIdleConnections()
+	for {
+		status, body, err := call(ctx, hc, "GET", p.URL+"/metrics", nil)
+		if err != nil || status != 200 {
+			return fmt.Errorf("GET /metrics: %d %v", status, err)
+		}
+		if ok, err := done(body); ok || err != nil {
+			return err
 		}
 		select {
 		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }
@@ -581,29 +592,22 @@ func startFlagfile(ctx context.Context, o *options, b *binary, d *data, n int, t
 // flagfileListed waits, up to budget, until p has listed a namespace in
 // the background to answer its gets (cup_server_listing_prefetches_total),
 // and says how long it waited, or that it did not list one.
-func flagfileListed(ctx context.Context, p *cupdproc.Process, budget time.Duration) (string, error) {
-	hc := client(1)
-	defer hc.CloseIdleConnections()
+func flagfileListed(ctx context.Context, p *cupdproc.Process, budget time.Duration) (said string, err error) {
 	start := time.Now()
-	for {
-		status, body, err := call(ctx, hc, "GET", p.URL+"/metrics", nil)
-		if err != nil || status != 200 {
-			return "", fmt.Errorf("GET /metrics: %d %v", status, err)
-		}
+	err = pollMetrics(ctx, p, func(body []byte) (bool, error) {
 		switch {
 		case !bytes.Contains(body, []byte("cup_server_gets_from_listings_total")):
-			return "this cupd does not list a namespace in the background", nil
+			said = "this cupd does not list a namespace in the background"
 		case bytes.Contains(body, []byte(`cup_server_listing_prefetches_total{outcome="listed"}`)):
-			return fmt.Sprintf("the namespace's listing in the background ended %.0f ms after the last of the first reads", ms(time.Since(start))), nil
+			said = fmt.Sprintf("the namespace's listing in the background ended %.0f ms after the last of the first reads", ms(time.Since(start)))
 		case time.Since(start) > budget:
-			return fmt.Sprintf("the namespace was not listed in the background within %v of the last of the first reads", budget), nil
+			said = fmt.Sprintf("the namespace was not listed in the background within %v of the last of the first reads", budget)
+		default:
+			return false, nil
 		}
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+		return true, nil
+	})
+	return said, err
 }
 
 // client is a keep-alive HTTP client of up to conns connections.
