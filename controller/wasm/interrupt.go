@@ -126,7 +126,8 @@ func appendSLEB(b []byte, v int64) []byte {
 // as it is, says what is wrong), with a start section, or using
 // instructions it does not know. A module without a memory is given one of
 // no pages. Debug sections (.debug_*, DWARF), whose code offsets the
-// rewrite would make wrong, are left out.
+// rewrite would make wrong, are left out. Data segments a few zero bytes
+// apart are merged (see data.go).
 func interruptible(module []byte) ([]byte, error) {
 	if len(module) < 8 || !bytes.Equal(module[:8], []byte("\x00asm\x01\x00\x00\x00")) {
 		return nil, fmt.Errorf("%w: not a WebAssembly 1.0 binary", errNotInterruptible)
@@ -145,6 +146,7 @@ func interruptible(module []byte) ([]byte, error) {
 	var (
 		rw                                rewriter
 		hasGlobals, hasExports, hasMemory bool
+		hasDataCount                      bool // memory.init and data.drop may name segments
 		emptyMemory                       = -1 // a memory section of no memories
 		nCodes                            uint32
 		types, funcTypes                  []uint32
@@ -176,6 +178,8 @@ func interruptible(module []byte) ([]byte, error) {
 			hasGlobals = true
 		case sectionExport:
 			hasExports = true
+		case sectionDataCount:
+			hasDataCount = true
 		case sectionStart:
 			err = fmt.Errorf("%w: it has a start section, which runs before a call could stop it", errNotInterruptible)
 		case sectionCode:
@@ -242,6 +246,10 @@ func interruptible(module []byte) ([]byte, error) {
 			p, err = appendToVector(p, e)
 		case sectionCode:
 			p, err = rw.code(p)
+		case sectionData:
+			if !hasDataCount {
+				p = coalesceData(p)
+			}
 		}
 		if err != nil {
 			return nil, err
@@ -652,6 +660,26 @@ func (r *reader) sleb(max int) {
 		}
 	}
 	r.fail("an integer too long, or cut short")
+}
+
+// s32 reads a signed LEB128 of at most 32 bits.
+func (r *reader) s32() int32 {
+	var v int64
+	for i := 0; i < 5; i++ {
+		c := r.byte()
+		v |= int64(c&0x7f) << (7 * i)
+		if c&0x80 == 0 {
+			if c&0x40 != 0 {
+				v -= 1 << (7 * (i + 1)) // the sign, from bit 6 of the last byte
+			}
+			if v < -1<<31 || v > 1<<31-1 {
+				r.fail("an integer out of range")
+			}
+			return int32(v)
+		}
+	}
+	r.fail("an integer too long")
+	return 0
 }
 
 // blockType skips a block type: 0x40, a value type or a type index.
