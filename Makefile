@@ -184,6 +184,7 @@ FUZZ_TARGETS := \
 	./server:FuzzREST \
 	./server:FuzzPutBody \
 	./examples/controllers/flagfile:FuzzFastEntry \
+	./examples/controllers/flagfile:FuzzSeek \
 	./sdk/go/controller:FuzzAppendJSON
 FUZZTIME ?= 5s
 

@@ -48,6 +48,16 @@ var fastSeeds = []string{
 }
 
 func FuzzFastEntry(f *testing.F) {
+	addFileSeeds(f)
+	f.Add("a:\n  labels:\n    by: Søren\n  spec:\n    k: café \u00a0x\n    l: [Østlandet, \"日本\", ÿ]\n    m: {k: ‰}\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		checkFast(t, text)
+	})
+}
+
+// addFileSeeds adds files of entries to a fuzz target's corpus: fastSeeds,
+// testdata's files and a few entries of largeFile.
+func addFileSeeds(f *testing.F) {
 	for _, s := range fastSeeds {
 		f.Add(s)
 	}
@@ -59,10 +69,6 @@ func FuzzFastEntry(f *testing.F) {
 		f.Add(string(data))
 	}
 	f.Add(largeFile(3))
-	f.Add("a:\n  labels:\n    by: Søren\n  spec:\n    k: café \u00a0x\n    l: [Østlandet, \"日本\", ÿ]\n    m: {k: ‰}\n")
-	f.Fuzz(func(t *testing.T, text string) {
-		checkFast(t, text)
-	})
 }
 
 // TestFastEntryReadsCommonEntries checks that fastEntry reads the entries of

@@ -16,34 +16,40 @@ type handler struct{}
 var _ controller.Handler = handler{}
 
 func (handler) Get(_ context.Context, req *controller.GetRequest) (*controller.Resource, error) {
-	p, data, o, err := plain(req.FS, req.Type, req.Namespace)
+	p, err := filePath(req.Type, req.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	if o != nil {
-		i, ok := o.find(req.Name)
-		if !ok {
-			return nil, notFound(req.Type.Kind, req.Namespace, p, req.Name)
-		}
-		e := o.entries[i]
-		if r, ok := fastEntry(req.Type.Kind, req.Namespace, e.name, o.data[e.start:e.end]); ok {
-			return r, nil
-		}
-		es, err := o.parse(p, req.Type.Kind, req.Namespace, i, i+1)
+	data, err := readFile(req.FS, p)
+	if err != nil {
+		return nil, err
+	}
+	e, found, err := seek(data, p, req.Name)
+	switch {
+	case err == errNotPlain:
+		f, err := parse(p, req.Type.Kind, req.Namespace, data)
 		if err != nil {
 			return nil, err
 		}
-		return es[0].res, nil
+		i := f.index(req.Name)
+		if i < 0 {
+			return nil, f.notFound(req.Name)
+		}
+		return f.entries[i].res, nil
+	case err != nil:
+		return nil, err
+	case !found:
+		return nil, notFound(req.Type.Kind, req.Namespace, p, req.Name)
 	}
-	f, err := parse(p, req.Type.Kind, req.Namespace, data)
+	if r, ok := fastEntry(req.Type.Kind, req.Namespace, e.name, data[e.start:e.end]); ok {
+		return r, nil
+	}
+	o := &outline{data: data, entries: []span{e}}
+	es, err := o.parse(p, req.Type.Kind, req.Namespace, 0, 1)
 	if err != nil {
 		return nil, err
 	}
-	i := f.index(req.Name)
-	if i < 0 {
-		return nil, f.notFound(req.Name)
-	}
-	return f.entries[i].res, nil
+	return es[0].res, nil
 }
 
 func (h handler) List(ctx context.Context, req *controller.ListRequest) ([]*controller.Resource, error) {

@@ -167,27 +167,40 @@ func lineAt(data []byte, off int) int { return bytes.Count(data[:off], []byte("\
 // and after the colon nothing, a comment or {}. Names that YAML reads as
 // something else than their text (null, quoted, tagged) are not plain.
 func plainKey(line []byte) (string, bool) {
+	key, ok := plainKeyBytes(line)
+	return string(key), ok
+}
+
+// plainKeyBytes is plainKey without a copy of the name.
+func plainKeyBytes(line []byte) ([]byte, bool) {
 	c := line[0]
 	if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
-		return "", false
+		return nil, false
 	}
-	colon := bytes.IndexByte(line, ':')
-	if colon < 0 {
-		return "", false
+	// One pass to the colon: a get reads the name of every entry, and
+	// bytes.ContainsAny builds a set of bytes each time.
+	colon := 1
+	for ; colon < len(line) && line[colon] != ':'; colon++ {
+		if c := line[colon]; c == ' ' || c == '\t' || c == '#' || c == '\n' {
+			return nil, false
+		}
+	}
+	if colon == len(line) {
+		return nil, false
 	}
 	key, rest := line[:colon], line[colon+1:]
-	if bytes.ContainsAny(key, " \t#") || string(key) == "null" || string(key) == "Null" || string(key) == "NULL" {
-		return "", false
+	if string(key) == "null" || string(key) == "Null" || string(key) == "NULL" {
+		return nil, false
 	}
 	if len(rest) > 0 && rest[0] != ' ' && rest[0] != '\t' && rest[0] != '\r' && rest[0] != '\n' {
-		return "", false // "a:b" is a scalar, not a key
+		return nil, false // "a:b" is a scalar, not a key
 	}
 	rest = bytes.TrimSpace(rest)
 	rest = bytes.TrimSpace(bytes.TrimPrefix(rest, []byte("{}")))
 	if len(rest) > 0 && rest[0] != '#' {
-		return "", false
+		return nil, false
 	}
-	return string(key), true
+	return key, true
 }
 
 // hasAnchor reports whether data may hold an anchor (&a) or an alias (*a):

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"github.com/cup-dev/cup/sdk/go/controller/controllertest"
+	"strings"
+	"testing"
+)
+
+// checkSeek compares seek with the outline of a file it splits into
+// entries: seek finds each entry where the outline has it, and no entry
+// the outline has not.
+func checkSeek(t *testing.T, text string) {
+	t.Helper()
+	o, err := outlineOf([]byte(text), segmentsFile)
+	if err != nil {
+		return
+	}
+	names := []string{"", "missing", "a"}
+	for _, e := range o.entries {
+		names = append(names, e.name)
+	}
+	for _, name := range names {
+		e, found, err := seek([]byte(text), segmentsFile, name)
+		i, ok := o.find(name)
+		switch {
+		case err != nil:
+			t.Fatalf("seek %q in a file the outline splits: %v\n%s", name, err, text)
+		case found != ok:
+			t.Fatalf("seek %q found %t, the outline %t\n%s", name, found, ok, text)
+		case found && e != o.entries[i]:
+			t.Fatalf("seek %q: %+v, the outline %+v\n%s", name, e, o.entries[i], text)
+		}
+	}
+}
+
+func FuzzSeek(f *testing.F) {
+	addFileSeeds(f)
+	f.Add("# top\n  # indented\n\na:\n  spec:\n    x: 1\n\n  # inside\n    \n# after\nb: {}\r\n  c: 1\r\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		checkSeek(t, text)
+	})
+}
+
+func TestSeek(t *testing.T) {
+	t.Parallel()
+	for _, s := range fastSeeds {
+		checkSeek(t, s)
+	}
+	checkSeek(t, largeFile(300))
+	const file = "# top\n  # indented\n\na:\n  spec:\n    x: 1\n\n  # inside\n    \n# after\nbb: {}\r\n  c: 1\r\nd: # none\n"
+	for _, tt := range []struct {
+		name, file, seek string
+		want             string // the entry's lines, or the error
+	}{
+		{"the first", file, "a", "a:\n  spec:\n    x: 1\n\n  # inside\n"},
+		{"in CRLF", file, "bb", "bb: {}\r\n  c: 1\r\n"},
+		{"the last, without fields", file, "d", "d: # none\n"},
+		{"missing", file, "b", ""},
+		{"a prefix of a name", "ab:\n  spec: {}\n", "a", ""},
+		{"twice", "a: {}\nb: {}\na:\n  spec: {}\n", "a", `segments.example.com/prod.yaml:3: malformed: a second entry "a"`},
+		{"another twice", "a: {}\nb: {}\nb: {}\n", "a", "a: {}\n"},
+		{"an alias in another", "a: {}\nb:\n  spec: {x: *y}\n", "a", "a: {}\n"},
+		{"an alias", "a:\n  spec: {x: *y}\n", "a", "not a plain file"},
+		{"an anchor", "a:\n  spec: &y {x: 1}\n", "a", "not a plain file"},
+		{"content before the first", "  x: 1\na: {}\n", "a", "not a plain file"},
+		{"an entry that is not plain", "a: {}\n- b\n", "a", "not a plain file"},
+		{"a tab", "a: {}\n\tb: {}\n", "a", "not a plain file"},
+	} {
+		e, found, err := seek([]byte(tt.file), segmentsFile, tt.seek)
+		got := ""
+		switch {
+		case err != nil:
+			got = err.Error()
+		case found:
+			got = tt.file[e.start:e.end]
+		}
+		if got != tt.want || found && e.name != tt.seek {
+			t.Errorf("%s: seek %q = %q (%+v), want %q", tt.name, tt.seek, got, e, tt.want)
+		}
+	}
+}
+
+// TestGetOfAnEntryBesideAnotherNameTwice: a get reads its entry and the
+// names of the others, so a name written twice fails a list, and a get of
+// that name, but not a get of another.
+func TestGetOfAnEntryBesideAnotherNameTwice(t *testing.T) {
+	t.Parallel()
+	dir := controllertest.MapDir{segmentsFile: {Data: []byte("a:\n  labels: {l: v}\nb: {}\nb: {}\n")}}
+	if r := call(t, dir, "", "get", "Segment", "prod", "a"); r.Code != 0 || !strings.Contains(r.Stdout, `"labels":{"l":"v"}`) {
+		t.Errorf("get a = %+v", r)
+	}
+	for _, args := range [][]string{{"get", "Segment", "prod", "b"}, {"list", "Segment", "prod"}} {
+		if r := call(t, dir, "", args...); r.Code != 1 || !strings.Contains(r.Stderr, `a second entry "b"`) {
+			t.Errorf("%s = %+v", args, r)
+		}
+	}
+}
