@@ -2,6 +2,7 @@ package controller
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -12,19 +13,29 @@ import (
 // gives. It compacts the spec once for both, where ContentVersion and
 // json.Marshal compact it once each and Marshal reflects over r.
 func (r *Resource) EncodeVersioned() (data []byte, version string, err error) {
+	data, sum, err := r.EncodeVersionedSum()
+	if err != nil {
+		return nil, "", err
+	}
+	return data, hex.EncodeToString(sum[:]), nil
+}
+
+// EncodeVersionedSum is EncodeVersioned with the version as the 16 bytes
+// its hex spells.
+func (r *Resource) EncodeVersionedSum() (data []byte, version [16]byte, err error) {
 	var spec []byte
 	if len(r.Spec) > 0 {
 		// json.Marshal refuses a spec of only whitespace, which
 		// ContentVersion takes for none.
 		if spec, err = compact(r.Spec); err != nil {
-			return nil, "", err
+			return nil, version, err
 		}
 	}
 	m := &r.Metadata
 	labels, annotations := sortedKeys(m.Labels), sortedKeys(m.Annotations)
-	version = r.contentVersion(spec, labels, annotations)
 	scratch := scratchPool.Get().(*[]byte)
 	defer scratchPool.Put(scratch)
+	version = r.contentSum(scratch, spec, labels, annotations)
 	b := append((*scratch)[:0], `{"apiVersion":`...)
 	b = appendString(b, r.APIVersion)
 	b = append(b, `,"kind":`...)
@@ -39,8 +50,9 @@ func (r *Resource) EncodeVersioned() (data []byte, version string, err error) {
 	b = appendString(b, m.Name)
 	b = appendStrings(b, `,"labels":`, m.Labels, labels)
 	b = appendStrings(b, `,"annotations":`, m.Annotations, annotations)
-	b = append(b, `,"resourceVersion":`...)
-	b = appendString(b, version)
+	b = append(b, `,"resourceVersion":"`...)
+	b = hex.AppendEncode(b, version[:])
+	b = append(b, '"')
 	b = append(b, '}')
 	if len(spec) > 0 {
 		b = append(b, `,"spec":`...)

@@ -303,19 +303,19 @@ func TestInternerDropsCollectedEntries(t *testing.T) {
 		return &controller.Resource{APIVersion: "t.cup.dev/v1", Kind: "Item",
 			Metadata: controller.Metadata{Namespace: "default", Name: fmt.Sprintf("item-%d-%d", round, i)}}
 	}
-	kept, err := in.entry(resource(-1, 0))
+	kept, keptRef, err := in.entryRef(resource(-1, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	keptKey := keyedKey{typ: typ, namespace: "default", key: "kept"}
-	in.remember(keptKey, kept)
+	keptKey := in.hash(keyedKey{typ: typ, namespace: "default", key: "kept"})
+	in.remember(keptKey, keptRef)
 	for round := range 10 {
 		for i := range minSweep {
-			e, err := in.entry(resource(round, i))
+			_, ref, err := in.entryRef(resource(round, i))
 			if err != nil {
 				t.Fatal(err)
 			}
-			in.remember(keyedKey{typ: typ, namespace: "default", key: fmt.Sprint(round, "/", i)}, e)
+			in.remember(in.hash(keyedKey{typ: typ, namespace: "default", key: fmt.Sprint(round, "/", i)}), ref)
 		}
 		runtime.GC()
 	}

@@ -116,31 +116,41 @@ func (in *interner) key(r *controller.Resource) contentKey {
 // entry returns the shared entry for r, making it when there is none. The
 // entry keeps no reference into r.
 func (in *interner) entry(r *controller.Resource) (*entry, error) {
+	e, _, err := in.entryRef(r)
+	return e, err
+}
+
+// entryRef is entry, with the weak pointer the interner holds it by, for
+// remember to hold it by too: making a weak pointer to an object that has
+// one walks a list of the span's records (runtime.getWeakHandle), which
+// cost a listing of 10,000 more than a millisecond.
+func (in *interner) entryRef(r *controller.Resource) (*entry, weak.Pointer[entry], error) {
 	k := in.key(r)
 	in.mu.Lock()
-	if ie := in.m[k].Value(); ie != nil {
+	if wp := in.m[k]; wp.Value() != nil {
 		in.mu.Unlock()
-		return ie, nil
+		return wp.Value(), wp, nil
 	}
 	in.mu.Unlock()
 	e, err := newEntry(r)
 	if err != nil {
-		return nil, err
+		return nil, weak.Pointer[entry]{}, err
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if old := in.m[k].Value(); old != nil {
-		return old, nil
+	if wp := in.m[k]; wp.Value() != nil {
+		return wp.Value(), wp, nil
 	}
 	in.sweep()
-	in.m[k] = weak.Make(e)
-	return e, nil
+	wp := weak.Make(e)
+	in.m[k] = wp
+	return e, wp, nil
 }
 
-// byKey returns the entry remembered under k, or whether k holds no
-// resource of the type; neither when k is unknown.
-func (in *interner) byKey(k keyedKey) (ie *entry, skip bool) {
-	h := in.hash(k)
+// byKey returns the entry remembered under the hash h of a keyedKey
+// (interner.hash), or whether that key holds no resource of the type;
+// neither when it is unknown.
+func (in *interner) byKey(h contentKey) (ie *entry, skip bool) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if _, skip := in.skips[h]; skip {
@@ -149,23 +159,23 @@ func (in *interner) byKey(k keyedKey) (ie *entry, skip bool) {
 	return in.keyed[h].Value(), false
 }
 
-// remember records what k decoded to: ie, or nothing of the type (nil).
-func (in *interner) remember(k keyedKey, ie *entry) {
-	h := in.hash(k)
+// remember records what the keyedKey hashed to h decoded to: the entry wp
+// points to, or nothing of the type (the zero wp).
+func (in *interner) remember(h contentKey, wp weak.Pointer[entry]) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if ie == nil {
+	if wp == (weak.Pointer[entry]{}) {
 		if len(in.skips) >= maxSkips {
 			clear(in.skips)
 		}
 		in.skips[h] = struct{}{}
 		return
 	}
-	if in.keyed[h].Value() == ie {
+	if in.keyed[h] == wp {
 		return
 	}
 	in.sweep()
-	in.keyed[h] = weak.Make(ie)
+	in.keyed[h] = wp
 }
 
 // listing is every resource of one type in one namespace at one commit,

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	"connectrpc.com/connect"
 
@@ -156,10 +157,12 @@ func (s *Server) listKeyed(ctx context.Context, kl controller.KeyedLister, t *Ty
 	// namespace seen for the first time may hold thousands of resources.
 	known := make([]*entry, len(found))
 	skipped := make([]bool, len(found))
+	keys := make([]contentKey, len(found))
 	var todo []int
 	for i, f := range found {
 		if f.Key != "" {
-			if known[i], skipped[i] = s.interner.byKey(keyedKey{typ: t, namespace: namespace, key: f.Key}); skipped[i] || known[i] != nil {
+			keys[i] = s.interner.hash(keyedKey{typ: t, namespace: namespace, key: f.Key})
+			if known[i], skipped[i] = s.interner.byKey(keys[i]); skipped[i] || known[i] != nil {
 				continue
 			}
 		}
@@ -170,15 +173,19 @@ func (s *Server) listKeyed(ctx context.Context, kl controller.KeyedLister, t *Ty
 	if err := parallel(ctx, len(todo), func(j int) error {
 		i := todo[j]
 		r, err := found[i].Decode()
+		var wp weak.Pointer[entry]
 		if err == nil && r != nil {
 			// Interned by content too, so that a Get of the resource
 			// shares this entry; here, on every core, since encoding
 			// the entry costs as much as decoding the file.
-			decoded[i], err = s.interner.entry(r)
+			decoded[i], wp, err = s.interner.entryRef(r)
 		}
 		if errors.Is(err, controller.ErrMalformed) {
 			bad[i] = err
 			return nil
+		}
+		if err == nil && found[i].Key != "" {
+			s.interner.remember(keys[i], wp)
 		}
 		return err
 	}); err != nil {
@@ -196,11 +203,7 @@ func (s *Server) listKeyed(ctx context.Context, kl controller.KeyedLister, t *Ty
 			continue
 		}
 		if ie == nil {
-			ie = decoded[i]
-			if f.Key != "" {
-				s.interner.remember(keyedKey{typ: t, namespace: namespace, key: f.Key}, ie)
-			}
-			if ie == nil {
+			if ie = decoded[i]; ie == nil {
 				continue
 			}
 		}

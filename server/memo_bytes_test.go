@@ -22,11 +22,11 @@ func memoFill(t *testing.T, m *memo, in *interner, typ *Type, commit string, n i
 			Metadata: controller.Metadata{Namespace: "default", Name: fmt.Sprintf("item-%06d", i),
 				Labels: map[string]string{"shard": fmt.Sprintf("s%d", i%16), "team": fmt.Sprintf("team-%d", i%7)}},
 			Spec: fmt.Appendf(nil, `{"owner":"owner-%d@example.com","replicas":%d,"enabled":true,"note":"%0200d"}`, i, i%5, i)}
-		e, err := in.entry(r)
+		e, ref, err := in.entryRef(r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		in.remember(keyedKey{typ: typ, namespace: "default", key: fmt.Sprintf("%040x", i)}, e)
+		in.remember(in.hash(keyedKey{typ: typ, namespace: "default", key: fmt.Sprintf("%040x", i)}), ref)
 		l.add(e)
 	}
 	k := memoKey{commit: commit, typ: typ, namespace: "default"}
