@@ -185,7 +185,8 @@ FUZZ_TARGETS := \
 	./server:FuzzPutBody \
 	./examples/controllers/flagfile:FuzzFastEntry \
 	./examples/controllers/flagfile:FuzzSeek \
-	./sdk/go/controller:FuzzAppendJSON
+	./sdk/go/controller:FuzzAppendJSON \
+	./sdk/go/controller:FuzzCompactJSON
 FUZZTIME ?= 5s
 
 .PHONY: fuzz

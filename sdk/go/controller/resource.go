@@ -127,11 +127,14 @@ func (r *Resource) appendJSON(b []byte) (_ []byte, ok bool) {
 	b = append(b, '}')
 	if len(r.Spec) > 0 {
 		b = append(b, `,"spec":`...)
-		buf := bytes.NewBuffer(b)
-		if json.Compact(buf, r.Spec) != nil {
-			return b, false
+		var compact bool
+		if b, compact = compactJSON(b, r.Spec); !compact {
+			buf := bytes.NewBuffer(b)
+			if json.Compact(buf, r.Spec) != nil {
+				return b, false
+			}
+			b = buf.Bytes()
 		}
-		b = buf.Bytes()
 	}
 	return append(b, "}\n"...), true
 }

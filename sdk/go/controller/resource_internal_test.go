@@ -3,6 +3,7 @@ package controller
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -62,6 +63,34 @@ func FuzzAppendJSON(f *testing.F) {
 		want, err := encode(&r)
 		if err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("appendJSON(%+v) = %q, encode = %q, %v", r, got, want, err)
+		}
+	})
+}
+
+// FuzzCompactJSON: compactJSON writes what json.Compact does, and declines
+// what json.Compact refuses; it may decline more only past its depth.
+func FuzzCompactJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"a": [1, -2.5e+3, "x\"y\\u00e9", true, false, null], "b" : {}}`,
+		" [ ] ", `"\ud800"`, "01", "1.", "-", `{"a":1,}`, "[1 2]", "\"a\x01\"", "\"\xff\"",
+		strings.Repeat("[", 600) + strings.Repeat("]", 600),
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		got, ok := compactJSON([]byte("x"), []byte(src))
+		var want bytes.Buffer
+		want.WriteString("x")
+		err := json.Compact(&want, []byte(src))
+		switch {
+		case ok && err != nil:
+			t.Fatalf("compactJSON(%q) = %q, json.Compact refuses it: %v", src, got, err)
+		case ok && !bytes.Equal(got, want.Bytes()):
+			t.Fatalf("compactJSON(%q) = %q, json.Compact %q", src, got, want.Bytes())
+		case !ok && err == nil && strings.Count(src, "[")+strings.Count(src, "{") <= maxCompactDepth:
+			t.Fatalf("compactJSON(%q) declined; json.Compact wrote %q", src, want.Bytes())
+		case !ok && string(got) != "x":
+			t.Fatalf("compactJSON(%q) declined, and changed dst to %q", src, got)
 		}
 	})
 }
