@@ -1,6 +1,7 @@
 package gitfs
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 
@@ -73,5 +74,50 @@ func TestReadBlobOnceLeavesTheBlobCache(t *testing.T) {
 	data[0] = 'X' // the caller's copy: the cache's stays as it was
 	if again, _ := st.ReadBlobOnce(ids[0]); string(again) != "blob 0\n" {
 		t.Errorf("the cached blob reads %q after its reader wrote to its copy", again)
+	}
+}
+
+// TestStoreKeepsTheLastBlobLargerThanTheCache: a blob over maxCachedBlob
+// is read from the objects once, and again only after another such blob;
+// one over maxBigBlob is not kept, nor any with the blob cache off.
+func TestStoreKeepsTheLastBlobLargerThanTheCache(t *testing.T) {
+	objs := memory.NewStorage()
+	w := NewStore(objs, WithBlobCache(0))
+	write := func(size int, fill byte) plumbing.Hash {
+		t.Helper()
+		id, err := w.WriteObject(plumbing.BlobObject, bytes.Repeat([]byte{fill}, size))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	big1, big2, huge := write(maxCachedBlob+1, 'a'), write(maxCachedBlob+2, 'b'), write(maxBigBlob+1, 'c')
+	st := NewStore(objs)
+	read := func(id plumbing.Hash) (fromObjects bool) {
+		t.Helper()
+		_, kept := st.bigBlob(id)
+		data, err := st.ReadObject(plumbing.BlobObject, id)
+		if err != nil || len(data) == 0 {
+			t.Fatalf("read %s: %d bytes, %v", id, len(data), err)
+		}
+		data[0] = 'X' // the reader's copy
+		return !kept
+	}
+	for i, step := range []struct {
+		id          plumbing.Hash
+		fromObjects bool
+	}{{big1, true}, {big1, false}, {big1, false}, {big2, true}, {big1, true}, {huge, true}, {big1, false}, {huge, true}} {
+		if got := read(step.id); got != step.fromObjects {
+			t.Errorf("read %d: from the objects %t, want %t", i, got, step.fromObjects)
+		}
+	}
+	if data, _ := st.ReadObject(plumbing.BlobObject, big1); data[0] != 'a' {
+		t.Error("a reader's write reached the kept blob")
+	}
+	if n, err := st.objectSize(big1); err != nil || n != maxCachedBlob+1 {
+		t.Errorf("objectSize of the kept blob = %d, %v", n, err)
+	}
+	if _, ok := w.bigBlob(big2); ok {
+		t.Error("a store with its blob cache off kept a blob")
 	}
 }
