@@ -28,7 +28,8 @@ type dataSegment struct {
 // coalesceData returns the content of a data section with its segments
 // merged (see above), or p as it is when it holds a segment that is
 // passive, of another memory or at an offset that is not a constant, or
-// segments that overlap, whose order would matter.
+// segments that overlap, whose order would matter, or when the zero bytes
+// merged in would outweigh the section.
 func coalesceData(p []byte) []byte {
 	r := reader{b: p}
 	n := r.count()
@@ -53,20 +54,25 @@ func coalesceData(p []byte) []byte {
 	slices.SortStableFunc(segs, func(a, b dataSegment) int { return cmp.Compare(a.offset, b.offset) })
 	// Runs of segments to merge, each from the first of its segments.
 	var runs []int
+	var zeros uint64 // the gaps the merged segments hold
 	for i, s := range segs {
 		if i == 0 {
 			runs = append(runs, 0)
 			continue
 		}
 		end := uint64(segs[i-1].offset) + uint64(len(segs[i-1].data))
-		switch {
+		switch gap := uint64(s.offset) - end; {
 		case uint64(s.offset) < end:
 			return p
-		case uint64(s.offset)-end >= dataGap:
+		case gap >= dataGap:
 			runs = append(runs, i)
+		default:
+			zeros += gap
 		}
 	}
-	if len(runs) == len(segs) {
+	// A section of empty segments 63 bytes apart would grow thirteenfold:
+	// the merge may at most double it.
+	if len(runs) == len(segs) || zeros > uint64(len(p)) {
 		return p
 	}
 	out := binary.AppendUvarint(make([]byte, 0, len(p)+len(p)/2), uint64(len(runs)))

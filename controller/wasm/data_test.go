@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"strings"
 	"testing"
 
 	"github.com/tetratelabs/wazero"
@@ -47,14 +48,15 @@ func memoryOf(t *testing.T, module []byte) []byte {
 
 func TestDataSegmentsAreMerged(t *testing.T) {
 	seg := func(offset uint32, data string) dataSegment { return dataSegment{offset, []byte(data)} }
+	long := strings.Repeat("x", 40) // for the section to outweigh a gap of 63
 	tests := []struct {
 		name string
 		segs []dataSegment
 		want int // segments after the rewrite
 	}{
 		{"touching", []dataSegment{seg(0, "ab"), seg(2, "cd")}, 1},
-		{"a gap of 63", []dataSegment{seg(10, "ab"), seg(75, "cd")}, 1},
-		{"a gap of 64", []dataSegment{seg(10, "ab"), seg(76, "cd")}, 2},
+		{"a gap of 63", []dataSegment{seg(10, long), seg(113, long)}, 1},
+		{"a gap of 64", []dataSegment{seg(10, long), seg(114, long)}, 2},
 		{"out of order", []dataSegment{seg(300, "late"), seg(100, "ab"), seg(104, "cd"), seg(200, "x")}, 3},
 		{"high offsets", []dataSegment{seg(65000, "ab"), seg(65010, "cd")}, 1},
 		{"empty segments", []dataSegment{seg(5, ""), seg(5, "ab"), seg(9, "")}, 1},
@@ -96,5 +98,15 @@ func TestDataSegmentsNotMerged(t *testing.T) {
 	}
 	if got := coalesceData(p); bytes.Equal(got, p) {
 		t.Errorf("the plain segments were not merged: %x", got)
+	}
+	// Empty segments 63 bytes apart: merged, they would hold 13 times the
+	// section's bytes.
+	var empty []dataSegment
+	for i := range 1000 {
+		empty = append(empty, dataSegment{uint32(63 * i), nil})
+	}
+	m := dataModule(empty...)
+	if out, err := interruptible(m); err != nil || DataSegments(out) != 1000 {
+		t.Errorf("empty segments 63 bytes apart: %d segments after the rewrite (%v), want 1000 as they were", DataSegments(out), err)
 	}
 }
