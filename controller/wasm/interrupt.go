@@ -271,9 +271,15 @@ type rewriter struct {
 }
 
 // insertSection inserts s before the first known section that must follow
-// it.
+// it, or else before the custom sections that end the module: they stay
+// last, as a module's name and producers sections are, and wazero, which
+// refuses a module ending in some custom sections, refuses it rewritten
+// too (FuzzInterruptible).
 func insertSection(sections []section, s section) []section {
 	at := len(sections)
+	for at > 0 && sections[at-1].id == sectionCustom {
+		at--
+	}
 	for i, x := range sections {
 		if o, ok := sectionOrder[x.id]; ok && o > sectionOrder[s.id] {
 			at = i
