@@ -141,8 +141,9 @@ func TestOutOfMemoryMessage(t *testing.T) {
 }
 
 // BenchmarkFlagfile measures get (every call is a first read: each runs a
-// new instance of the module) and list through the example controller on
-// one file of 1,000 and of 10,000 Flags.
+// new instance of the module), list and put (the module's call alone, each
+// writing the file anew) through the example controller on one file of
+// 1,000 and of 10,000 Flags.
 func BenchmarkFlagfile(b *testing.B) {
 	c := newController(b, nil, "flagfile", &wasm.Spec{Path: "flagfile.wasm", Timeout: 10 * time.Minute})
 	for _, n := range []int{1000, 10000} {
@@ -154,6 +155,15 @@ func BenchmarkFlagfile(b *testing.B) {
 		b.Run(fmt.Sprintf("list/entries=%d", n), func(b *testing.B) {
 			req := &controller.ListRequest{FS: tree, Type: flagType, Namespace: "default"}
 			measure(b, func() error { _, err := c.List(b.Context(), req); return err })
+		})
+		b.Run(fmt.Sprintf("put/entries=%d", n), func(b *testing.B) {
+			dir := newMemFS(b, map[string]string{flagfilePath: flagfileYAML(n)})
+			i := 0
+			measure(b, func() error {
+				i++ // a change every time, to the same tree
+				r := newFlag("default", fmt.Sprintf("flag-%05d", n/2), fmt.Sprintf(`{"rev":%d}`, i))
+				return c.Put(b.Context(), &controller.PutRequest{FS: dir, Type: flagType, Resource: r})
+			})
 		})
 	}
 }
