@@ -105,11 +105,11 @@ func (handler) ListEach(_ context.Context, req *controller.ListRequest, yield fu
 
 func (handler) Put(_ context.Context, req *controller.PutRequest) error {
 	r := req.Resource
-	p, data, o, err := plain(req.Dir, req.Type, r.Metadata.Namespace)
+	p, data, pl, err := placed(req.Dir, req.Type, r.Metadata.Namespace, r.Metadata.Name)
 	if err != nil {
 		return err
 	}
-	if o == nil || len(o.entries) == 0 {
+	if pl == nil {
 		f, err := parse(p, req.Type.Kind, r.Metadata.Namespace, data)
 		if err != nil {
 			return err
@@ -120,7 +120,7 @@ func (handler) Put(_ context.Context, req *controller.PutRequest) error {
 		}
 		return req.Dir.WriteFile(p, out)
 	}
-	part, from, to, err := o.edit(p, req.Type.Kind, r.Metadata.Namespace, r.Metadata.Name)
+	part, from, to, err := editPart(data, p, req.Type.Kind, r.Metadata.Namespace, *pl)
 	if err != nil {
 		return err
 	}
@@ -132,11 +132,11 @@ func (handler) Put(_ context.Context, req *controller.PutRequest) error {
 }
 
 func (handler) Delete(_ context.Context, req *controller.DeleteRequest) error {
-	p, data, o, err := plain(req.Dir, req.Type, req.Namespace)
+	p, data, pl, err := placed(req.Dir, req.Type, req.Namespace, req.Name)
 	if err != nil {
 		return err
 	}
-	if o == nil {
+	if pl == nil {
 		f, err := parse(p, req.Type.Kind, req.Namespace, data)
 		if err != nil {
 			return err
@@ -154,14 +154,14 @@ func (handler) Delete(_ context.Context, req *controller.DeleteRequest) error {
 		}
 		return req.Dir.WriteFile(f.path, out)
 	}
-	if _, ok := o.find(req.Name); !ok {
+	if !pl.found {
 		return notFound(req.Type.Kind, req.Namespace, p, req.Name)
 	}
-	part, from, to, err := o.edit(p, req.Type.Kind, req.Namespace, req.Name)
+	part, from, to, err := editPart(data, p, req.Type.Kind, req.Namespace, *pl)
 	if err != nil {
 		return err
 	}
-	if len(o.entries) == 1 {
+	if !pl.before && !pl.after {
 		return req.Dir.Remove(p)
 	}
 	text, err := part.delete(0)
@@ -169,6 +169,27 @@ func (handler) Delete(_ context.Context, req *controller.DeleteRequest) error {
 		return err
 	}
 	return req.Dir.WriteFile(p, splice(data, from, to, text))
+}
+
+// placed reads the file of typ in namespace for a put or delete of the
+// entry called name, and locates the entry in it: pl is nil for a missing
+// file, one that is not plain and one without entries, which are parsed
+// whole.
+func placed(fsys fs.FS, typ controller.Type, namespace, name string) (p string, data []byte, pl *place, err error) {
+	if p, err = filePath(typ, namespace); err != nil {
+		return "", nil, nil, err
+	}
+	if data, err = readFile(fsys, p); err != nil || data == nil {
+		return p, nil, nil, err
+	}
+	at, any, err := locate(data, p, name)
+	switch {
+	case err == errNotPlain || err == nil && !any:
+		return p, data, nil, nil
+	case err != nil:
+		return p, nil, nil, err
+	}
+	return p, data, &at, nil
 }
 
 // filePath returns the file that holds the resources of a type in

@@ -46,20 +46,20 @@
 // duplicate names. Entries store no apiVersion: resources get the one cupd
 // names in the environment.
 //
-// get and list read the file; a missing file is an empty namespace. A get
-// of a file written plainly (see scan.go) reads the lines of its entry and
-// the name of every other: a name written twice fails a list and a get of
-// that name, and an entry malformed otherwise fails a list, not a get of
-// another. put rewrites the lines of one entry, or appends a new entry
-// after the last one, and leaves every other line of the file as it was,
-// byte for byte: other entries, their order, blank lines and comments.
-// Within the rewritten entry, nodes whose content stays keep their
-// comments and style. A put that changes nothing writes nothing. delete
-// removes the entry's lines with the comment lines directly above it, and
-// the file when no entry is left. Every rewrite is parsed again and checked
-// before it is written, so an edit that would change another entry fails
-// instead. A file that is not valid YAML or not in this form is an error
-// naming the file and line.
+// get and list read the file; a missing file is an empty namespace. A get,
+// put or delete of a file written plainly (see scan.go) reads the lines of
+// its entry, of those beside it, and the name of every other: a name written
+// twice fails a list and a call naming it, and an entry malformed otherwise
+// fails a list, not a call naming another. put rewrites the lines of one
+// entry, or appends a new entry after the last one, and leaves every other
+// line of the file as it was, byte for byte: other entries, their order,
+// blank lines and comments. Within the rewritten entry, nodes whose content
+// stays keep their comments and style. A put that changes nothing writes
+// nothing. delete removes the entry's lines with the comment lines directly
+// above it, and the file when no entry is left. Every rewrite is parsed
+// again and checked before it is written, so an edit that would change
+// another entry fails instead. A file that is not valid YAML or not in this
+// form is an error naming the file and line.
 //
 // Build it with
 //

@@ -22,12 +22,63 @@ import (
 // when the name is there twice. Other names twice make a list fail, and
 // are left to it.
 func seek(data []byte, path, name string) (e span, found bool, err error) {
+	m, err := marks(data, path, name)
+	if err != nil || m.found < 0 {
+		return span{}, false, err
+	}
+	e = span{name: name, start: m.found, end: entryEnd(data, m.found)}
+	if hasAnchor(data[e.start:e.end]) {
+		return span{}, false, errNotPlain
+	}
+	return e, true, nil
+}
+
+// locate returns the place of the entry called name in data (see place),
+// as the outline of a plain file has it, and whether data holds an entry
+// at all, reading the lines seek does. It returns errNotPlain as seek
+// does, with the place for the entry: an anchor or alias in the place
+// could tie the entry to another that an edit would change.
+func locate(data []byte, path, name string) (pl place, any bool, err error) {
+	m, err := marks(data, path, name)
+	if err != nil || m.last < 0 {
+		return place{}, false, err
+	}
+	at, before := m.found, m.beforeFound
+	if at < 0 {
+		at, before = m.last, m.beforeLast
+	}
+	pl = place{to: len(data), before: before >= 0, found: m.found >= 0}
+	if pl.before {
+		pl.from = entryEnd(data, before)
+	}
+	if m.found >= 0 && m.afterFound >= 0 {
+		pl.to, pl.after = m.afterFound, true
+	}
+	if hasAnchor(data[pl.from:pl.to]) {
+		return place{}, false, errNotPlain
+	}
+	return pl, true, nil
+}
+
+// entryMarks are the offsets of the lines of entries' names that seek and
+// locate need, each -1 for none: the entry called name, the entries just
+// before and after it, the last entry and the one before it.
+type entryMarks struct {
+	found, beforeFound, afterFound int
+	last, beforeLast               int
+}
+
+// marks reads the line of each entry's name in data, and the lines before
+// the first entry, which may only be comments and blank lines; it returns
+// errNotPlain when the file is not plain, and an error naming the file and
+// line when the name is there twice.
+func marks(data []byte, path, name string) (entryMarks, error) {
+	m := entryMarks{-1, -1, -1, -1, -1}
 	t := 0
-	// Before the first entry: comments and blank lines only.
 	for t < len(data) && (data[t] == ' ' || data[t] == '\n' || data[t] == '\r' || data[t] == '#') {
 		next := lineEnd(data, t)
 		if data[t] == ' ' && !blank(data[t:next]) && data[t+indent(data[t:next])] != '#' {
-			return span{}, false, errNotPlain
+			return m, errNotPlain // content before the first entry
 		}
 		t = next
 	}
@@ -38,32 +89,37 @@ func seek(data []byte, path, name string) (e span, found bool, err error) {
 		default:
 			key, ok := plainKeyBytes(data[t:next])
 			if !ok {
-				return span{}, false, errNotPlain
+				return m, errNotPlain
 			}
-			if string(key) != name {
-				break
+			if m.found >= 0 && m.afterFound < 0 {
+				m.afterFound = t
 			}
-			if found {
-				return span{}, false, fmt.Errorf("%s:%d: malformed: a second entry %q", path, lineAt(data, t), name)
-			}
-			found = true
-			e = span{name: name, start: t, end: next}
-			// The entry ends after its last line that is indented and not
-			// blank.
-			for next < len(data) && (data[next] == ' ' || data[next] == '\n' || data[next] == '\r' || data[next] == '#') {
-				end := lineEnd(data, next)
-				if data[next] == ' ' && !blank(data[next:end]) {
-					e.end = end
+			if string(key) == name {
+				if m.found >= 0 {
+					return m, fmt.Errorf("%s:%d: malformed: a second entry %q", path, lineAt(data, t), name)
 				}
-				next = end
+				m.found, m.beforeFound = t, m.last
 			}
+			m.beforeLast, m.last = m.last, t
 		}
 		t = unindented(data, next)
 	}
-	if found && hasAnchor(data[e.start:e.end]) {
-		return span{}, false, errNotPlain
+	return m, nil
+}
+
+// entryEnd returns the end of the entry whose name is on the line at
+// offset start of data: the offset after the last line below it that is
+// indented and not blank, or after the line of its name.
+func entryEnd(data []byte, start int) int {
+	end := lineEnd(data, start)
+	for next := end; next < len(data) && (data[next] == ' ' || data[next] == '\n' || data[next] == '\r' || data[next] == '#'); {
+		e := lineEnd(data, next)
+		if data[next] == ' ' && !blank(data[next:e]) {
+			end = e
+		}
+		next = e
 	}
-	return e, found, nil
+	return end
 }
 
 // indent returns how many spaces line starts with.

@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// checkSeek compares seek with the outline of a file it splits into
-// entries: seek finds each entry where the outline has it, and no entry
-// the outline has not.
+// checkSeek compares seek and locate with the outline of a file it splits
+// into entries: seek finds each entry where the outline has it, and no
+// entry the outline has not, and locate gives the place edit would.
 func checkSeek(t *testing.T, text string) {
 	t.Helper()
 	o, err := outlineOf([]byte(text), segmentsFile)
@@ -29,6 +29,15 @@ func checkSeek(t *testing.T, text string) {
 			t.Fatalf("seek %q found %t, the outline %t\n%s", name, found, ok, text)
 		case found && e != o.entries[i]:
 			t.Fatalf("seek %q: %+v, the outline %+v\n%s", name, e, o.entries[i], text)
+		}
+		pl, any, err := locate([]byte(text), segmentsFile, name)
+		switch want := o.place(name); {
+		case err != nil:
+			t.Fatalf("locate %q in a file the outline splits: %v\n%s", name, err, text)
+		case any != (len(o.entries) > 0):
+			t.Fatalf("locate %q: entries %t, the outline has %d\n%s", name, any, len(o.entries), text)
+		case any && pl != want:
+			t.Fatalf("locate %q: %+v, the outline %+v\n%s", name, pl, want, text)
 		}
 	}
 }
@@ -80,18 +89,45 @@ func TestSeek(t *testing.T) {
 	}
 }
 
-// TestGetOfAnEntryBesideAnotherNameTwice: a get reads its entry and the
-// names of the others, so a name written twice fails a list, and a get of
-// that name, but not a get of another.
-func TestGetOfAnEntryBesideAnotherNameTwice(t *testing.T) {
+// TestCallsBesideAnotherNameTwice: get, put and delete read their entry,
+// those beside it and the names of the others, so a name written twice
+// fails a list and a call naming it, but not a call naming another.
+func TestCallsBesideAnotherNameTwice(t *testing.T) {
 	t.Parallel()
-	dir := controllertest.MapDir{segmentsFile: {Data: []byte("a:\n  labels: {l: v}\nb: {}\nb: {}\n")}}
+	const file = "a:\n  labels: {l: v}\nb: {}\nb: {}\n"
+	dir := controllertest.MapDir{segmentsFile: {Data: []byte(file)}}
 	if r := call(t, dir, "", "get", "Segment", "prod", "a"); r.Code != 0 || !strings.Contains(r.Stdout, `"labels":{"l":"v"}`) {
 		t.Errorf("get a = %+v", r)
 	}
-	for _, args := range [][]string{{"get", "Segment", "prod", "b"}, {"list", "Segment", "prod"}} {
-		if r := call(t, dir, "", args...); r.Code != 1 || !strings.Contains(r.Stderr, `a second entry "b"`) {
+	for _, args := range [][]string{{"get", "Segment", "prod", "b"}, {"list", "Segment", "prod"}, {"put", "Segment", "prod", "b"}, {"delete", "Segment", "prod", "b"}} {
+		if r := call(t, dir, segment("b", "", ""), args...); r.Code != 1 || !strings.Contains(r.Stderr, `a second entry "b"`) {
 			t.Errorf("%s = %+v", args, r)
 		}
 	}
+	if text(dir) != file {
+		t.Fatalf("a call that failed changed the file to %q", text(dir))
+	}
+	if r := call(t, dir, segment("c", "", ""), "put", "Segment", "prod", "c"); r.Code != 0 || text(dir) != file+"c: {}\n" {
+		t.Errorf("put c = %+v, the file %q", r, text(dir))
+	}
+	if r := call(t, dir, "", "delete", "Segment", "prod", "a"); r.Code != 0 || text(dir) != "b: {}\nb: {}\nc: {}\n" {
+		t.Errorf("delete a = %+v, the file %q", r, text(dir))
+	}
+}
+
+// place returns the place of the entry called name, or of the last entry,
+// from the outline: what locate must give.
+func (o *outline) place(name string) place {
+	at, ok := o.find(name)
+	if !ok {
+		at = len(o.entries) - 1
+	}
+	pl := place{to: len(o.data), before: at > 0, after: at+1 < len(o.entries), found: ok}
+	if pl.before {
+		pl.from = o.entries[at-1].end
+	}
+	if pl.after {
+		pl.to = o.entries[at+1].start
+	}
+	return pl
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io/fs"
 
 	"github.com/cup-dev/cup/sdk/go/controller"
 )
@@ -22,22 +21,6 @@ func (o *outline) parse(path, kind, namespace string, i, j int) ([]*entry, error
 		return nil, fmt.Errorf("%s:%d: malformed: the lines of entries %q to %q do not hold them alone", path, o.line(from), o.entries[i].name, o.entries[j-1].name)
 	}
 	return f.entries, nil
-}
-
-// plain reads the file of typ in namespace as a plain file: data is nil
-// for a missing file, o nil for a file that is not plain.
-func plain(fsys fs.FS, typ controller.Type, namespace string) (p string, data []byte, o *outline, err error) {
-	if p, err = filePath(typ, namespace); err != nil {
-		return "", nil, nil, err
-	}
-	if data, err = readFile(fsys, p); err != nil || data == nil {
-		return p, nil, nil, err
-	}
-	o, err = outlineOf(data, p)
-	if err == errNotPlain {
-		return p, data, nil, nil
-	}
-	return p, data, o, err
 }
 
 // batchBytes is about how much YAML a list parses at once: parsing entries
@@ -76,28 +59,25 @@ func (o *outline) each(path, kind, namespace string, yield func(*controller.Reso
 	return nil
 }
 
-// edit returns the part of a plain file that holds the entry called name,
-// parsed, for a put or delete of it; or, when there is no such entry, the
-// part that holds the last entry, after which a new one goes. The part runs
-// from the end of the entry before (or the start of the file) to the name
-// of the entry after (or the end of the file).
-func (o *outline) edit(path, kind, namespace, name string) (part *file, from, to int, err error) {
-	at, ok := o.find(name)
-	if !ok {
-		at = len(o.entries) - 1
-	}
-	to = len(o.data)
-	if at > 0 {
-		from = o.entries[at-1].end
-	}
-	if at+1 < len(o.entries) {
-		to = o.entries[at+1].start
-	}
-	if part, err = parseAt(path, kind, namespace, o.data[from:to], o.line(from)); err != nil {
+// A place is the part of a plain file that a put or delete of an entry
+// parses and rewrites: bytes [from, to), from the end of the entry before
+// (or the start of the file) to the name of the entry after (or the end of
+// the file), and whether entries come before and after it. found says
+// whether it holds the entry called name; else it holds the last entry,
+// after which a new one goes.
+type place struct {
+	from, to      int
+	before, after bool
+	found         bool
+}
+
+// editPart parses the part of data, a plain file read whole, at pl.
+func editPart(data []byte, path, kind, namespace string, pl place) (part *file, from, to int, err error) {
+	if part, err = parseAt(path, kind, namespace, data[pl.from:pl.to], lineAt(data, pl.from)); err != nil {
 		return nil, 0, 0, err
 	}
-	part.before, part.after = at > 0, at+1 < len(o.entries)
-	return part, from, to, nil
+	part.before, part.after = pl.before, pl.after
+	return part, pl.from, pl.to, nil
 }
 
 // splice returns data with bytes [from, to) replaced by text, in place when
