@@ -8,21 +8,12 @@ import (
 	"sync"
 )
 
-// EncodeVersioned returns r's ContentVersion and r's JSON with that
-// version as metadata.resourceVersion, byte for byte what json.Marshal
-// gives. It compacts the spec once for both, where ContentVersion and
-// json.Marshal compact it once each and Marshal reflects over r.
-func (r *Resource) EncodeVersioned() (data []byte, version string, err error) {
-	data, sum, err := r.EncodeVersionedSum()
-	if err != nil {
-		return nil, "", err
-	}
-	return data, hex.EncodeToString(sum[:]), nil
-}
-
-// EncodeVersionedSum is EncodeVersioned with the version as the 16 bytes
-// its hex spells.
-func (r *Resource) EncodeVersionedSum() (data []byte, version [16]byte, err error) {
+// EncodeVersioned returns r's ContentVersion, as the 16 bytes its hex
+// spells, and r's JSON with that version as metadata.resourceVersion, byte
+// for byte what json.Marshal gives. It compacts the spec once for both,
+// where ContentVersion and json.Marshal compact it once each and Marshal
+// reflects over r.
+func (r *Resource) EncodeVersioned() (data []byte, version [16]byte, err error) {
 	var spec []byte
 	if len(r.Spec) > 0 {
 		// json.Marshal refuses a spec of only whitespace, which

@@ -26,7 +26,7 @@ type entry struct {
 }
 
 func newEntry(r *controller.Resource) (*entry, error) {
-	data, v, err := r.EncodeVersionedSum()
+	data, v, err := r.EncodeVersioned()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s/%s: %w", controller.ErrMalformed, r.Metadata.Namespace, r.Metadata.Name, err)
 	}
