@@ -2,12 +2,9 @@ package wasm
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"strings"
 	"testing"
-
-	"github.com/tetratelabs/wazero"
 )
 
 // dataModule is a module of one memory page and the data segments segs,
@@ -27,23 +24,6 @@ func dataModule(segs ...dataSegment) []byte {
 	m = append(m, sectionData)
 	m = binary.AppendUvarint(m, uint64(len(p)))
 	return append(m, p...)
-}
-
-// memoryOf instantiates module and returns its memory.
-func memoryOf(t *testing.T, module []byte) []byte {
-	t.Helper()
-	ctx := context.Background()
-	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
-	defer rt.Close(ctx)
-	mod, err := rt.InstantiateWithConfig(ctx, module, wazero.NewModuleConfig().WithStartFunctions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, ok := mod.Memory().Read(0, mod.Memory().Size())
-	if !ok {
-		t.Fatal("memory not readable")
-	}
-	return bytes.Clone(b)
 }
 
 func TestDataSegmentsAreMerged(t *testing.T) {
@@ -73,7 +53,7 @@ func TestDataSegmentsAreMerged(t *testing.T) {
 			if n := DataSegments(out); n != tt.want {
 				t.Errorf("%d segments, want %d", n, tt.want)
 			}
-			if !bytes.Equal(memoryOf(t, out), memoryOf(t, module)) {
+			if !bytes.Equal(InitialMemory(t, out), InitialMemory(t, module)) {
 				t.Error("memory differs after the rewrite")
 			}
 		})

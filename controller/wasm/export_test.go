@@ -1,5 +1,14 @@
 package wasm
 
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+)
+
 // SetMaxWrittenBytes bounds the files a put or delete may hold to n bytes
 // until restore is called. Tests that call it must not run in parallel.
 func SetMaxWrittenBytes(n int64) (restore func()) {
@@ -22,4 +31,23 @@ func DataSegments(module []byte) int {
 		}
 	}
 	return 0
+}
+
+// InitialMemory instantiates module, without running it, beside WASI's
+// functions (which Go's modules import), and returns its memory.
+func InitialMemory(t testing.TB, module []byte) []byte {
+	t.Helper()
+	ctx := context.Background()
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
+	defer rt.Close(ctx)
+	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+	mod, err := rt.InstantiateWithConfig(ctx, module, wazero.NewModuleConfig().WithStartFunctions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, ok := mod.Memory().Read(0, mod.Memory().Size())
+	if !ok {
+		t.Fatal("memory not readable")
+	}
+	return bytes.Clone(b)
 }

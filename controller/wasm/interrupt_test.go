@@ -14,8 +14,6 @@ import (
 	"github.com/cup-dev/cup/controller"
 	"github.com/cup-dev/cup/controller/wasm"
 	"github.com/cup-dev/cup/internal/testlog"
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
 
 // spinModule is a WASI command whose _start loops for ever, and has no
@@ -143,20 +141,6 @@ func TestMemoryLimitFromNoPages(t *testing.T) {
 // 51,362 into a few dozen), as it does as it is.
 func TestRewriteKeepsMemory(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
-	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
-	defer rt.Close(ctx)
-	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
-	memory := func(name string, module []byte) []byte {
-		t.Helper()
-		mod, err := rt.InstantiateWithConfig(ctx, module, wazero.NewModuleConfig().WithName("").WithStartFunctions())
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		defer mod.Close(ctx)
-		b, _ := mod.Memory().Read(0, mod.Memory().Size())
-		return bytes.Clone(b)
-	}
 	for _, name := range programs {
 		out, err := wasm.Interruptible(modules[name])
 		if err != nil {
@@ -165,7 +149,7 @@ func TestRewriteKeepsMemory(t *testing.T) {
 		if before, after := wasm.DataSegments(modules[name]), wasm.DataSegments(out); name == "flagfile" && (before < 10000 || after > 100) {
 			t.Errorf("%s: %d data segments rewritten to %d, want thousands to tens", name, before, after)
 		}
-		if !bytes.Equal(memory(name, out), memory(name, modules[name])) {
+		if !bytes.Equal(wasm.InitialMemory(t, out), wasm.InitialMemory(t, modules[name])) {
 			t.Errorf("%s: its memory differs once rewritten", name)
 		}
 	}
