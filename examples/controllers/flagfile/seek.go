@@ -6,14 +6,14 @@ import (
 	"math/bits"
 )
 
-// A get needs one entry, so it does not outline the file: an outline costs
-// a string and a place in a sorted index for every entry, and a look at
-// every line, which took a module 36 of a get's 52 ms in a file of 10,000
-// entries of 700 bytes (BenchmarkFlagfile in controller/wasm). seek reads
-// the lines of the entry it seeks and the line of every entry's name, and
-// skips the indented lines between, eight bytes at a time: Go's
-// WebAssembly has no vector instructions, and bytes.IndexByte compares a
-// byte at a time.
+// A get, put or delete needs one entry, so it does not outline the file:
+// an outline costs a string and a place in a sorted index for every entry,
+// and a look at every line, which took a module 36 of a get's 52 ms in a
+// file of 10,000 entries of 700 bytes (BenchmarkFlagfile in
+// controller/wasm). seek and locate read the lines of the entries they
+// need and the line of every entry's name, and skip the indented lines
+// between, eight bytes at a time: Go's WebAssembly has no vector
+// instructions, and bytes.IndexByte compares a byte at a time.
 
 // seek returns where the entry called name is in data, a file read whole,
 // and whether there is one. It returns errNotPlain when the file is not
@@ -43,9 +43,9 @@ func locate(data []byte, path, name string) (pl place, any bool, err error) {
 	if err != nil || m.last < 0 {
 		return place{}, false, err
 	}
-	at, before := m.found, m.beforeFound
-	if at < 0 {
-		at, before = m.last, m.beforeLast
+	before := m.beforeFound
+	if m.found < 0 {
+		before = m.beforeLast // the place of the last entry
 	}
 	pl = place{to: len(data), before: before >= 0, found: m.found >= 0}
 	if pl.before {
@@ -75,7 +75,7 @@ type entryMarks struct {
 func marks(data []byte, path, name string) (entryMarks, error) {
 	m := entryMarks{-1, -1, -1, -1, -1}
 	t := 0
-	for t < len(data) && (data[t] == ' ' || data[t] == '\n' || data[t] == '\r' || data[t] == '#') {
+	for t < len(data) && !nameLine(data[t]) {
 		next := lineEnd(data, t)
 		if data[t] == ' ' && !blank(data[t:next]) && data[t+indent(data[t:next])] != '#' {
 			return m, errNotPlain // content before the first entry
@@ -84,9 +84,7 @@ func marks(data []byte, path, name string) (entryMarks, error) {
 	}
 	for t < len(data) {
 		next := lineEnd(data, t)
-		switch data[t] {
-		case '\n', '\r', '#':
-		default:
+		if nameLine(data[t]) { // else blank or a comment: t is never indented
 			key, ok := plainKeyBytes(data[t:next])
 			if !ok {
 				return m, errNotPlain
@@ -112,7 +110,7 @@ func marks(data []byte, path, name string) (entryMarks, error) {
 // indented and not blank, or after the line of its name.
 func entryEnd(data []byte, start int) int {
 	end := lineEnd(data, start)
-	for next := end; next < len(data) && (data[next] == ' ' || data[next] == '\n' || data[next] == '\r' || data[next] == '#'); {
+	for next := end; next < len(data) && !nameLine(data[next]); {
 		e := lineEnd(data, next)
 		if data[next] == ' ' && !blank(data[next:e]) {
 			end = e
@@ -121,6 +119,10 @@ func entryEnd(data []byte, start int) int {
 	}
 	return end
 }
+
+// nameLine reports whether a line starting with c may hold an entry's
+// name: it is not indented, blank or a comment.
+func nameLine(c byte) bool { return c != ' ' && c != '\n' && c != '\r' && c != '#' }
 
 // indent returns how many spaces line starts with.
 func indent(line []byte) int {
