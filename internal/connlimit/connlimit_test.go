@@ -236,10 +236,26 @@ func TestIdleConnectionsMakeRoom(t *testing.T) {
 		t.Fatalf("the connection idle longest: read = %v, want EOF (closed)", err)
 	}
 
+	// The server closes the request's connection after the client has
+	// read its response: wait until it has, so that the busy connections
+	// below find idle[1] the only one to close.
+	for l.Open() > 1 {
+		time.Sleep(time.Millisecond)
+	}
+
 	// Two busy connections: a third is refused.
+	failed := make(chan error, 2)
 	for range 2 {
-		go func() { _, _ = get("/busy") }()
-		<-busy
+		go func() {
+			if _, err := get("/busy"); err != nil {
+				failed <- err
+			}
+		}()
+		select {
+		case <-busy:
+		case err := <-failed:
+			t.Fatalf("a request with room for it (idle[1] idle, %d open) failed: %v", l.Open(), err)
+		}
 	}
 	if res, _ := get("/"); strings.Contains(res, "200 OK") {
 		t.Fatalf("a request while busy connections fill the limit was served: %q", res)
