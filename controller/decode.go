@@ -3,6 +3,8 @@ package controller
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/cup-dev/cup/internal/document"
 )
 
 // parseCommon decodes data as ParseResource's encoding/json decoder does,
@@ -13,7 +15,9 @@ import (
 // and encoding/json, the one authority on what is accepted and on the
 // words of a refusal, decodes data again. A listing decodes thousands of
 // files: this reads each once, where encoding/json scans it and then
-// decodes it through reflection. data has passed CheckDepth and CheckUTF8.
+// decodes it through reflection. data must be UTF-8. What it takes nests
+// at most document.MaxDepth deep, as CheckDepth has it: the resource's
+// object is the first level, its spec's the second.
 func parseCommon(data []byte) (*Resource, bool) {
 	p := scanner{d: data}
 	var r Resource
@@ -168,7 +172,7 @@ func (p *scanner) spec() (json.RawMessage, bool) {
 	if len(rest) == 0 || rest[0] != '{' {
 		return nil, false
 	}
-	n, ok := prefixJSON(rest)
+	n, ok := prefixJSON(rest, document.MaxDepth-1)
 	if !ok {
 		return nil, false
 	}

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/cup-dev/cup/internal/benchrepo"
 	"github.com/cup-dev/cup/internal/document"
 )
 
@@ -42,11 +44,19 @@ func FuzzParseCommon(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	f.Add(nestedSpec(document.MaxDepth - 2)) // 512 deep
+	f.Add(nestedSpec(document.MaxDepth - 1))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if document.CheckDepth(data, document.MaxDepth) != nil || CheckUTF8(data) != nil {
+		if CheckUTF8(data) != nil {
 			return
 		}
 		common, ok := parseCommon(data)
+		if document.CheckDepth(data, document.MaxDepth) != nil {
+			if ok {
+				t.Fatalf("parseCommon accepted what nests more than %d deep: %q", document.MaxDepth, data)
+			}
+			return
+		}
 		r, err := parseJSON(data)
 		if ok {
 			if err != nil {
@@ -75,6 +85,44 @@ func FuzzParseCommon(f *testing.F) {
 			t.Fatalf("EncodeVersioned gave\n%s\njson.Marshal\n%s (%v)", got, marshaled, merr)
 		}
 	})
+}
+
+// nestedSpec is a resource whose spec holds arrays depth levels deep, so
+// that the resource nests depth+2 deep.
+func nestedSpec(depth int) []byte {
+	return []byte(`{"kind": "K", "spec": {"a": ` + strings.Repeat("[", depth) + strings.Repeat("]", depth) + `}}`)
+}
+
+// TestParseResourceDepth: the nesting a resource may have is the same
+// whether the one-pass reader or encoding/json decodes it, and the same
+// error refuses more.
+func TestParseResourceDepth(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{
+		{"read in one pass", nestedSpec(document.MaxDepth - 2)},
+		{"decoded by encoding/json", []byte(strings.Replace(string(nestedSpec(document.MaxDepth-2)), `"kind": "K"`, `"kind": "K\u0041"`, 1))},
+	} {
+		r, err := ParseResource(tc.data)
+		if err != nil || r.Kind == "" {
+			t.Fatalf("%s: %d deep: %v", tc.name, document.MaxDepth, err)
+		}
+		deeper := bytes.Replace(tc.data, []byte("[]"), []byte("[[]]"), 1)
+		_, err = ParseResource(deeper)
+		var de *document.DepthError
+		if !errors.As(err, &de) || de.Limit != document.MaxDepth || !strings.Contains(err.Error(), "nested more than 512 deep") {
+			t.Fatalf("%s: %d deep: %v, want the depth error", tc.name, document.MaxDepth+1, err)
+		}
+	}
+	// The one-pass reader takes the first and refuses the second itself.
+	if _, ok := parseCommon(nestedSpec(document.MaxDepth - 2)); !ok {
+		t.Fatal("parseCommon refused a resource 512 deep")
+	}
+	if _, ok := parseCommon(nestedSpec(document.MaxDepth - 1)); ok {
+		t.Fatal("parseCommon took a resource 513 deep")
+	}
 }
 
 // TestEncodeVersionedMatchesMarshal covers what files cannot hold but
@@ -151,7 +199,7 @@ func FuzzCompactJSON(f *testing.F) {
 		if !ok && string(got) != "prefix" {
 			t.Fatalf("compactJSON changed dst to %q on %q", got, src)
 		}
-		n, ok := prefixJSON(src)
+		n, ok := prefixJSON(src, 0)
 		if ok && (n == 0 || !json.Valid(src[:n])) {
 			t.Fatalf("prefixJSON takes %q of %q, which json.Valid refuses", src[:n], src)
 		}
@@ -185,4 +233,16 @@ func BenchmarkCompactSpec(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkParseResource decodes a file of benchrepo's items (510 bytes),
+// as a listing does for each.
+func BenchmarkParseResource(b *testing.B) {
+	data := benchrepo.Item(42, strings.Repeat("n", 200))
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := ParseResource(data); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -18,9 +18,11 @@ func compactJSON(dst, src []byte) ([]byte, bool) {
 }
 
 // prefixJSON returns the length of the JSON value src starts with, as
-// json.Valid would take it on its own, or false.
-func prefixJSON(src []byte) (int, bool) {
-	s := jsonScan{src: src}
+// json.Valid would take it on its own, or false; and false for a value
+// whose objects and arrays nest more than depth deep (at most
+// maxJSONDepth).
+func prefixJSON(src []byte, depth int) (int, bool) {
+	s := jsonScan{src: src, depth: depth}
 	ok := s.value()
 	return s.i, ok
 }
@@ -34,6 +36,7 @@ type jsonScan struct {
 	src, dst []byte
 	i, run   int
 	keep     bool
+	depth    int // the deepest nesting taken; 0 for maxJSONDepth
 }
 
 // space skips whitespace, leaving it out of the copy.
@@ -68,6 +71,10 @@ func (s *jsonScan) whole() bool {
 func (s *jsonScan) value() bool {
 	var stackBuf [64]byte
 	stack := stackBuf[:0] // the open '{' and '['
+	depth := s.depth
+	if depth <= 0 || depth > maxJSONDepth {
+		depth = maxJSONDepth
+	}
 	s.space()
 	for {
 		// A value.
@@ -76,7 +83,7 @@ func (s *jsonScan) value() bool {
 		}
 		switch c := s.src[s.i]; {
 		case c == '{' || c == '[':
-			if len(stack) == maxJSONDepth {
+			if len(stack) == depth {
 				return false
 			}
 			s.i++
