@@ -180,6 +180,7 @@ FUZZ_TARGETS := \
 	./internal/config:FuzzLoad \
 	./internal/gitfs:FuzzTreeDelta \
 	./internal/gitfs:FuzzLooseOrderParsers \
+	./internal/gitfs:FuzzStoredZlib \
 	./server:FuzzLabelSet \
 	./server:FuzzREST \
 	./server:FuzzPutBody \

@@ -5,6 +5,7 @@ import (
 	endian "encoding/binary"
 	"errors"
 	"fmt"
+	"hash/adler32"
 	"io"
 	"io/fs"
 	"os"
@@ -291,6 +292,14 @@ func (z *inflater) inflate(compressed []byte, size int64) ([]byte, error) {
 	if size < 0 || size > int64(len(compressed))*1032+64 {
 		return nil, fmt.Errorf("size %d does not fit %d compressed bytes", size, len(compressed))
 	}
+	if data, ok := storedZlib(compressed, size); ok {
+		return data, nil
+	}
+	return z.inflateStream(compressed, size)
+}
+
+// inflateStream is inflate's zlib reader.
+func (z *inflater) inflateStream(compressed []byte, size int64) ([]byte, error) {
 	if err := z.reset(compressed); err != nil {
 		return nil, err
 	}
@@ -302,6 +311,59 @@ func (z *inflater) inflate(compressed []byte, size int64) ([]byte, error) {
 		return nil, errors.New("more data than its size")
 	}
 	return data, nil
+}
+
+// storedZlib returns the size bytes of content of the zlib stream that
+// compressed starts with, when every deflate block of it is stored (as
+// cupd writes objects under 4 KiB, and large trees) but for an empty last
+// one, its Adler-32 matches,
+// and it holds size bytes. It reports false for anything else, which the
+// zlib reader inflates and words the errors of. Copying the blocks is
+// most of what a zlib reader would do for them, without its reset and
+// its reads through a bit reader: a first listing of 10,000 resources
+// spent 7% of its CPU inflating stored streams.
+func storedZlib(compressed []byte, size int64) ([]byte, bool) {
+	// The header: deflate, a window of at most 32 KiB, no preset
+	// dictionary, and its check bits (RFC 1950).
+	if len(compressed) < 2 || compressed[0]&0x0f != 8 || compressed[0]>>4 > 7 || compressed[1]&0x20 != 0 ||
+		(uint(compressed[0])<<8|uint(compressed[1]))%31 != 0 {
+		return nil, false
+	}
+	var data []byte
+	p := 2
+	for {
+		// An empty final block of fixed codes, as klauspost's writer ends
+		// a stream: BFINAL, BTYPE 01, the end-of-block code and padding.
+		if len(compressed)-p >= 2 && compressed[p] == 0x03 && compressed[p+1] == 0 {
+			p += 2
+			break
+		}
+		// A stored block (RFC 1951 3.2.4): a byte of BFINAL, BTYPE 00 and
+		// padding, LEN and its complement NLEN, then LEN bytes.
+		if len(compressed)-p < 5 || compressed[p]&^1 != 0 {
+			return nil, false
+		}
+		final := compressed[p]&1 != 0
+		n := int(endian.LittleEndian.Uint16(compressed[p+1:]))
+		if endian.LittleEndian.Uint16(compressed[p+3:]) != ^uint16(n) || len(compressed)-p-5 < n || int64(len(data)+n) > size {
+			return nil, false
+		}
+		if data == nil {
+			data = make([]byte, 0, size)
+		}
+		data = append(data, compressed[p+5:p+5+n]...)
+		p += 5 + n
+		if final {
+			break
+		}
+	}
+	if int64(len(data)) != size || len(compressed)-p < 4 || endian.BigEndian.Uint32(compressed[p:]) != adler32.Checksum(data) {
+		return nil, false
+	}
+	if data == nil {
+		data = []byte{} // as the zlib reader's
+	}
+	return data, true
 }
 
 // header decodes the header of a loose object, "<type> <size>\x00",
