@@ -246,3 +246,35 @@ func BenchmarkParseResource(b *testing.B) {
 		}
 	}
 }
+
+// TestPlainWord: plainWord finds each byte that ends a string, starts an
+// escape or is a control character, in every place of a word, beside any
+// other byte.
+func TestPlainWord(t *testing.T) {
+	t.Parallel()
+	for b := range 256 {
+		for other := range 256 {
+			for pos := range 8 {
+				w := bytes.Repeat([]byte{byte(other)}, 8)
+				w[pos] = byte(b)
+				want := true
+				for _, c := range w {
+					if c == '"' || c == '\\' || c < 0x20 {
+						want = false
+					}
+				}
+				if got := plainWord(endianLE(w)); got != want {
+					t.Fatalf("plainWord(%x) = %v, want %v", w, got, want)
+				}
+			}
+		}
+	}
+}
+
+func endianLE(w []byte) uint64 {
+	var x uint64
+	for i := 7; i >= 0; i-- {
+		x = x<<8 | uint64(w[i])
+	}
+	return x
+}

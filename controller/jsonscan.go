@@ -1,5 +1,7 @@
 package controller
 
+import "encoding/binary"
+
 // compactJSON appends src to dst compacted as json.Compact compacts it,
 // and reports true, when src is one JSON value that json.Compact takes;
 // otherwise it reports false and dst as it was, and the caller asks
@@ -168,6 +170,15 @@ func (s *jsonScan) key() bool {
 func (s *jsonScan) str() bool {
 	src := s.src
 	for i := s.i + 1; i < len(src); i++ {
+		// Eight bytes at a time while none of them ends the string,
+		// starts an escape or is a control character: most of a spec's
+		// bytes are in strings such as descriptions.
+		for i+8 <= len(src) && plainWord(binary.LittleEndian.Uint64(src[i:])) {
+			i += 8
+		}
+		if i == len(src) {
+			break
+		}
 		switch c := src[i]; {
 		case c == '"':
 			s.i = i + 1
@@ -191,6 +202,19 @@ func (s *jsonScan) str() bool {
 		}
 	}
 	return false
+}
+
+// Words of eight bytes: ones has a 1 in each byte, highs the high bit of
+// each byte, lows the other bits.
+const ones, highs, lows = 0x0101010101010101, 0x8080808080808080, 0x7f7f7f7f7f7f7f7f
+
+// plainWord reports whether no byte of w, eight bytes of a string, is
+// '"', '\\' or below 0x20. Each test is exact per byte: adding to the
+// low seven bits never carries into the next byte.
+func plainWord(w uint64) bool {
+	zero := func(x uint64) uint64 { return ^(((x & lows) + lows) | x) & highs } // bytes of x that are 0
+	control := ^(((w & lows) + 0x60*ones) | w) & highs                          // bytes below 0x20
+	return control|zero(w^'"'*ones)|zero(w^'\\'*ones) == 0
 }
 
 func isHex(c byte) bool {
