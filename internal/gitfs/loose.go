@@ -2,7 +2,6 @@ package gitfs
 
 import (
 	"bytes"
-	"compress/zlib"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/klauspost/compress/zlib"
 )
 
 // LooseWriter writes loose objects into an objects directory the way Git
@@ -54,7 +54,7 @@ func autoLevel(typ plumbing.ObjectType, size int) int {
 
 type looseBuffers struct {
 	buf bytes.Buffer
-	zw  map[int]*zlib.Writer // by level
+	zw  map[int]zlibWriter // by level
 }
 
 // LooseOption configures a LooseWriter.
@@ -107,7 +107,7 @@ func (w *LooseWriter) write(id plumbing.Hash, typ plumbing.ObjectType, content [
 	}
 	b, _ := w.pool.Get().(*looseBuffers)
 	if b == nil {
-		b = &looseBuffers{zw: make(map[int]*zlib.Writer)}
+		b = &looseBuffers{zw: make(map[int]zlibWriter)}
 	}
 	defer w.pool.Put(b)
 	b.buf.Reset()
@@ -115,7 +115,7 @@ func (w *LooseWriter) write(id plumbing.Hash, typ plumbing.ObjectType, content [
 	zw := b.zw[level]
 	if zw == nil {
 		var err error
-		if zw, err = zlib.NewWriterLevel(&b.buf, level); err != nil {
+		if zw, err = newZlibWriter(&b.buf, level); err != nil {
 			return plumbing.ZeroHash, err
 		}
 		b.zw[level] = zw

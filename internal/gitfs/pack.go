@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
-	"compress/zlib"
 	"crypto/sha1"
 	endian "encoding/binary"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+	"github.com/klauspost/compress/zlib"
 )
 
 // PackOption configures WritePack.
@@ -101,7 +101,7 @@ func writePackOf(w io.Writer, n int, next nextObject, opts ...PackOption) error 
 	// an index records: no entry is held whole a second time.
 	crc := crc32.NewIEEE()
 	entry := io.MultiWriter(cw, crc)
-	zws := map[int]*zlib.Writer{}
+	zws := map[int]zlibWriter{}
 	var prevTree []byte // the last large tree written, and where
 	var prevAt int64
 	depth := 0          // of the delta chain prevTree ends
@@ -154,7 +154,7 @@ func writePackOf(w io.Writer, n int, next nextObject, opts ...PackOption) error 
 		}
 		zw := zws[level]
 		if zw == nil {
-			if zw, err = zlib.NewWriterLevel(entry, level); err != nil {
+			if zw, err = newZlibWriter(entry, level); err != nil {
 				return err
 			}
 			zws[level] = zw
