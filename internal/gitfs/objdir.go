@@ -316,9 +316,9 @@ func (z *inflater) inflateStream(compressed []byte, size int64) ([]byte, error) 
 // storedZlib returns the size bytes of content of the zlib stream that
 // compressed starts with, when every deflate block of it is stored (as
 // cupd writes objects under 4 KiB, and large trees) but for an empty last
-// one, its Adler-32 matches,
-// and it holds size bytes. It reports false for anything else, which the
-// zlib reader inflates and words the errors of. Copying the blocks is
+// one, its Adler-32 matches, and it holds size bytes. It reports false for
+// anything else, which the zlib reader inflates and words the errors
+// of. Copying the blocks is
 // most of what a zlib reader would do for them, without its reset and
 // its reads through a bit reader: a first listing of 10,000 resources
 // spent 7% of its CPU inflating stored streams.
