@@ -2,6 +2,7 @@ package controller
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -263,18 +264,10 @@ func TestPlainWord(t *testing.T) {
 						want = false
 					}
 				}
-				if got := plainWord(endianLE(w)); got != want {
+				if got := plainWord(binary.LittleEndian.Uint64(w)); got != want {
 					t.Fatalf("plainWord(%x) = %v, want %v", w, got, want)
 				}
 			}
 		}
 	}
-}
-
-func endianLE(w []byte) uint64 {
-	var x uint64
-	for i := 7; i >= 0; i-- {
-		x = x<<8 | uint64(w[i])
-	}
-	return x
 }
